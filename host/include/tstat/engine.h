@@ -1,0 +1,82 @@
+// The reduction engine: many tensors in, their statistics out, in one call.
+//
+// A Backend reduces a batch of tensors. The CPU backend (OpenMP) runs the
+// whole batch in one parallel region; the CUDA backend runs it as one kernel
+// launch over a work table of all tensors (plus a small merge launch, and a
+// second pair when linear histograms are asked for), stream-ordered on the
+// caller's stream.
+//
+// Errors: a request that is invalid (null data, bad axis, zero bins, ...) gets
+// its own non-OK ReductionResult::status naming the argument, and the other
+// requests of the batch still run. A failure of the backend itself (a CUDA
+// error) is returned by Reduce()/Enqueue() and affects the whole batch.
+//
+// Thread safety: a Backend instance is used by one thread at a time.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tstat/stats.h"
+#include "tstat/status.h"
+#include "tstat/tensor_view.h"
+
+struct CUstream_st;  // cudaStream_t without including cuda_runtime.h
+
+namespace tstat {
+
+struct ReductionRequest {
+  TensorView tensor;
+  StatsOptions options;
+};
+
+struct ReductionResult {
+  Status status;                       // per-request validation result
+  TensorStats stats;                   // not filled when label_classes > 0
+  std::optional<ExponentHistogram> exponent_histogram;
+  std::optional<LinearHistogram> linear_histogram;
+  std::optional<PerChannelStats> per_channel;
+  std::optional<LabelCounts> label_counts;
+  std::optional<ElementSample> sample;
+};
+
+enum class BackendKind : std::uint8_t { kCpu = 0, kCuda = 1 };
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual BackendKind kind() const = 0;
+  // Human-readable: "cpu (2 threads)", "cuda (NVIDIA H100, sm_90)".
+  virtual std::string description() const = 0;
+
+  // Reduces every request and waits for the results. `results` is resized to
+  // requests.size(). Host tensors only on the CPU backend; CUDA tensors only on
+  // the CUDA backend (a mismatched request gets kInvalidArgument).
+  virtual Status Reduce(const std::vector<ReductionRequest>& requests,
+                        std::vector<ReductionResult>* results,
+                        CUstream_st* stream = nullptr) = 0;
+};
+
+struct CpuBackendOptions {
+  int threads = 0;  // 0: OpenMP's default (OMP_NUM_THREADS or all cores)
+};
+
+// Always available.
+std::unique_ptr<Backend> CreateCpuBackend(const CpuBackendOptions& options = {});
+
+// kNotSupported when tstat was built without CUDA, kUnavailable when no CUDA
+// device is present.
+Result<std::unique_ptr<Backend>> CreateCudaBackend(int device = 0);
+
+// True when this build contains the CUDA backend.
+bool BuiltWithCuda();
+// Number of usable CUDA devices (0 without CUDA or without a device).
+int CudaDeviceCount();
+
+// Library version, "MAJOR.MINOR.PATCH".
+const char* Version();
+
+}  // namespace tstat

@@ -1,0 +1,154 @@
+// The stat set: what one pass over a tensor produces, and how to ask for it.
+//
+// Conventions, identical on every backend:
+// - count counts every element; nan/pos_inf/neg_inf count non-finite ones.
+// - min, max, sum, mean, variance, l1, l2, amax are over FINITE values only,
+//   accumulated in double. min/max/mean/variance are NaN when no finite value
+//   exists; sum, l1, l2, amax are 0 then.
+// - variance is the population variance M2/n (Welford/Chan merge in double);
+//   sample_variance() divides by n-1.
+// - zero_count counts +0 and -0; neg_count counts x < 0 (so -0 is not
+//   negative, -Inf is); band counts compare x <= band_lo / x >= band_hi
+//   (NaN never counts, +-Inf do); small_count counts |x| < small_eps (zeros
+//   included; NaN and Inf never).
+// - Determinism: for a given backend, thread count / GPU model and build, the
+//   results are bitwise reproducible (no floating-point atomics). Between CPU
+//   and CUDA backends counts and histograms agree exactly; floating-point stats
+//   agree within 1e-6 relative.
+#pragma once
+
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+namespace tstat {
+
+// ---------------------------------------------------------------------------
+// Exponent histogram: counts of finite non-zero values by floor(log2|x|).
+// Bin i (0 <= i < kExpHistBins) holds values with floor(log2|x|) == i + kExpHistMinExp,
+// i.e. |x| in [2^(i+kExpHistMinExp), 2^(i+kExpHistMinExp+1)). The first bin also
+// takes everything smaller (possible only for float64 input) and the last bin
+// everything larger, so the full float64 range is covered. Float32 subnormals
+// start at 2^-149 (bin 1); float32 max is in bin 277 (exponent 127).
+inline constexpr int kExpHistMinExp = -150;
+inline constexpr int kExpHistMaxExp = 128;
+inline constexpr int kExpHistBins = kExpHistMaxExp - kExpHistMinExp + 1;  // 279
+
+struct ExponentHistogram {
+  std::array<std::uint64_t, kExpHistBins> counts{};
+  static constexpr int BinExponent(int bin) { return bin + kExpHistMinExp; }
+  static constexpr int BinOf(int exponent) {
+    return exponent < kExpHistMinExp ? 0
+           : exponent > kExpHistMaxExp ? kExpHistBins - 1
+                                       : exponent - kExpHistMinExp;
+  }
+  std::uint64_t total() const {
+    std::uint64_t t = 0;
+    for (auto c : counts) t += c;
+    return t;
+  }
+};
+
+// ---------------------------------------------------------------------------
+// Linear histogram of `bins` equal buckets over [lo, hi]. Bucket i covers
+// [lo + i*w, lo + (i+1)*w) and the last bucket is closed at hi. Finite values
+// outside [lo, hi] (possible only with a fixed range) are counted in
+// below/above, never dropped. Non-finite values are not binned (they are in
+// the nan/inf counts). With the automatic range, lo/hi are the tensor's finite
+// min/max; if they are equal the range is [v-0.5, v+0.5] (as TensorBoard does).
+struct LinearHistogramOptions {
+  int bins = 0;              // 0 = off; otherwise 1..kMaxLinearBins
+  bool fixed_range = false;  // false: use the tensor's own [min, max]
+  double lo = 0.0, hi = 0.0; // used when fixed_range; need lo < hi, finite
+};
+inline constexpr int kMaxLinearBins = 65536;
+
+struct LinearHistogram {
+  double lo = 0.0, hi = 0.0;
+  std::vector<std::uint64_t> counts;
+  std::uint64_t below = 0, above = 0;
+  // TensorBoard HistogramProto bucket_limit: the right edge of each bucket.
+  std::vector<double> BucketLimits() const {
+    std::vector<double> limits(counts.size());
+    const double w = (hi - lo) / static_cast<double>(counts.size());
+    for (std::size_t i = 0; i < counts.size(); ++i)
+      limits[i] = (i + 1 == counts.size()) ? hi : lo + w * static_cast<double>(i + 1);
+    return limits;
+  }
+};
+
+// ---------------------------------------------------------------------------
+// Options for one tensor's reduction. Defaults give the cheap set plus the
+// exponent histogram.
+struct StatsOptions {
+  double band_lo = -0.97;    // x <= band_lo counts as low-saturated
+  double band_hi = 0.97;     // x >= band_hi counts as high-saturated
+  double small_eps = 1e-7;   // |x| < small_eps counts as vanishing
+  bool exponent_histogram = true;
+  LinearHistogramOptions linear_histogram;  // second pass when bins > 0
+  int per_channel_axis = -1;     // >= 0: also per-channel stats along this axis
+  int label_classes = 0;         // > 0: bincount of an integer tensor instead of the stat set
+  std::int64_t sample_count = 0; // > 0: k elements at pseudo-random positions
+  std::uint64_t sample_seed = 0; // e.g. hash(tensor name) ^ step
+};
+
+// ---------------------------------------------------------------------------
+struct TensorStats {
+  std::uint64_t count = 0;
+  std::uint64_t finite_count = 0;
+  std::uint64_t nan_count = 0;
+  std::uint64_t pos_inf_count = 0;
+  std::uint64_t neg_inf_count = 0;
+  std::uint64_t zero_count = 0;
+  std::uint64_t neg_count = 0;
+  std::uint64_t subnormal_count = 0;  // finite non-zero values below the dtype's min normal
+  std::uint64_t band_lo_count = 0;
+  std::uint64_t band_hi_count = 0;
+  std::uint64_t small_count = 0;
+  double min = std::numeric_limits<double>::quiet_NaN();
+  double max = std::numeric_limits<double>::quiet_NaN();
+  double sum = 0.0;
+  double mean = std::numeric_limits<double>::quiet_NaN();
+  double m2 = 0.0;  // sum of squared deviations from the mean
+  double l1 = 0.0;
+  double l2 = 0.0;
+  double amax = 0.0;
+
+  double variance() const {
+    return finite_count ? m2 / static_cast<double>(finite_count)
+                        : std::numeric_limits<double>::quiet_NaN();
+  }
+  double sample_variance() const {
+    return finite_count > 1 ? m2 / static_cast<double>(finite_count - 1)
+                            : std::numeric_limits<double>::quiet_NaN();
+  }
+  double stddev() const { return std::sqrt(variance()); }
+  std::uint64_t inf_count() const { return pos_inf_count + neg_inf_count; }
+};
+
+// Per-channel stats: the full TensorStats (without histograms) for every slice
+// along `axis`. Channel c of a tensor viewed as [outer, C, inner] holds the
+// elements (o*C + c)*inner + i.
+struct PerChannelStats {
+  int axis = -1;
+  std::vector<TensorStats> channels;
+};
+
+// Label counts: counts[k] = number of elements equal to k, 0 <= k < classes;
+// labels outside [0, classes) are counted in out_of_range.
+struct LabelCounts {
+  std::vector<std::uint64_t> counts;
+  std::uint64_t out_of_range = 0;
+};
+
+// Element sample: values (converted to double) at deterministic positions.
+// positions are a function of (seed, n, k) only; when k >= n every element is
+// taken in order.
+struct ElementSample {
+  std::vector<std::int64_t> positions;
+  std::vector<double> values;
+};
+
+}  // namespace tstat

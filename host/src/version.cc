@@ -1,0 +1,7 @@
+#include "tstat/engine.h"
+
+namespace tstat {
+
+const char* Version() { return TSTAT_VERSION_STRING; }
+
+}  // namespace tstat

@@ -1,0 +1,75 @@
+// The CPU backend: validates each request, runs the stat set of the whole
+// batch in one parallel region, then the optional passes per request.
+#include <omp.h>
+
+#include <string>
+#include <vector>
+
+#include "kernels/cpu/cpu_passes.h"
+#include "kernels/cpu/cpu_stats.h"
+#include "kernels/request_check.h"
+#include "tstat/engine.h"
+
+namespace tstat {
+namespace {
+
+class CpuBackend final : public Backend {
+ public:
+  explicit CpuBackend(const CpuBackendOptions& options)
+      : workers_(options.threads > 0 ? options.threads : omp_get_max_threads()) {}
+
+  BackendKind kind() const override { return BackendKind::kCpu; }
+
+  std::string description() const override {
+    return "cpu (" + std::to_string(workers_) + " threads, " + kernels::cpu::TileIsaName() + ")";
+  }
+
+  Status Reduce(const std::vector<ReductionRequest>& requests, std::vector<ReductionResult>* results,
+                CUstream_st* /*stream*/) override {
+    if (results == nullptr) return Status::InvalidArgument("results is null");
+    results->clear();
+    results->resize(requests.size());
+    std::vector<kernels::cpu::StatsJob> jobs;
+    jobs.reserve(requests.size());
+    std::vector<bool> valid(requests.size());
+    for (std::size_t i = 0; i < requests.size(); ++i) {
+      ReductionResult& out = (*results)[i];
+      out.status = kernels::CheckRequest(requests[i], BackendKind::kCpu);
+      valid[i] = out.status.ok();
+      if (!valid[i]) {
+        out.status = out.status.WithContext("request " + std::to_string(i));
+        continue;
+      }
+      if (requests[i].options.label_classes == 0) jobs.push_back({&requests[i], &out});
+    }
+    kernels::cpu::ReduceStatsBatch(jobs, workers_);
+    for (std::size_t i = 0; i < requests.size(); ++i) {
+      if (!valid[i]) continue;
+      const ReductionRequest& r = requests[i];
+      ReductionResult& out = (*results)[i];
+      if (r.options.label_classes > 0) {
+        kernels::cpu::ComputeLabelCounts(r, workers_, &out.label_counts.emplace());
+      } else {
+        if (r.options.linear_histogram.bins > 0) {
+          kernels::cpu::ComputeLinearHistogram(r, out.stats, workers_, &out.linear_histogram.emplace());
+        }
+        if (r.options.per_channel_axis >= 0) {
+          kernels::cpu::ComputePerChannel(r, workers_, &out.per_channel.emplace());
+        }
+      }
+      if (r.options.sample_count > 0) kernels::cpu::ComputeSample(r, &out.sample.emplace());
+    }
+    return Status::OK();
+  }
+
+ private:
+  int workers_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> CreateCpuBackend(const CpuBackendOptions& options) {
+  return std::make_unique<CpuBackend>(options);
+}
+
+}  // namespace tstat

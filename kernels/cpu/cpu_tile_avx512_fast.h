@@ -1,0 +1,232 @@
+// AVX-512 fast path for float32, float16 and bfloat16 tiles. Included inside
+// the AVX-512 namespace of cpu_tile_avx512.cc, after cpu_tile.h, whose
+// ReduceTileF serves as the exact fallback.
+//
+// Pass 1 reads the tile once for the moments (double), min/max and all counts,
+// with no masking: it only records whether any non-finite value was present.
+// Such tiles (rare) are redone by the fully-masked ReduceTileF. Pass 2 reads
+// the tile again (from L1) for the exponent histogram: the exponent fields of
+// 64 values are packed into one vector of bytes, each holding the value's
+// octave below the tile's largest one, and counted with byte compares for the
+// top kWindow octaves. Values further down (and float subnormals) are binned by
+// an exact scalar fix-up that runs only when the counts say there are some.
+
+#include <immintrin.h>
+
+inline constexpr int kWindow = 16;  // octaves counted by compares
+
+template <DType D>
+static inline __m512 LoadF16Lanes(const unsigned char* p) {
+  if constexpr (D == DType::kFloat32) {
+    return _mm512_loadu_ps(p);
+  } else if constexpr (D == DType::kFloat16) {
+    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  } else {
+    static_assert(D == DType::kBFloat16, "fast path covers f32, f16, bf16");
+    const __m512i w = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
+  }
+}
+
+static inline double HSumPd(__m512d v) { return _mm512_reduce_add_pd(v); }
+
+template <DType D>
+__attribute__((flatten)) static void ReduceTileFastAvx512(const unsigned char* base, std::int64_t n,
+                                                          const Thresholds<float>& th, TileState* st) {
+  constexpr std::int64_t kElem = static_cast<std::int64_t>(DTypeSize(D));
+  const std::int64_t nv = n / 16;
+  if (nv == 0) return ReduceTileF<D>(base, n, th, st);
+
+  // Shift for the moments: the running mean of the tensor so far (so d = x -
+  // shift stays small and float block sums stay accurate), or for the first
+  // tile the mean of its first 16 values. A non-finite value sends the tile to
+  // the fallback anyway.
+  float shift;
+  if (st->partial.n > 0) {
+    shift = static_cast<float>(st->partial.mean);
+  } else {
+    float s16 = 0.0f;
+    for (int i = 0; i < 16; ++i) s16 += DecodeScalarF<D>(base, i);
+    shift = s16 * 0.0625f;
+  }
+  if (!(shift - shift == 0.0f)) return ReduceTileF<D>(base, n, th, st);
+  const __m512 vshift = _mm512_set1_ps(shift);
+  const __m512 vlo = _mm512_set1_ps(th.band_lo), vhi = _mm512_set1_ps(th.band_hi);
+  const __m512 veps = _mm512_set1_ps(th.small_eps), vzero = _mm512_setzero_ps();
+  const __m512i vabs = _mm512_set1_epi32(0x7fffffff);
+
+  __m512 vmn = _mm512_set1_ps(__builtin_inff()), vmx = _mm512_set1_ps(-__builtin_inff());
+  __m512i vmaxabs = _mm512_setzero_si512();  // max |x| bits: >= Inf bits flags non-finite
+  __m512d sd0 = _mm512_setzero_pd(), sd1 = sd0, sq0 = sd0, sq1 = sd0, l10 = sd0, l11 = sd0;
+  // Counters live in vector lanes (masked decrements of -1); at most 256 per
+  // lane per tile, so 32-bit lanes cannot overflow.
+  const __m512i vm1 = _mm512_set1_epi32(-1);
+  __m512i v_neg = _mm512_setzero_si512(), v_lo = v_neg, v_hi = v_neg, v_small = v_neg, v_zero = v_neg;
+  // float16 subnormals decode to normal floats, so the histogram fix-up does not
+  // see them: count them here (f32 and bf16 subnormals are counted there).
+  __m512i v_sub16 = v_neg;
+  const __m512i vminn16 = _mm512_set1_epi32(static_cast<int>(FloatBits(th.min_normal)));
+  auto widen_add = [](__m512d* a0, __m512d* a1, __m512 v) {
+    *a0 = _mm512_add_pd(*a0, _mm512_cvtps_pd(_mm512_castps512_ps256(v)));
+    *a1 = _mm512_add_pd(*a1, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1))));
+  };
+  // Moments are summed in float over blocks of kBlock vectors (8 terms per
+  // lane), then the block sums are added in double.
+  constexpr std::int64_t kBlock = 8;
+  for (std::int64_t b0 = 0; b0 < nv; b0 += kBlock) {
+    const std::int64_t b1 = b0 + kBlock < nv ? b0 + kBlock : nv;
+    __m512 fsd = _mm512_setzero_ps(), fsq = fsd, fl1 = fsd;
+    for (std::int64_t b = b0; b < b1; ++b) {
+      const __m512 x = LoadF16Lanes<D>(base + b * 16 * kElem);
+      const __m512i absb = _mm512_and_si512(_mm512_castps_si512(x), vabs);
+      const __m512 ax = _mm512_castsi512_ps(absb);
+      vmaxabs = _mm512_max_epu32(vmaxabs, absb);
+      vmn = _mm512_min_ps(vmn, x);
+      vmx = _mm512_max_ps(vmx, x);
+      v_neg = _mm512_mask_sub_epi32(v_neg, _mm512_cmp_ps_mask(x, vzero, _CMP_LT_OQ), v_neg, vm1);
+      v_lo = _mm512_mask_sub_epi32(v_lo, _mm512_cmp_ps_mask(x, vlo, _CMP_LE_OQ), v_lo, vm1);
+      v_hi = _mm512_mask_sub_epi32(v_hi, _mm512_cmp_ps_mask(x, vhi, _CMP_GE_OQ), v_hi, vm1);
+      v_small = _mm512_mask_sub_epi32(v_small, _mm512_cmp_ps_mask(ax, veps, _CMP_LT_OQ), v_small, vm1);
+      v_zero = _mm512_mask_sub_epi32(v_zero, _mm512_cmpeq_epi32_mask(absb, _mm512_setzero_si512()),
+                                     v_zero, vm1);
+      if constexpr (D == DType::kFloat16) {
+        const __mmask16 sub16 = _mm512_cmplt_epu32_mask(absb, vminn16) &
+                                _mm512_cmpneq_epi32_mask(absb, _mm512_setzero_si512());
+        v_sub16 = _mm512_mask_sub_epi32(v_sub16, sub16, v_sub16, vm1);
+      }
+      const __m512 d = _mm512_sub_ps(x, vshift);
+      fsd = _mm512_add_ps(fsd, d);
+      fsq = _mm512_fmadd_ps(d, d, fsq);
+      fl1 = _mm512_add_ps(fl1, ax);
+    }
+    widen_add(&sd0, &sd1, fsd);
+    widen_add(&sq0, &sq1, fsq);
+    widen_add(&l10, &l11, fl1);
+  }
+  const std::uint32_t maxabs_bits = _mm512_reduce_max_epu32(vmaxabs);
+  if (maxabs_bits >= 0x7f800000u) return ReduceTileF<D>(base, n, th, st);
+  std::uint64_t c_neg = static_cast<std::uint64_t>(_mm512_reduce_add_epi32(v_neg));
+  std::uint64_t c_lo = static_cast<std::uint64_t>(_mm512_reduce_add_epi32(v_lo));
+  std::uint64_t c_hi = static_cast<std::uint64_t>(_mm512_reduce_add_epi32(v_hi));
+  std::uint64_t c_small = static_cast<std::uint64_t>(_mm512_reduce_add_epi32(v_small));
+  std::uint64_t c_zero = static_cast<std::uint64_t>(_mm512_reduce_add_epi32(v_zero));
+  std::uint64_t c_sub16 = static_cast<std::uint64_t>(_mm512_reduce_add_epi32(v_sub16));
+
+  // Scalar tail (fewer than 16 values), same rules.
+  double sd = HSumPd(_mm512_add_pd(sd0, sd1)), sq = HSumPd(_mm512_add_pd(sq0, sq1));
+  double l1 = HSumPd(_mm512_add_pd(l10, l11));
+  float mn = _mm512_reduce_min_ps(vmn), mx = _mm512_reduce_max_ps(vmx);
+  float amax = FloatFromBits(maxabs_bits);
+  for (std::int64_t i = nv * 16; i < n; ++i) {
+    const float x = DecodeScalarF<D>(base, i);
+    const float ax = __builtin_fabsf(x);
+    if (!(x - x == 0.0f)) return ReduceTileF<D>(base, n, th, st);
+    c_neg += x < 0.0f;
+    c_lo += x <= th.band_lo;
+    c_hi += x >= th.band_hi;
+    c_small += ax < th.small_eps;
+    c_zero += x == 0.0f;
+    if (D == DType::kFloat16) c_sub16 += ax < th.min_normal && x != 0.0f;
+    mn = x < mn ? x : mn;
+    mx = x > mx ? x : mx;
+    amax = ax > amax ? ax : amax;
+    const double d = static_cast<double>(x) - static_cast<double>(shift);
+    sd += d;
+    sq = d * d + sq;
+    l1 += static_cast<double>(ax);
+  }
+
+  // Pass 2: exponent histogram of the top kWindow octaves below the largest |x|.
+  const int top = static_cast<int>((FloatBits(amax) >> 23) & 0xffu);
+  const int window_base = top - (kWindow - 1);
+  std::uint64_t in_window = 0;
+  if (top != 0) {
+    __m512i acc[kWindow];
+    for (int k = 0; k < kWindow; ++k) acc[k] = _mm512_setzero_si512();
+    const __m512i vbase = _mm512_set1_epi32(window_base);
+    const __m512i v255 = _mm512_set1_epi32(255);
+    auto keys = [&](std::int64_t i) {  // min(field - base, 255) of 16 values, as dwords
+      const __m512i bits = _mm512_castps_si512(LoadF16Lanes<D>(base + i * kElem));
+      const __m512i field = _mm512_srli_epi32(_mm512_and_si512(bits, vabs), 23);
+      return _mm512_min_epu32(_mm512_sub_epi32(field, vbase), v255);
+    };
+    // 64 values per step; a last partial step pads missing vectors with keys
+    // outside the window.
+    for (std::int64_t i = 0; i < nv * 16; i += 64) {
+      const std::int64_t left = nv * 16 - i;
+      const __m512i k0 = keys(i);
+      const __m512i k1 = left > 16 ? keys(i + 16) : v255;
+      const __m512i k2 = left > 32 ? keys(i + 32) : v255;
+      const __m512i k3 = left > 48 ? keys(i + 48) : v255;
+      // Packing scrambles lane order, which counting does not care about.
+      const __m512i kb = _mm512_packus_epi16(_mm512_packus_epi32(k0, k1), _mm512_packus_epi32(k2, k3));
+      for (int k = 0; k < kWindow; ++k) {
+        const __mmask64 eq = _mm512_cmpeq_epi8_mask(kb, _mm512_set1_epi8(static_cast<char>(k)));
+        acc[k] = _mm512_mask_sub_epi8(acc[k], eq, acc[k], _mm512_set1_epi8(-1));
+      }
+    }
+    // At most 64 per byte lane per tile: no overflow. Sum bytes with SAD.
+    for (int k = 0; k < kWindow; ++k) {
+      const int field = window_base + k;
+      const std::uint64_t c = static_cast<std::uint64_t>(
+          _mm512_reduce_add_epi64(_mm512_sad_epu8(acc[k], _mm512_setzero_si512())));
+      if (c == 0) continue;
+      if (field >= 1) st->hist[field - 127 - kExpHistMinExp] += c;  // fields < 1 count nothing
+      in_window += c;
+    }
+    for (std::int64_t i = nv * 16; i < n; ++i) {  // tail of fewer than 16
+      const int field = static_cast<int>((FloatBits(DecodeScalarF<D>(base, i)) >> 23) & 0xffu);
+      if (field >= window_base && field >= 1) {
+        st->hist[field - 127 - kExpHistMinExp] += 1;
+        ++in_window;
+      }
+    }
+  }
+  // Every non-zero value must be in the window; the others (values more than
+  // kWindow octaves below the largest, and subnormals) are binned exactly
+  // here, where subnormals are also counted. Whole vectors are skipped unless
+  // one of their lanes is below the window.
+  std::uint64_t subnormals = 0;
+  if (in_window < static_cast<std::uint64_t>(n) - c_zero) {
+    const __m512i vlim = _mm512_set1_epi32(window_base < 1 ? 1 : window_base);
+    for (std::int64_t b = 0; b < nv; ++b) {
+      const __m512 x = LoadF16Lanes<D>(base + b * 16 * kElem);
+      const __m512i absb = _mm512_and_si512(_mm512_castps_si512(x), vabs);
+      const __mmask16 low = _mm512_cmplt_epu32_mask(_mm512_srli_epi32(absb, 23), vlim) &
+                            _mm512_cmpneq_epi32_mask(absb, _mm512_setzero_si512());
+      for (unsigned m = low; m != 0; m &= m - 1) {
+        const float v = DecodeScalarF<D>(base, b * 16 + __builtin_ctz(m));
+        st->hist[ExponentBin(v)] += 1;
+        subnormals += __builtin_fabsf(v) < th.min_normal;
+      }
+    }
+    for (std::int64_t i = nv * 16; i < n; ++i) {
+      const float x = DecodeScalarF<D>(base, i);
+      const int field = static_cast<int>((FloatBits(x) >> 23) & 0xffu);
+      if ((field >= 1 && field < window_base) || (field == 0 && x != 0.0f)) {
+        st->hist[ExponentBin(x)] += 1;
+        subnormals += __builtin_fabsf(x) < th.min_normal;
+      }
+    }
+  }
+
+  StatsPartial p = StatsPartial::Identity();
+  p.count = static_cast<std::uint64_t>(n);
+  p.neg_count = c_neg;
+  p.band_lo_count = c_lo;
+  p.band_hi_count = c_hi;
+  p.small_count = c_small;
+  p.zero_count = c_zero;
+  p.subnormal_count = D == DType::kFloat16 ? c_sub16 : subnormals;
+  p.l1 = l1;
+  p.n = static_cast<std::uint64_t>(n);
+  const double nn = static_cast<double>(n);
+  const double md = sd / nn;
+  p.mean = static_cast<double>(shift) + md;
+  const double m2 = sq - sd * md;
+  p.m2 = m2 > 0.0 ? m2 : 0.0;
+  p.min = mn;
+  p.max = mx;
+  p.amax = amax;
+  st->partial = Merge(st->partial, p);
+}
