@@ -25,6 +25,7 @@ enum class StatusCode : int {
   kFailedPrecondition = 8, // call out of order (e.g. steps going backwards)
   kUnavailable = 9,        // not yet available (a live run's future step)
   kInternal = 10,          // a bug in tstat
+  kStepUnavailable = 11,   // a step that was not saved (the run is past it)
 };
 
 // Returns a stable lower-case name ("invalid_argument", ...).
@@ -47,6 +48,7 @@ class [[nodiscard]] Status {
   static Status FailedPrecondition(std::string m) { return {StatusCode::kFailedPrecondition, std::move(m)}; }
   static Status Unavailable(std::string m) { return {StatusCode::kUnavailable, std::move(m)}; }
   static Status Internal(std::string m) { return {StatusCode::kInternal, std::move(m)}; }
+  static Status StepUnavailable(std::string m) { return {StatusCode::kStepUnavailable, std::move(m)}; }
 
   bool ok() const { return code_ == StatusCode::kOk; }
   StatusCode code() const { return code_; }
@@ -78,6 +80,7 @@ inline const char* StatusCodeName(StatusCode code) {
     case StatusCode::kFailedPrecondition: return "failed_precondition";
     case StatusCode::kUnavailable: return "unavailable";
     case StatusCode::kInternal: return "internal";
+    case StatusCode::kStepUnavailable: return "step_unavailable";
   }
   return "unknown";
 }

@@ -1,0 +1,126 @@
+// Records: what one captured step consists of, as it travels from the capture
+// API through the pipeline to storage, to the in-process rule engine, and back
+// out of the reader. Plain values, no behaviour; safe to copy between threads.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tstat/dtype.h"
+#include "tstat/stats.h"
+#include "tstat/tensor_view.h"
+
+namespace tstat {
+
+// Training modes, numbered as smdebug numbers them.
+enum class Mode : std::uint8_t { kTrain = 1, kEval = 2, kPredict = 3, kGlobal = 4 };
+inline const char* ModeName(Mode m) {
+  switch (m) {
+    case Mode::kTrain: return "TRAIN";
+    case Mode::kEval: return "EVAL";
+    case Mode::kPredict: return "PREDICT";
+    case Mode::kGlobal: return "GLOBAL";
+  }
+  return "UNKNOWN";
+}
+// Accepts TRAIN/EVAL/PREDICT/GLOBAL in any case.
+inline bool ParseMode(const std::string& s, Mode* out) {
+  std::string u;
+  for (char c : s) u += static_cast<char>(c >= 'a' && c <= 'z' ? c - 32 : c);
+  for (Mode m : {Mode::kTrain, Mode::kEval, Mode::kPredict, Mode::kGlobal}) {
+    if (u == ModeName(m)) {
+      *out = m;
+      return true;
+    }
+  }
+  return false;
+}
+
+// A step: the global step counts every step; the mode step counts the steps of
+// its mode only.
+struct StepKey {
+  std::int64_t global_step = 0;
+  Mode mode = Mode::kGlobal;
+  std::int64_t mode_step = 0;
+};
+
+enum class TensorKind : std::uint8_t { kTensor = 0, kScalar = 1 };
+
+// One registered tensor (or scalar name) of one worker. Ids are dense per
+// worker, assigned in registration order, never reused.
+struct TensorInfo {
+  std::uint32_t id = 0;
+  std::string name;  // verbatim: any bytes of valid UTF-8, '/', quotes, spaces
+  TensorKind kind = TensorKind::kTensor;
+  DType dtype = DType::kFloat32;
+  std::vector<std::int64_t> shape;
+  MemorySpace space = MemorySpace::kHost;
+  std::vector<std::string> collections;
+};
+
+// The reductions of one tensor at one step.
+struct TensorStatsRecord {
+  std::uint32_t tensor_id = 0;
+  TensorStats stats;  // absent (all zero counts) when only label counts were asked
+  bool has_stats = true;
+  std::optional<ExponentHistogram> exponent_histogram;
+  std::optional<LinearHistogram> linear_histogram;
+  std::optional<PerChannelStats> per_channel;
+  std::optional<LabelCounts> label_counts;
+  std::optional<ElementSample> sample;
+};
+
+struct ScalarRecord {
+  std::uint32_t tensor_id = 0;  // a TensorInfo of kind kScalar
+  double value = 0.0;
+  double wall_time = 0.0;  // seconds since the Unix epoch
+};
+
+// A raw copy of a tensor's bytes (host memory, owned).
+struct RawSnapshot {
+  std::uint32_t tensor_id = 0;
+  DType dtype = DType::kFloat32;
+  std::vector<std::int64_t> shape;
+  std::shared_ptr<const std::vector<std::uint8_t>> bytes;
+};
+
+// Data that had to be dropped, recorded so the loss is never silent.
+struct DropRecord {
+  std::uint32_t tensor_id = 0;
+  std::string kind;    // "raw" (snapshot over the memory cap), "stats", ...
+  std::string reason;  // e.g. "raw snapshot memory cap (256 MiB) reached"
+  std::uint64_t bytes = 0;
+};
+
+// Everything one worker captured at one step.
+struct StepBatch {
+  StepKey key;
+  double wall_time = 0.0;         // when the step ended, seconds since the epoch
+  double step_seconds = 0.0;      // wall time of the step (begin to end), 0 if unknown
+  double capture_seconds = 0.0;   // time the training thread spent inside tstat calls
+  std::vector<TensorStatsRecord> stats;
+  std::vector<ScalarRecord> scalars;
+  std::vector<RawSnapshot> raws;
+  std::vector<DropRecord> drops;
+};
+
+// Pipeline counters, readable through the API and stored in the run.
+struct PipelineCounters {
+  std::uint64_t steps_captured = 0;     // steps with at least one record
+  std::uint64_t records_written = 0;    // stats + scalar + raw records on disk
+  std::uint64_t bytes_written = 0;      // bytes of closed segment files
+  std::uint64_t raw_dropped = 0;        // raw snapshots dropped (memory cap)
+  std::uint64_t raw_dropped_bytes = 0;
+  std::uint64_t records_lost = 0;       // records lost to write errors (disk full...)
+  std::uint64_t write_errors = 0;       // failed writes/flushes
+  std::uint64_t stats_waits = 0;        // times end_step waited for queue space
+  double stats_wait_seconds = 0.0;      // total time spent in those waits
+  std::uint64_t queue_high_water = 0;   // most batches queued at once
+  std::uint64_t queue_high_water_bytes = 0;
+  std::uint64_t segments_written = 0;
+};
+
+}  // namespace tstat

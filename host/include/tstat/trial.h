@@ -1,0 +1,118 @@
+// Trial: reads a run (all workers), finished or still being written.
+//
+// A run is a directory written by one or more workers (see README, "Storage
+// layout"). Trial loads what is durable when it is opened or refreshed;
+// Refresh()/WaitForStep() follow a live run. Steps are addressed as in
+// smdebug: with mode == Mode::kGlobal `step` is the global step, otherwise it
+// is the mode step of that mode.
+//
+// Errors are typed by StatusCode:
+//   kNotFound          no such tensor (or scalar, or worker)
+//   kStepUnavailable   the step was not saved (the run is past it, or closed)
+//   kUnavailable       the step is not available yet (the run may still write it)
+//   kCorruption        a file is damaged (message names the file)
+//   kIoError           the run directory cannot be read
+// Thread safety: a Trial is used by one thread at a time.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tstat/stats_record.h"
+#include "tstat/status.h"
+
+namespace tstat {
+
+// One statistic of TensorStats, for series and the CLI.
+enum class StatField : std::uint8_t {
+  kCount, kFiniteCount, kNanCount, kPosInfCount, kNegInfCount, kZeroCount, kNegCount,
+  kSubnormalCount, kBandLoCount, kBandHiCount, kSmallCount, kMin, kMax, kSum, kMean,
+  kVariance, kStd, kL1, kL2, kAmax,
+};
+// Names as in the CLI and the HDF5 tables: count, finite_count, nan_count,
+// pos_inf_count, neg_inf_count, zero_count, neg_count, subnormal_count,
+// band_lo_count, band_hi_count, small_count, min, max, sum, mean, variance, std,
+// l1, l2, amax.
+const char* StatFieldName(StatField f);
+bool ParseStatField(const std::string& name, StatField* out);
+double StatValue(const TensorStats& s, StatField f);
+
+struct TensorQuery {
+  std::string regex;       // RE2, partial match; empty = all
+  std::string collection;  // empty = any
+  Mode mode = Mode::kGlobal;  // kGlobal = any mode
+};
+
+struct SeriesPoint {
+  StepKey step;
+  double value = 0.0;
+};
+
+struct RawTensor {
+  DType dtype = DType::kFloat32;
+  std::vector<std::int64_t> shape;
+  std::vector<std::uint8_t> bytes;
+  // Values converted to double (exact for every supported dtype but int64
+  // beyond 2^53).
+  std::vector<double> ToDoubles() const;
+};
+
+struct WorkerSummary {
+  int rank = 0;
+  std::string host;
+  bool closed = false;  // the writer closed cleanly
+  std::int64_t segments = 0;
+  std::uint64_t bytes = 0;
+  PipelineCounters counters;  // as last flushed
+};
+
+class Trial {
+ public:
+  virtual ~Trial() = default;
+
+  // Opens `run_dir`; kNotFound if it holds no tstat run.
+  static Result<std::unique_ptr<Trial>> Open(const std::string& run_dir);
+
+  // Loads data flushed since the last load. Cheap when nothing changed.
+  virtual Status Refresh() = 0;
+  // Refreshes until `step` of `mode` is available (OK), the run closed without
+  // it (kStepUnavailable), or `timeout_s` passed (kUnavailable).
+  virtual Status WaitForStep(std::int64_t step, Mode mode, double timeout_s) = 0;
+  // True once every worker closed cleanly and everything it wrote is loaded.
+  virtual bool loaded_all_steps() const = 0;
+
+  virtual std::vector<WorkerSummary> workers() const = 0;
+  virtual std::vector<std::string> tensor_names(const TensorQuery& query = {}) const = 0;
+  virtual std::vector<std::string> scalar_names() const = 0;
+  virtual std::vector<std::string> collections() const = 0;
+  virtual Result<TensorInfo> tensor_info(const std::string& name, int worker = -1) const = 0;
+  // Steps with data of any worker, ascending by global step.
+  virtual std::vector<StepKey> steps(Mode mode = Mode::kGlobal) const = 0;
+  virtual std::string config_json(int worker = 0) const = 0;
+
+  // worker = -1: the lowest-ranked worker that has the data.
+  virtual Result<TensorStatsRecord> record(const std::string& name, std::int64_t step,
+                                           Mode mode = Mode::kGlobal, int worker = -1) const = 0;
+  virtual Result<TensorStats> stats(const std::string& name, std::int64_t step,
+                                    Mode mode = Mode::kGlobal, int worker = -1) const = 0;
+  // One statistic over every saved step of `mode` (fast: no per-step lookup).
+  virtual Result<std::vector<SeriesPoint>> series(const std::string& name, StatField field,
+                                                  Mode mode = Mode::kGlobal,
+                                                  int worker = -1) const = 0;
+  virtual Result<std::vector<SeriesPoint>> scalar_series(const std::string& name,
+                                                         Mode mode = Mode::kGlobal,
+                                                         int worker = -1) const = 0;
+  virtual Result<RawTensor> raw(const std::string& name, std::int64_t step,
+                                Mode mode = Mode::kGlobal, int worker = -1) const = 0;
+  // Steps at which raw snapshots of `name` exist.
+  virtual std::vector<StepKey> raw_steps(const std::string& name, int worker = -1) const = 0;
+  // Every stats record of one worker at one global step, in capture order
+  // (what a rule engine consumes).
+  virtual Result<std::vector<TensorStatsRecord>> step_records(int worker,
+                                                              std::int64_t global_step) const = 0;
+  virtual std::vector<DropRecord> drops(int worker = -1) const = 0;
+};
+
+}  // namespace tstat
