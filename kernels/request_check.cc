@@ -1,6 +1,7 @@
 #include "kernels/request_check.h"
 
 #include <cmath>
+#include <cstdio>
 #include <string>
 
 namespace tstat::kernels {
@@ -13,6 +14,72 @@ std::string Num(double v) {
 }
 
 Status Invalid(const std::string& what) { return Status::InvalidArgument(what); }
+
+// options.delta: floating tensors only; tolerances finite and >= 0.
+Status CheckDelta(const TensorView& t, const DeltaOptions& d) {
+  if (d.previous == nullptr) return Status::OK();  // off
+  if (!IsFloatingDType(t.dtype)) {
+    return Invalid(std::string("options.delta.previous needs a floating tensor (f32, f16, bf16, "
+                               "f64, f8e4m3, f8e5m2), got ") +
+                   DTypeName(t.dtype));
+  }
+  if (!std::isfinite(d.atol) || d.atol < 0.0) {
+    return Invalid("options.delta.atol must be finite and >= 0 (got " + Num(d.atol) + ")");
+  }
+  if (!std::isfinite(d.rtol) || d.rtol < 0.0) {
+    return Invalid("options.delta.rtol must be finite and >= 0 (got " + Num(d.rtol) + ")");
+  }
+  return Status::OK();
+}
+
+// options.confusion: needs label counts; integer predictions, or floating
+// logits [numel, label_classes] with argmax.
+Status CheckConfusion(const TensorView& t, const StatsOptions& o) {
+  const ConfusionOptions& c = o.confusion;
+  if (c.predictions == nullptr) return Status::OK();  // off
+  if (o.label_classes <= 0) {
+    return Invalid("options.confusion.predictions needs options.label_classes > 0");
+  }
+  if (o.label_classes > kMaxConfusionClasses) {
+    return Invalid("options.label_classes " + std::to_string(o.label_classes) + " exceeds " +
+                   std::to_string(kMaxConfusionClasses) +
+                   ", the most classes options.confusion.predictions supports");
+  }
+  if (!IsValidDType(c.predictions_dtype)) {
+    return Invalid("options.confusion.predictions_dtype has unsupported value " +
+                   std::to_string(static_cast<int>(c.predictions_dtype)));
+  }
+  if (c.argmax && !IsFloatingDType(c.predictions_dtype)) {
+    return Invalid(std::string("options.confusion.predictions_dtype must be floating with argmax "
+                               "(logits), got ") +
+                   DTypeName(c.predictions_dtype));
+  }
+  if (!c.argmax && !IsIntegerDType(c.predictions_dtype)) {
+    return Invalid(std::string("options.confusion.predictions_dtype must be an integer type "
+                               "(i32, i64, u8) without argmax, got ") +
+                   DTypeName(c.predictions_dtype));
+  }
+  if (c.argmax && t.numel > kMaxNumel / o.label_classes) {
+    return Invalid("options.confusion.predictions: logits of " + std::to_string(t.numel) + " x " +
+                   std::to_string(o.label_classes) + " elements exceed the limit 2^50");
+  }
+  return Status::OK();
+}
+
+// options.count_values: at most kMaxCountValues values, integer tensors only.
+Status CheckCountValues(const TensorView& t, const StatsOptions& o) {
+  if (o.count_values.empty()) return Status::OK();
+  if (o.count_values.size() > static_cast<std::size_t>(kMaxCountValues)) {
+    return Invalid("options.count_values has " + std::to_string(o.count_values.size()) +
+                   " values, more than " + std::to_string(kMaxCountValues));
+  }
+  if (!IsIntegerDType(t.dtype)) {
+    return Invalid(
+        std::string("options.count_values needs an integer tensor (i32, i64, u8), got ") +
+        DTypeName(t.dtype));
+  }
+  return Status::OK();
+}
 
 }  // namespace
 
@@ -110,6 +177,9 @@ Status CheckRequest(const ReductionRequest& r, BackendKind backend) {
     return Invalid("options.sample_count " + std::to_string(o.sample_count) +
                    " is outside [0, 2^24]");
   }
+  TSTAT_RETURN_IF_ERROR(CheckDelta(t, o.delta));
+  TSTAT_RETURN_IF_ERROR(CheckConfusion(t, o));
+  TSTAT_RETURN_IF_ERROR(CheckCountValues(t, o));
   return Status::OK();
 }
 

@@ -11,6 +11,9 @@ namespace tstat::kernels {
 inline constexpr int kMaxLabelClasses = 1 << 24;
 inline constexpr std::int64_t kMaxSampleCount = 1 << 24;
 inline constexpr std::int64_t kMaxNumel = std::int64_t{1} << 50;
+// A confusion matrix has label_classes^2 cells (uint64 counters): at most
+// 2048 classes (32 MiB), so one request cannot exhaust device memory.
+inline constexpr int kMaxConfusionClasses = 2048;
 
 // OK, or kInvalidArgument / kNotSupported with a message that names the field.
 // `backend` decides which memory space is accepted.

@@ -78,7 +78,12 @@ TSTAT_HD StatsPartial Merge(const StatsPartial& a, const StatsPartial& b) {
     const double na = static_cast<double>(a.n), nb = static_cast<double>(b.n);
     const double nr = static_cast<double>(r.n);
     const double delta = b.mean - a.mean;
-    r.mean = a.mean + delta * (nb / nr);
+    if (delta - delta == 0.0) {
+      r.mean = a.mean + delta * (nb / nr);
+    } else {
+      // Means of opposite sign near DBL_MAX: the weighted form cannot overflow.
+      r.mean = a.mean * (na / nr) + b.mean * (nb / nr);
+    }
     r.m2 = (a.m2 + b.m2) + delta * delta * (na * (nb / nr));
   }
   return r;
@@ -258,14 +263,28 @@ struct ElementAccumulator {
 TSTAT_HD double LinearScale(double lo, double hi, int bins) {
   return static_cast<double>(bins) / (hi - lo);
 }
+// Left edge of bucket i (i == bins gives hi), computed exactly as
+// LinearHistogram::BucketLimits() computes it, so binning and the published
+// edges agree even for values that lie exactly on an edge.
+TSTAT_HD double LinearEdge(double lo, double hi, int bins, int i) {
+  if (i >= bins) return hi;
+  return lo + ((hi - lo) / static_cast<double>(bins)) * static_cast<double>(i);
+}
 // Returns the bucket in [0, bins), or -1 for x < lo, or `bins` for x > hi.
-// x must be finite.
+// x must be finite. The scaled guess is off by at most one bucket near an
+// edge; comparing with the edges themselves settles it.
 TSTAT_HD int LinearBin(double x, double lo, double hi, double scale, int bins) {
   if (x < lo) return -1;
   if (x > hi) return bins;
   const double f = (x - lo) * scale;
   int b = static_cast<int>(f);  // f >= 0, so truncation is floor
-  return b >= bins ? bins - 1 : b;
+  if (b >= bins) b = bins - 1;
+  if (b + 1 < bins && x >= LinearEdge(lo, hi, bins, b + 1)) {
+    ++b;
+  } else if (b > 0 && x < LinearEdge(lo, hi, bins, b)) {
+    --b;
+  }
+  return b;
 }
 
 // Automatic range: [min, max], or [v-0.5, v+0.5] when all finite values are v.

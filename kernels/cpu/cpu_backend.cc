@@ -1,5 +1,7 @@
 // The CPU backend: validates each request, runs the stat set of the whole
-// batch in one parallel region, then the optional passes per request.
+// batch in one parallel region, then the optional passes per request (delta,
+// confusion matrix and value counts are separate passes, not fused into the
+// stat-set tiles).
 #include <omp.h>
 
 #include <string>
@@ -7,6 +9,7 @@
 
 #include "kernels/cpu/cpu_passes.h"
 #include "kernels/cpu/cpu_stats.h"
+#include "kernels/cpu/cpu_tile_types.h"
 #include "kernels/request_check.h"
 #include "tstat/engine.h"
 
@@ -16,12 +19,13 @@ namespace {
 class CpuBackend final : public Backend {
  public:
   explicit CpuBackend(const CpuBackendOptions& options)
-      : workers_(options.threads > 0 ? options.threads : omp_get_max_threads()) {}
+      : workers_(options.threads > 0 ? options.threads : omp_get_max_threads()),
+        tiles_(&kernels::cpu::SelectTileKernels(options.isa)) {}
 
   BackendKind kind() const override { return BackendKind::kCpu; }
 
   std::string description() const override {
-    return "cpu (" + std::to_string(workers_) + " threads, " + kernels::cpu::TileIsaName() + ")";
+    return "cpu (" + std::to_string(workers_) + " threads, " + tiles_->isa + ")";
   }
 
   Status Reduce(const std::vector<ReductionRequest>& requests, std::vector<ReductionResult>* results,
@@ -42,7 +46,7 @@ class CpuBackend final : public Backend {
       }
       if (requests[i].options.label_classes == 0) jobs.push_back({&requests[i], &out});
     }
-    kernels::cpu::ReduceStatsBatch(jobs, workers_);
+    kernels::cpu::ReduceStatsBatch(jobs, workers_, *tiles_);
     for (std::size_t i = 0; i < requests.size(); ++i) {
       if (!valid[i]) continue;
       const ReductionRequest& r = requests[i];
@@ -58,12 +62,22 @@ class CpuBackend final : public Backend {
         }
       }
       if (r.options.sample_count > 0) kernels::cpu::ComputeSample(r, &out.sample.emplace());
+      if (r.options.delta.previous != nullptr) {
+        kernels::cpu::ComputeDelta(r, workers_, &out.delta.emplace());
+      }
+      if (r.options.confusion.predictions != nullptr) {
+        kernels::cpu::ComputeConfusion(r, workers_, &out.confusion.emplace());
+      }
+      if (!r.options.count_values.empty()) {
+        kernels::cpu::ComputeValueCounts(r, workers_, &out.value_counts);
+      }
     }
     return Status::OK();
   }
 
  private:
   int workers_;
+  const kernels::cpu::TileKernels* tiles_;
 };
 
 }  // namespace

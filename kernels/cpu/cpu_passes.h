@@ -1,8 +1,12 @@
 // The CPU backend's passes besides the stat set: per-channel stats, linear
-// histogram (second pass), label counts, element sample. Each takes a request
+// histogram (second pass), label counts, element sample, delta, confusion
+// matrix, value counts. Each takes a request
 // that passed CheckRequest and uses at most `workers` threads; results are
 // independent of the thread count.
 #pragma once
+
+#include <cstdint>
+#include <vector>
 
 #include "tstat/engine.h"
 
@@ -14,6 +18,12 @@ void ComputeLinearHistogram(const ReductionRequest& r, const TensorStats& stats,
                             LinearHistogram* out);
 void ComputeLabelCounts(const ReductionRequest& r, int workers, LabelCounts* out);
 void ComputeSample(const ReductionRequest& r, ElementSample* out);
+// Auxiliary passes (cpu_delta.cc, cpu_confusion.cc, cpu_value_counts.cc):
+// delta against options.delta.previous, confusion matrix against
+// options.confusion.predictions, counts of options.count_values.
+void ComputeDelta(const ReductionRequest& r, int workers, DeltaStats* out);
+void ComputeConfusion(const ReductionRequest& r, int workers, ConfusionMatrix* out);
+void ComputeValueCounts(const ReductionRequest& r, int workers, std::vector<std::uint64_t>* out);
 
 // Below this many elements a pass runs on the calling thread: a parallel
 // region costs more than it saves.

@@ -80,11 +80,8 @@ void FinishJob(const StatsPartial& p, const ExponentHistogram* hist, const Stats
 
 }  // namespace
 
-const char* TileIsaName() { return SelectTileKernels().isa; }
-
-void ReduceStatsBatch(const std::vector<StatsJob>& jobs, int workers) {
+void ReduceStatsBatch(const std::vector<StatsJob>& jobs, int workers, const TileKernels& kern) {
   if (jobs.empty()) return;
-  const TileKernels& kern = SelectTileKernels();
   std::vector<JobParams> params;
   params.reserve(jobs.size());
   std::vector<Tile> tiles;

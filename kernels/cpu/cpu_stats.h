@@ -13,11 +13,11 @@ struct StatsJob {
   ReductionResult* result;  // stats and exponent_histogram are filled
 };
 
-// Reduces every job. `workers` fixes the partition (and thus the merge order):
-// results are bitwise identical for the same `workers`, whatever OpenMP does.
-void ReduceStatsBatch(const std::vector<StatsJob>& jobs, int workers);
+struct TileKernels;
 
-// Name of the vector ISA the tile kernels use on this CPU ("AVX-512", ...).
-const char* TileIsaName();
+// Reduces every job with the tile kernels `kern`. `workers` fixes the
+// partition (and thus the merge order): results are bitwise identical for the
+// same `workers` and kernels, whatever OpenMP does.
+void ReduceStatsBatch(const std::vector<StatsJob>& jobs, int workers, const TileKernels& kern);
 
 }  // namespace tstat::kernels::cpu

@@ -220,7 +220,9 @@ __attribute__((flatten)) static void ReduceTileF(const unsigned char* base, std:
       else if (x == -__builtin_inff()) ++p.neg_inf_count;
     }
   }
-  if (subn > 0 && D == DType::kFloat32) {  // rare: bins of f32 subnormals need the mantissa
+  // Rare: f32 and bf16 subnormals are float subnormals, whose bin needs the
+  // mantissa (f16/fp8 subnormals decode to normal floats and are binned above).
+  if (subn > 0 && (D == DType::kFloat32 || D == DType::kBFloat16)) {
     for (std::int64_t i = 0; i < n; ++i) {
       const float x = DecodeScalarF<D>(base, i);
       if (x != 0.0f && ((FloatBits(x) >> 23) & 0xffu) == 0) ++st->hist[ExponentBin(x)];

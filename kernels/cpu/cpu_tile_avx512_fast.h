@@ -104,7 +104,14 @@ __attribute__((flatten)) static void ReduceTileFastAvx512(const unsigned char* b
     widen_add(&l10, &l11, fl1);
   }
   const std::uint32_t maxabs_bits = _mm512_reduce_max_epu32(vmaxabs);
-  if (maxabs_bits >= 0x7f800000u) return ReduceTileF<D>(base, n, th, st);
+  // Non-finite values, and magnitudes where float block sums could overflow
+  // (|x| >= 2^61: d^2 summed 8 times must stay below FLT_MAX) or lose
+  // precision to underflow (|x| < 2^-60), go to the double-precision path.
+  constexpr std::uint32_t kMaxFastBits = (127u + 61u) << 23;  // 2^61
+  constexpr std::uint32_t kMinFastBits = (127u - 60u) << 23;  // 2^-60
+  if (maxabs_bits >= kMaxFastBits || (maxabs_bits < kMinFastBits && maxabs_bits != 0)) {
+    return ReduceTileF<D>(base, n, th, st);
+  }
   std::uint64_t c_neg = static_cast<std::uint64_t>(_mm512_reduce_add_epi32(v_neg));
   std::uint64_t c_lo = static_cast<std::uint64_t>(_mm512_reduce_add_epi32(v_lo));
   std::uint64_t c_hi = static_cast<std::uint64_t>(_mm512_reduce_add_epi32(v_hi));
@@ -134,6 +141,19 @@ __attribute__((flatten)) static void ReduceTileFastAvx512(const unsigned char* b
     sd += d;
     sq = d * d + sq;
     l1 += static_cast<double>(ax);
+  }
+
+  // Float block sums are accurate only when the values are near the shift
+  // (|x - shift| within a few times the tile's own range) and cannot overflow
+  // (|x - shift| < 2^61). A tile far from the running mean (non-stationary
+  // data, a constant tile) is redone in double.
+  {
+    const double dmax = std::fmax(std::fabs(static_cast<double>(mx) - shift),
+                                  std::fabs(static_cast<double>(mn) - shift));
+    const double range = static_cast<double>(mx) - static_cast<double>(mn);
+    if (!(dmax <= 4.0 * range) || !(dmax < 2305843009213693952.0)) {  // 2^61
+      return ReduceTileF<D>(base, n, th, st);
+    }
   }
 
   // Pass 2: exponent histogram of the top kWindow octaves below the largest |x|.

@@ -9,6 +9,7 @@
 #include "kernels/dtype_decode.h"
 #include "kernels/stats_ops.h"
 #include "tstat/dtype.h"
+#include "tstat/engine.h"
 
 namespace tstat::kernels::cpu {
 
@@ -145,7 +146,8 @@ struct TileKernels {
 const TileKernels& TileKernelsAvx512();
 const TileKernels& TileKernelsAvx2();
 const TileKernels& TileKernelsGeneric();
-// The best table this CPU supports (checked once).
-const TileKernels& SelectTileKernels();
+// The table for `requested` if this CPU supports it, else the widest it
+// supports (CPU features are checked once).
+const TileKernels& SelectTileKernels(CpuIsa requested = CpuIsa::kAuto);
 
 }  // namespace tstat::kernels::cpu

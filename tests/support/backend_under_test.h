@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -26,7 +27,10 @@ struct BackendUnderTest {
   std::function<std::unique_ptr<Backend>()> make;
   // Copies `bytes` bytes of host data into memory this backend reads and
   // returns a view of it. The default (host) places nothing: view points at
-  // the caller's buffer, which the test keeps alive.
+  // the caller's buffer, which the test keeps alive. A device placement must
+  // keep the alignment phase of `host` (its address modulo 16, better 256):
+  // the conformance suite passes host pointers at byte offsets 1..15 to test
+  // misaligned input, and checks that the placed pointer has the same phase.
   std::function<PlacedTensor(const void* host, DType dtype, std::vector<std::int64_t> shape,
                              std::int64_t numel)>
       place;
@@ -43,6 +47,9 @@ inline PlacedTensor PlaceOnHost(const void* host, DType dtype, std::vector<std::
   p.view.space = MemorySpace::kHost;
   return p;
 }
+
+// gtest prints parameters with this (instead of a hex dump of the struct).
+inline void PrintTo(const BackendUnderTest& b, std::ostream* os) { *os << b.name; }
 
 inline std::string BackendName(const ::testing::TestParamInfo<BackendUnderTest>& info) {
   return info.param.name;

@@ -41,6 +41,9 @@ struct ReductionResult {
   std::optional<PerChannelStats> per_channel;
   std::optional<LabelCounts> label_counts;
   std::optional<ElementSample> sample;
+  std::optional<DeltaStats> delta;            // when options.delta.previous is set
+  std::optional<ConfusionMatrix> confusion;   // when options.confusion.predictions is set
+  std::vector<std::uint64_t> value_counts;    // one per options.count_values
 };
 
 enum class BackendKind : std::uint8_t { kCpu = 0, kCuda = 1 };
@@ -60,8 +63,15 @@ class Backend {
                         CUstream_st* stream = nullptr) = 0;
 };
 
+// Vector instruction set of the CPU backend's stat-set kernels.
+enum class CpuIsa : std::uint8_t { kAuto = 0, kAvx512 = 1, kAvx2 = 2, kBaseline = 3 };
+
 struct CpuBackendOptions {
   int threads = 0;  // 0: OpenMP's default (OMP_NUM_THREADS or all cores)
+  // kAuto: the widest the CPU supports. A requested set the CPU lacks falls back
+  // to the widest supported one; description() names the one that runs. All
+  // sets give identical counts and histograms (moments agree within 1e-7).
+  CpuIsa isa = CpuIsa::kAuto;
 };
 
 // Always available.

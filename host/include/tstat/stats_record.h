@@ -71,6 +71,10 @@ struct TensorStatsRecord {
   std::optional<PerChannelStats> per_channel;
   std::optional<LabelCounts> label_counts;
   std::optional<ElementSample> sample;
+  std::optional<DeltaStats> delta;
+  std::optional<ConfusionMatrix> confusion;
+  std::vector<std::int64_t> count_values;     // the values counted ...
+  std::vector<std::uint64_t> value_counts;    // ... and their counts
 };
 
 struct ScalarRecord {

@@ -1,0 +1,137 @@
+// CUDA timing for `tstat bench stats --backend cuda`: the data is copied to
+// device 0 once; then a device read kernel (the bandwidth reference) and the
+// CUDA backend's Reduce alternate on one stream, timed with CUDA events.
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <string>
+
+#include "benchmarks/stats_bench.h"
+
+namespace tstat::bench {
+namespace {
+
+#define TSTAT_BENCH_CUDA(expr)                                                              \
+  do {                                                                                      \
+    const cudaError_t bench_err_ = (expr);                                                  \
+    if (bench_err_ != cudaSuccess) {                                                        \
+      return Status::CudaError(std::string(#expr) + ": " + cudaGetErrorString(bench_err_)); \
+    }                                                                                       \
+  } while (0)
+
+constexpr int kReadThreads = 256;
+
+// ---------------------------------------------------------------------------
+// Grid-stride XOR over 16-byte vectors. Each warp folds its lanes with
+// shuffles and lane 0 XORs the result into *out, so no load can be elided.
+__global__ void XorReadKernel(const uint4* __restrict__ in, std::size_t vectors,
+                              unsigned int* out) {
+  uint4 acc = make_uint4(0, 0, 0, 0);
+  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < vectors;
+       i += stride) {
+    const uint4 v = in[i];
+    acc.x ^= v.x;
+    acc.y ^= v.y;
+    acc.z ^= v.z;
+    acc.w ^= v.w;
+  }
+  unsigned int x = acc.x ^ acc.y ^ acc.z ^ acc.w;
+  for (int offset = 16; offset > 0; offset >>= 1) x ^= __shfl_xor_sync(0xffffffffu, x, offset);
+  if ((threadIdx.x & 31) == 0) atomicXor(out, x);
+}
+
+// ---------------------------------------------------------------------------
+// Owners of device resources (the bench returns early on any error).
+struct DeviceMemory {
+  void* ptr = nullptr;
+  ~DeviceMemory() {
+    if (ptr) cudaFree(ptr);
+  }
+};
+struct Stream {
+  cudaStream_t s = nullptr;
+  ~Stream() {
+    if (s) cudaStreamDestroy(s);
+  }
+};
+struct Event {
+  cudaEvent_t e = nullptr;
+  ~Event() {
+    if (e) cudaEventDestroy(e);
+  }
+};
+
+}  // namespace
+
+Result<CaseTimings> TimeOnCuda(const HostBuffer& data, const std::vector<std::int64_t>& split,
+                               int repeats) {
+  if (CudaDeviceCount() == 0) return Status::Unavailable("no CUDA device");
+  TSTAT_ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend, CreateCudaBackend(0));
+  TSTAT_BENCH_CUDA(cudaSetDevice(0));
+
+  DeviceMemory d_data, d_sink;
+  TSTAT_BENCH_CUDA(cudaMalloc(&d_data.ptr, data.bytes() == 0 ? 16 : data.bytes()));
+  TSTAT_BENCH_CUDA(cudaMalloc(&d_sink.ptr, sizeof(unsigned int)));
+  TSTAT_BENCH_CUDA(cudaMemcpy(d_data.ptr, data.data(), data.bytes(), cudaMemcpyHostToDevice));
+  TSTAT_BENCH_CUDA(cudaMemset(d_sink.ptr, 0, sizeof(unsigned int)));
+
+  std::vector<ReductionRequest> requests(split.size());
+  const auto* base = static_cast<const unsigned char*>(d_data.ptr);
+  const std::size_t elem = DTypeSize(data.dtype());
+  std::int64_t offset = 0;
+  for (std::size_t i = 0; i < split.size(); ++i) {
+    TensorView& v = requests[i].tensor;
+    v.data = base + offset * elem;
+    v.dtype = data.dtype();
+    v.numel = split[i];
+    v.space = MemorySpace::kCuda;
+    v.device = 0;
+    offset += split[i];
+  }
+
+  // Read kernel geometry: exactly as many blocks as fit on the GPU at once
+  // (occupancy), so every SM streams for the whole run and no straggler wave.
+  int sms = 0, per_sm = 0;
+  TSTAT_BENCH_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  TSTAT_BENCH_CUDA(
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, XorReadKernel, kReadThreads, 0));
+  const int blocks = sms * (per_sm > 0 ? per_sm : 1);
+  const std::size_t vectors = data.bytes() / sizeof(uint4);
+  const auto* d_vectors = static_cast<const uint4*>(d_data.ptr);
+  auto* d_out = static_cast<unsigned int*>(d_sink.ptr);
+
+  Stream stream;
+  Event e0, e1, e2;
+  TSTAT_BENCH_CUDA(cudaStreamCreateWithFlags(&stream.s, cudaStreamNonBlocking));
+  TSTAT_BENCH_CUDA(cudaEventCreate(&e0.e));
+  TSTAT_BENCH_CUDA(cudaEventCreate(&e1.e));
+  TSTAT_BENCH_CUDA(cudaEventCreate(&e2.e));
+
+  CaseTimings t;
+  t.backend_description = backend->description();
+  t.threads = 0;
+  // Warm-up: module load, first-touch of the backend's workspace.
+  XorReadKernel<<<blocks, kReadThreads, 0, stream.s>>>(d_vectors, vectors, d_out);
+  TSTAT_BENCH_CUDA(cudaPeekAtLastError());
+  TSTAT_RETURN_IF_ERROR(backend->Reduce(requests, &t.results, stream.s));
+  for (int r = 0; r < repeats; ++r) {
+    TSTAT_BENCH_CUDA(cudaEventRecord(e0.e, stream.s));
+    XorReadKernel<<<blocks, kReadThreads, 0, stream.s>>>(d_vectors, vectors, d_out);
+    TSTAT_BENCH_CUDA(cudaPeekAtLastError());
+    TSTAT_BENCH_CUDA(cudaEventRecord(e1.e, stream.s));
+    // Reduce enqueues on the stream and waits for its results, so e2 lands
+    // after the whole reduction including the copy of results to the host.
+    TSTAT_RETURN_IF_ERROR(backend->Reduce(requests, &t.results, stream.s));
+    TSTAT_BENCH_CUDA(cudaEventRecord(e2.e, stream.s));
+    TSTAT_BENCH_CUDA(cudaEventSynchronize(e2.e));
+    float read_ms = 0.0f, stats_ms = 0.0f;
+    TSTAT_BENCH_CUDA(cudaEventElapsedTime(&read_ms, e0.e, e1.e));
+    TSTAT_BENCH_CUDA(cudaEventElapsedTime(&stats_ms, e1.e, e2.e));
+    t.read_seconds.push_back(read_ms * 1e-3);
+    t.stats_seconds.push_back(stats_ms * 1e-3);
+  }
+  return t;
+}
+
+}  // namespace tstat::bench

@@ -1,0 +1,218 @@
+// Session: the capture API. Training code registers tensors, marks steps, and
+// tstat computes their statistics and stores them in the run; end_step()
+// never waits for disk.
+//
+//   tstat::SessionConfig config;                  // or LoadConfigFile(path)
+//   config.out_dir = "/runs/exp1";
+//   auto session = tstat::Session::Create(config).value();
+//   session->RegisterTensor({"fc1.weight", TensorView::Host(w, DType::kFloat32, {64, 32})});
+//   for (...) {
+//     session->BeginStep();                        // optional: times the step
+//     ... forward, backward, optimizer ...
+//     session->SaveScalar("loss", loss);
+//     session->EndStep();                          // captures what is due
+//     if (session->ShouldStop()) break;
+//   }
+//   session->Close();                              // drains; the destructor does too
+//
+// Steps and modes are smdebug's: the global step counts every step, each mode
+// (TRAIN, EVAL, PREDICT, GLOBAL) counts its own steps, both from 0, and
+// schedules test the mode step. Registered tensors are captured when a step
+// ends, at the steps their collections' schedules select (config.h).
+// SaveScalar/SaveTensor save at once, whatever the schedules: inside a step
+// they belong to it; between EndStep and the next BeginStep, to the next step.
+//
+// Pipeline. EndStep, on the calling thread: resolves views, then reduces every
+// due host tensor in ONE Backend::Reduce call on the CPU backend and copies due
+// raw snapshots; due CUDA tensors are reduced by one launch batch enqueued on
+// the caller's stream (EndStep(stream)) and collected by a collector thread;
+// their raw snapshots are first copied device-to-device into a staging buffer.
+// The step's records go into a bounded queue to a writer thread, which writes
+// them to the run and flushes every flush_interval_seconds (and every
+// flush_interval_steps), so a killed process loses at most that. When the queue
+// is full the step waits (counted in stats_waits; or, with
+// drop_stats_when_full, the stats are dropped and a DropRecord says so); raw
+// snapshots over raw_memory_cap_bytes are dropped and recorded as DropRecords,
+// never silently. Write errors (disk full, unwritable run) never stop training:
+// they are counted (write_errors, records_lost) and reported by status().
+// Costs on the training thread: the reduction of due host tensors, a memcpy
+// per due host raw snapshot and per host tensor with stats.delta (its previous
+// values are kept), and a few microseconds of bookkeeping; steps where nothing
+// is due cost one schedule check per collection.
+//
+// CUDA graphs. EndStep is a host call: it cannot be captured into a graph, and
+// EndStep on a stream that is capturing returns kFailedPrecondition (the
+// capture is left intact). Supported: call EndStep(stream) after
+// cudaGraphLaunch on the same stream; graph memory has fixed addresses, so
+// registered pointers (or view callbacks) stay valid, and the reduction is
+// ordered after the graph. Not supported: a save decision made on the device
+// (a device-side flag that a captured graph could test) - the schedule is
+// evaluated on the host at EndStep.
+//
+// Thread safety: every method may be called from any thread; calls that
+// capture (RegisterTensor, SetMode, BeginStep, EndStep, SaveScalar, SaveTensor,
+// Close) are serialized by the session. ShouldStop, RequestStop, counters and
+// status do not wait for them (a rule engine may call RequestStop and
+// CaptureRawFor from its own thread). View callbacks run inside EndStep and
+// must not call the session.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tstat/config.h"
+#include "tstat/export.h"
+#include "tstat/stats_record.h"
+#include "tstat/status.h"
+#include "tstat/tensor_view.h"
+
+struct CUstream_st;  // cudaStream_t without including cuda_runtime.h
+
+namespace tstat {
+
+// Returns a tensor's current view at capture time (frameworks allocate
+// gradients lazily and reallocate them). Set view->data to nullptr when the
+// tensor does not exist at this step: it is skipped. data, numel and shape may
+// change between steps; dtype, space and device must stay the registered ones
+// (otherwise that tensor's capture fails and a DropRecord says why). A non-OK
+// return is recorded the same way.
+using ViewFunction = std::function<Status(TensorView* view)>;
+
+struct TensorSpec {
+  TensorSpec() = default;
+  TensorSpec(std::string tensor_name, TensorView tensor_view,
+             std::vector<std::string> collection_names = {})
+      : name(std::move(tensor_name)),
+        view(std::move(tensor_view)),
+        collections(std::move(collection_names)) {}
+
+  std::string name;      // unique; any valid UTF-8 without NUL, at most 1024 bytes
+  TensorView view;       // dtype, shape/numel, space, device; and data unless view_fn
+  ViewFunction view_fn;  // optional: the view is asked for at each capture
+  std::vector<std::string> collections;  // explicit memberships, besides regex matches
+};
+
+struct SaveTensorOptions {
+  std::vector<std::string> collections;  // explicit memberships, besides regex matches
+  bool raw = false;                      // also store the tensor's bytes
+  CUstream_st* stream = nullptr;         // CUDA tensors: reduced (synchronously) on it
+};
+
+// What the code gives besides (and over) a config file.
+struct RunOverrides {
+  std::optional<std::string> out_dir;
+  std::optional<int> rank;
+  std::optional<int> world_size;
+  std::optional<bool> dry_run;
+};
+
+struct StepTiming {
+  StepKey step;
+  double step_seconds = 0.0;     // BeginStep (or the previous EndStep) to EndStep
+  double capture_seconds = 0.0;  // time inside tstat calls during the step
+};
+
+// Totals over every step ended so far: the capture overhead of the run.
+struct CaptureTotals {
+  std::uint64_t steps = 0;        // steps ended
+  std::uint64_t steps_saved = 0;  // steps that queued a batch
+  double step_seconds = 0.0;      // sum of StepTiming::step_seconds
+  double capture_seconds = 0.0;   // sum of StepTiming::capture_seconds
+};
+
+class TSTAT_EXPORT Session {
+ public:
+  // Validates `config` (kInvalidArgument naming the field), creates the run
+  // output (kIoError / kFailedPrecondition when it cannot) and starts the
+  // writer thread.
+  static Result<std::unique_ptr<Session>> Create(const SessionConfig& config);
+  // Loads `config_path` ("" = $TSTAT_CONFIG; when that is unset too, the
+  // default config), applies `overrides`, then Create().
+  static Result<std::unique_ptr<Session>> CreateFromFile(const std::string& config_path,
+                                                         const RunOverrides& overrides = {});
+  static Result<std::unique_ptr<Session>> CreateFromJson(const std::string& json,
+                                                         const RunOverrides& overrides = {});
+
+  // Closes the session if Close() was not called (its status is then lost).
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  // Registers a tensor captured at every step its collections select; returns
+  // its id. Errors (kInvalidArgument unless noted): a bad name, a duplicate
+  // name, null data without view_fn, an invalid dtype or negative shape, an
+  // unknown collection, a CUDA tensor without a usable device (kUnavailable,
+  // kNotSupported), after Close (kFailedPrecondition).
+  Result<std::uint32_t> RegisterTensor(const TensorSpec& spec);
+
+  // Sets the mode of the next step (smdebug set_mode). Inside an open step it
+  // takes effect at the next one.
+  Status SetMode(Mode mode);
+  Mode mode() const;
+
+  // Opens the next step of the current mode. Optional: EndStep opens the step
+  // itself when none is open; BeginStep only makes the step time exact.
+  // kFailedPrecondition when a step is open.
+  Status BeginStep();
+  // Opens the step `key` (resuming from a checkpoint): global and mode step
+  // must be after the last ones (kFailedPrecondition "steps going backwards");
+  // GLOBAL steps need mode_step == global_step.
+  Status BeginStep(const StepKey& key);
+
+  // Ends the open step (opening one first if none is open): captures what is
+  // due and queues it for the writer; CUDA tensors are reduced on `stream`.
+  // Returns before anything is written. Errors: kFailedPrecondition inside a
+  // CUDA graph capture or after Close; per-tensor problems are DropRecords.
+  Status EndStep(CUstream_st* stream = nullptr);
+
+  // Saves a scalar (loss, accuracy, learning rate) at the current step;
+  // saving it again in the same step replaces the value. The name must not be
+  // a tensor's.
+  Status SaveScalar(const std::string& name, double value);
+  // Reduces a tensor now (the data need only live during the call) and saves
+  // its stats (and raw bytes if asked) at the current step. The name must not
+  // be a registered tensor's; saving one name twice in a step is an error.
+  Status SaveTensor(const std::string& name, const TensorView& view,
+                    const SaveTensorOptions& options = {});
+
+  // True once RequestStop was called or the file <out_dir>/STOP exists
+  // (checked at most every stop_check_interval_ms, by the writer thread).
+  bool ShouldStop() const;
+  // Why ShouldStop is true ("" when it is not).
+  std::string stop_reason() const;
+  void RequestStop(const std::string& reason);
+
+  // Saves raw snapshots of the registered tensor `name` at the next `steps`
+  // steps that end (within the raw memory cap), e.g. when a rule fires. Does
+  // not wait for capture calls; a name that is not registered is ignored.
+  void CaptureRawFor(const std::string& name, int steps);
+
+  // The pipeline's counters so far (final after Close).
+  PipelineCounters counters() const;
+  // OK, or the first asynchronous error (a failed write or flush).
+  Status status() const;
+  // The step being captured (or the last one ended) and the last step's timing.
+  StepKey current_step() const;
+  StepTiming last_step_timing() const;
+  CaptureTotals capture_totals() const;
+  // The registered tensor (or scalar) called `name`, with its collections.
+  Result<TensorInfo> tensor_info(const std::string& name) const;
+  const SessionConfig& config() const;
+
+  // Ends an open step, drains the pipeline, flushes and closes the run.
+  // Returns status(). Later calls return the same status.
+  Status Close();
+
+  struct Impl;
+
+ private:
+  explicit Session(std::unique_ptr<Impl> impl);
+  friend struct SessionFactory;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tstat

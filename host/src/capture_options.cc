@@ -1,0 +1,78 @@
+// Per-tensor options at capture time: merged collection options plus what
+// depends on the step (sample seed, the delta's previous values, the
+// confusion predictions), and the raw snapshots asked for by CaptureRawFor.
+#include <cstring>
+#include <string>
+
+#include "host/src/session_impl.h"
+
+namespace tstat {
+
+void Session::Impl::ApplyRawRequests() {
+  std::vector<std::pair<std::string, int>> requests;
+  {
+    std::lock_guard<std::mutex> lock(raw_requests_mu);
+    requests.swap(raw_requests);
+  }
+  for (const auto& [name, steps] : requests) {
+    host::RegisteredTensor* t = registry.Find(name);
+    if (t == nullptr || t->adhoc || steps <= 0) continue;  // unknown: nothing to capture
+    if (t->raw_steps_left == 0) ++raw_requested_tensors;
+    t->raw_steps_left = std::max(t->raw_steps_left, steps);
+  }
+}
+
+bool Session::Impl::TakeRequestedRaw(host::RegisteredTensor* t) {
+  if (t->raw_steps_left <= 0) return false;
+  if (--t->raw_steps_left == 0) --raw_requested_tensors;
+  return true;
+}
+
+StatsOptions Session::Impl::PrepareOptions(host::RegisteredTensor* t, const TensorView& v,
+                                           const std::vector<int>& due, StepBatch* batch) {
+  host::CaptureOptions co = host::MergeOptions(*collections, due);
+  StatsOptions o = std::move(co.stats);
+  o.sample_seed = t->name_hash ^ static_cast<std::uint64_t>(key.global_step);
+  // Delta: host tensors only (a device copy would need device memory per tensor).
+  if (co.delta && v.space == MemorySpace::kHost) {
+    const std::size_t bytes = static_cast<std::size_t>(v.numel) * DTypeSize(v.dtype);
+    if (t->has_previous && t->previous.size() == bytes) o.delta.previous = t->previous.data();
+    delta_updates.emplace_back(t, v);
+  }
+  if (!co.confusion_predictions.empty()) {
+    const std::string& name = co.confusion_predictions;
+    host::RegisteredTensor* p = registry.Find(name);
+    std::string problem;
+    if (p == nullptr || p->info.kind != TensorKind::kTensor) {
+      problem = "confusion: no registered tensor \"" + name + "\" holds the predictions";
+    } else {
+      TensorView pv;
+      const Status s = host::ResolveView(*p, &pv);
+      if (!s.ok() || pv.data == nullptr) {
+        problem = "confusion: predictions \"" + name + "\" not available at this step" +
+                  (s.ok() ? "" : ": " + s.message());
+      } else {
+        o.confusion.predictions = pv.data;
+        o.confusion.predictions_dtype = pv.dtype;
+      }
+    }
+    if (p != nullptr && problem.empty() && p->info.space != v.space) {
+      problem = "confusion: predictions \"" + name + "\" are in another memory space";
+      o.confusion.predictions = nullptr;
+    }
+    if (!problem.empty()) batch->drops.push_back({t->info.id, "confusion", problem, 0});
+  }
+  return o;
+}
+
+void Session::Impl::UpdateDeltaCopies() {
+  for (auto& [t, v] : delta_updates) {
+    const std::size_t bytes = static_cast<std::size_t>(v.numel) * DTypeSize(v.dtype);
+    t->previous.resize(bytes);
+    if (bytes > 0) std::memcpy(t->previous.data(), v.data, bytes);
+    t->has_previous = true;
+  }
+  delta_updates.clear();
+}
+
+}  // namespace tstat

@@ -1,0 +1,297 @@
+// The pipeline's queues and threads.
+#include "host/src/pipeline.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <fstream>
+
+namespace tstat::host {
+namespace {
+
+std::uint64_t Records(const StepBatch& b) {
+  return b.stats.size() + b.scalars.size() + b.raws.size();
+}
+
+}  // namespace
+
+std::uint64_t ApproxBytes(const StepBatch& b) {
+  std::uint64_t n = sizeof(StepBatch);
+  for (const TensorStatsRecord& r : b.stats) {
+    n += sizeof(r);
+    if (r.exponent_histogram) n += sizeof(ExponentHistogram);
+    if (r.linear_histogram) n += r.linear_histogram->counts.size() * 8;
+    if (r.per_channel) n += r.per_channel->channels.size() * sizeof(TensorStats);
+    if (r.label_counts) n += r.label_counts->counts.size() * 8;
+    if (r.sample) n += r.sample->values.size() * 16;
+  }
+  n += b.scalars.size() * sizeof(ScalarRecord);
+  for (const RawSnapshot& r : b.raws) n += sizeof(r) + (r.bytes ? r.bytes->size() : 0);
+  for (const DropRecord& d : b.drops) n += sizeof(d) + d.reason.size();
+  return n;
+}
+
+Pipeline::Pipeline(const Options& options, std::unique_ptr<io::StepSink> sink, StopState* stop)
+    : options_(options), sink_(std::move(sink)), stop_(stop) {
+  last_flush_ = Clock::now();
+  next_stop_check_ = last_flush_;
+  writer_ = std::thread([this] { WriterLoop(); });
+}
+
+Pipeline::~Pipeline() { (void)Close(); }
+
+bool Pipeline::AcquireSlot() {
+  std::unique_lock<std::mutex> lock(mu_);
+  const std::int64_t cap = options_.config.queue_capacity;
+  if (slots_in_use_ >= cap && !closing_) {
+    if (options_.config.drop_stats_when_full) return false;
+    const auto t0 = Clock::now();
+    ++counters_.stats_waits;
+    slot_cv_.wait(lock, [&] { return slots_in_use_ < cap || closing_; });
+    counters_.stats_wait_seconds += std::chrono::duration<double>(Clock::now() - t0).count();
+  }
+  ++slots_in_use_;
+  counters_.queue_high_water = std::max<std::uint64_t>(counters_.queue_high_water,
+                                                       static_cast<std::uint64_t>(slots_in_use_));
+  return true;
+}
+
+Status Pipeline::Push(PipelineItem item) {
+  item.approx_bytes = item.has_batch ? ApproxBytes(item.batch) + item.raw_bytes : 0;
+  std::unique_lock<std::mutex> lock(mu_);
+  if (closing_) {
+    if (item.holds_slot) --slots_in_use_;
+    raw_in_flight_ -= item.raw_bytes;
+    return Status::FailedPrecondition("the session is closed");
+  }
+  bytes_in_flight_ += item.approx_bytes;
+  counters_.queue_high_water_bytes = std::max(counters_.queue_high_water_bytes, bytes_in_flight_);
+  if (item.finish && !use_collector_) {
+    use_collector_ = true;
+    collector_ = std::thread([this] { CollectorLoop(); });
+  }
+  if (use_collector_) {
+    collector_queue_.push_back(std::move(item));
+    collector_cv_.notify_one();
+  } else {
+    writer_queue_.push_back(std::move(item));
+    writer_cv_.notify_one();
+  }
+  return Status::OK();
+}
+
+bool Pipeline::ReserveRaw(std::uint64_t bytes) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const auto cap = static_cast<std::uint64_t>(options_.config.raw_memory_cap_bytes);
+  if (raw_in_flight_ + bytes > cap) return false;
+  raw_in_flight_ += bytes;
+  return true;
+}
+
+void Pipeline::ReleaseRaw(std::uint64_t bytes) {
+  std::lock_guard<std::mutex> lock(mu_);
+  raw_in_flight_ -= std::min(raw_in_flight_, bytes);
+}
+
+void Pipeline::CountRawDrop(std::uint64_t bytes) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++counters_.raw_dropped;
+  counters_.raw_dropped_bytes += bytes;
+}
+
+void Pipeline::CountStepCaptured() {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++counters_.steps_captured;
+}
+
+void Pipeline::CountWait(double seconds) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++counters_.stats_waits;
+  counters_.stats_wait_seconds += seconds;
+}
+
+void Pipeline::CountRecordsLost(std::uint64_t n) {
+  std::lock_guard<std::mutex> lock(mu_);
+  counters_.records_lost += n;
+}
+
+PipelineCounters Pipeline::counters() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return counters_;
+}
+
+Status Pipeline::status() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return status_;
+}
+
+void Pipeline::SetError(const Status& s) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++counters_.write_errors;
+  if (status_.ok()) status_ = s;
+}
+
+void Pipeline::FinishItem(const PipelineItem& item) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (item.holds_slot) {
+    --slots_in_use_;
+    slot_cv_.notify_all();
+  }
+  raw_in_flight_ -= std::min(raw_in_flight_, item.raw_bytes);
+  bytes_in_flight_ -= std::min(bytes_in_flight_, item.approx_bytes);
+}
+
+Status Pipeline::Close() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (closed_) return status_;
+    closed_ = true;
+    closing_ = true;
+    collector_cv_.notify_all();
+    writer_cv_.notify_all();
+    slot_cv_.notify_all();
+  }
+  if (collector_.joinable()) collector_.join();
+  if (writer_.joinable()) writer_.join();
+  return status();
+}
+
+void Pipeline::CollectorLoop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (true) {
+    collector_cv_.wait(lock, [&] { return !collector_queue_.empty() || closing_; });
+    if (collector_queue_.empty()) break;  // closing and drained
+    PipelineItem item = std::move(collector_queue_.front());
+    collector_queue_.pop_front();
+    lock.unlock();
+    if (item.finish) {
+      item.finish(&item.batch);  // waits for the device
+      item.finish = nullptr;
+    }
+    lock.lock();
+    writer_queue_.push_back(std::move(item));
+    writer_cv_.notify_one();
+  }
+  collector_done_ = true;
+  writer_cv_.notify_all();
+}
+
+void Pipeline::WriterLoop() {
+  const auto flush_every = std::chrono::duration_cast<Clock::duration>(
+      std::chrono::duration<double>(std::min(options_.config.flush_interval_seconds, 1e6)));
+  const auto stop_every =
+      std::chrono::milliseconds(std::max<std::int64_t>(1, options_.config.stop_check_interval_ms));
+  std::unique_lock<std::mutex> lock(mu_);
+  while (true) {
+    Clock::time_point deadline = last_flush_ + flush_every;
+    if (!options_.stop_file.empty()) deadline = std::min(deadline, next_stop_check_);
+    const auto drained = [&] {
+      return closing_ && writer_queue_.empty() && (!use_collector_ || collector_done_);
+    };
+    writer_cv_.wait_until(lock, deadline, [&] { return !writer_queue_.empty() || drained(); });
+    std::deque<PipelineItem> items;
+    items.swap(writer_queue_);
+    const bool exit = items.empty() && drained();
+    lock.unlock();
+    for (PipelineItem& item : items) {
+      WriteItem(&item);
+      FinishItem(item);
+    }
+    const auto now = Clock::now();
+    if (now - last_flush_ >= flush_every) {
+      if (unflushed_batches_ > 0) {
+        FlushSink();
+      } else {
+        last_flush_ = now;
+      }
+    }
+    if (!options_.stop_file.empty() && now >= next_stop_check_) {
+      CheckStopFile();
+      next_stop_check_ = now + stop_every;
+    }
+    if (exit) break;
+    lock.lock();
+  }
+  // Close flushes: everything written so far becomes durable, or is lost.
+  PipelineCounters snapshot = counters();
+  snapshot.records_written += unflushed_records_;
+  const Status closed = sink_->Close(snapshot);
+  std::lock_guard<std::mutex> guard(mu_);
+  if (closed.ok()) {
+    counters_.records_written += unflushed_records_;
+  } else {
+    counters_.records_lost += unflushed_records_;
+    ++counters_.write_errors;
+    if (status_.ok()) status_ = closed.WithContext("closing the run");
+  }
+  unflushed_records_ = 0;
+  unflushed_batches_ = 0;
+  counters_.bytes_written = sink_->bytes_written();
+}
+
+void Pipeline::WriteItem(PipelineItem* item) {
+  // Declarations that failed (a full disk) are retried before the next write.
+  pending_declare_.insert(pending_declare_.end(), item->declare.begin(), item->declare.end());
+  if (!pending_declare_.empty()) {
+    const Status s = sink_->RegisterTensors(pending_declare_);
+    if (s.ok()) {
+      pending_declare_.clear();
+    } else {
+      SetError(s.WithContext("declaring tensors"));
+    }
+  }
+  if (options_.observer && !item->declare.empty()) options_.observer->OnDeclare(item->declare);
+  if (!item->has_batch) return;
+  const std::uint64_t records = Records(item->batch);
+  const Status s = sink_->Write(item->batch);
+  if (options_.observer) options_.observer->OnBatch(item->batch);
+  if (!s.ok()) {
+    SetError(s.WithContext("writing step " + std::to_string(item->batch.key.global_step)));
+    // A rejected batch (caller error) loses itself only; a storage failure
+    // loses the whole unflushed segment too (the io/ writers' contract).
+    const bool rejected =
+        s.code() == StatusCode::kInvalidArgument || s.code() == StatusCode::kFailedPrecondition;
+    CountRecordsLost(records + (rejected ? 0 : unflushed_records_));
+    if (!rejected) {
+      unflushed_records_ = 0;
+      unflushed_batches_ = 0;
+    }
+    return;
+  }
+  unflushed_records_ += records;
+  ++unflushed_batches_;
+  const std::int64_t every = options_.config.flush_interval_steps;
+  if (every > 0 && unflushed_batches_ >= every) FlushSink();
+}
+
+void Pipeline::FlushSink() {
+  PipelineCounters snapshot = counters();
+  snapshot.records_written += unflushed_records_;
+  const Status s = sink_->Flush(snapshot);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (s.ok()) {
+      counters_.records_written += unflushed_records_;
+    } else {
+      counters_.records_lost += unflushed_records_;
+      ++counters_.write_errors;
+      if (status_.ok()) status_ = s.WithContext("flushing");
+    }
+    counters_.bytes_written = sink_->bytes_written();
+  }
+  unflushed_records_ = 0;
+  unflushed_batches_ = 0;
+  last_flush_ = Clock::now();
+}
+
+void Pipeline::CheckStopFile() {
+  struct stat st;
+  if (::stat(options_.stop_file.c_str(), &st) != 0) return;
+  std::string line;
+  std::ifstream in(options_.stop_file);
+  if (in) std::getline(in, line);
+  if (line.size() > 256) line.resize(256);
+  stop_->Request("stop file " + options_.stop_file + (line.empty() ? "" : ": " + line));
+}
+
+}  // namespace tstat::host

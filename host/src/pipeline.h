@@ -1,0 +1,147 @@
+// Pipeline: the bounded queue from the training thread to the writer thread,
+// the optional collector stage for device work, the raw-memory cap, flush
+// policy, STOP-file watch, and the counters.
+//
+// Threads. The training thread calls AcquireSlot/Push (and ReserveRaw). A
+// writer thread declares tensors, writes batches to the StepSink and flushes
+// it every flush_interval_seconds and every flush_interval_steps batches,
+// checking <run>/STOP every stop_check_interval_ms. Items that carry device
+// work (`finish`) make the pipeline start a collector thread; from then on
+// every item passes through it in order, so batches reach the sink in step
+// order. `finish` runs on the collector thread (it waits for the GPU) before
+// the item is handed to the writer.
+//
+// Backpressure. At most queue_capacity items are in flight (queued, being
+// collected or written). AcquireSlot waits for a free slot and counts the
+// wait, or with drop_stats_when_full returns false at once. Items that carry
+// only declarations or drop records bypass the cap (they are tiny). Raw
+// snapshot bytes are reserved against raw_memory_cap_bytes by ReserveRaw and
+// released once written.
+//
+// Errors. A failed Write loses that batch's records; a failed Flush loses the
+// records written since the last good flush; both are counted (write_errors,
+// records_lost) and the first error is kept for status(). Nothing stops.
+// Thread safety: every method is thread-safe.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "host/src/stop_state.h"
+#include "io/step_sink.h"
+#include "tstat/config.h"
+#include "tstat/stats_record.h"
+
+namespace tstat::host {
+
+// Sees what the writer writes, on the writer thread, in order: every
+// declaration before the batches that use it, every batch once (also when
+// its write failed). The in-process rule engine attaches here. Must not
+// block for long: the writer waits for it.
+class BatchObserver {
+ public:
+  virtual ~BatchObserver() = default;
+  virtual void OnDeclare(const std::vector<TensorInfo>& tensors) = 0;
+  virtual void OnBatch(const StepBatch& batch) = 0;
+};
+
+struct PipelineItem {
+  std::vector<TensorInfo> declare;  // declared to the sink before the batch
+  bool has_batch = false;
+  StepBatch batch;
+  std::uint64_t raw_bytes = 0;     // reserved with ReserveRaw; released when written
+  bool holds_slot = false;         // took a slot with AcquireSlot
+  std::uint64_t approx_bytes = 0;  // set by Push
+  // Device work to wait for (collector thread) before writing.
+  std::function<void(StepBatch*)> finish;
+};
+
+class Pipeline {
+ public:
+  struct Options {
+    PipelineConfig config;
+    std::string stop_file;                    // empty: no STOP file watch
+    std::shared_ptr<BatchObserver> observer;  // optional
+  };
+  Pipeline(const Options& options, std::unique_ptr<io::StepSink> sink, StopState* stop);
+  ~Pipeline();  // Close() if needed
+  Pipeline(const Pipeline&) = delete;
+  Pipeline& operator=(const Pipeline&) = delete;
+
+  // Takes a slot for one batch. Waits while queue_capacity items are in
+  // flight (counted in stats_waits / stats_wait_seconds) unless
+  // drop_stats_when_full, where it returns false when full.
+  bool AcquireSlot();
+  // Queues `item` (call AcquireSlot first when it carries stats; set
+  // holds_slot). After Close: dropped, kFailedPrecondition.
+  Status Push(PipelineItem item);
+
+  // Reserves raw snapshot bytes; false (and nothing reserved) over the cap.
+  bool ReserveRaw(std::uint64_t bytes);
+  void ReleaseRaw(std::uint64_t bytes);
+  // Counts a raw snapshot that did not fit.
+  void CountRawDrop(std::uint64_t bytes);
+  void CountStepCaptured();
+  // Counts a wait of the training thread for something else (a GPU buffer).
+  void CountWait(double seconds);
+  void CountRecordsLost(std::uint64_t n);
+
+  PipelineCounters counters() const;
+  Status status() const;
+
+  // Drains every queued item, flushes, closes the sink and joins the
+  // threads. Returns status(); later calls return it again.
+  Status Close();
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  void WriterLoop();
+  void CollectorLoop();
+  void WriteItem(PipelineItem* item);
+  void FlushSink();
+  void CheckStopFile();
+  void SetError(const Status& s);
+  void FinishItem(const PipelineItem& item);  // slot and raw release
+
+  const Options options_;
+  std::unique_ptr<io::StepSink> sink_;  // used by the writer thread only
+  StopState* stop_;
+
+  mutable std::mutex mu_;
+  std::condition_variable writer_cv_;     // items for the writer, or closing
+  std::condition_variable collector_cv_;  // items for the collector, or closing
+  std::condition_variable slot_cv_;       // a slot became free
+  std::deque<PipelineItem> writer_queue_;
+  std::deque<PipelineItem> collector_queue_;
+  bool use_collector_ = false;
+  bool closing_ = false;
+  bool closed_ = false;
+  bool collector_done_ = false;
+  std::int64_t slots_in_use_ = 0;
+  std::uint64_t bytes_in_flight_ = 0;
+  std::uint64_t raw_in_flight_ = 0;
+  PipelineCounters counters_;
+  Status status_;
+  std::thread writer_;
+  std::thread collector_;
+
+  // Writer-thread state.
+  std::vector<TensorInfo> pending_declare_;
+  std::uint64_t unflushed_records_ = 0;
+  std::int64_t unflushed_batches_ = 0;
+  Clock::time_point last_flush_;
+  Clock::time_point next_stop_check_;
+};
+
+// A rough size of a batch in memory, for the queue high-water mark.
+std::uint64_t ApproxBytes(const StepBatch& batch);
+
+}  // namespace tstat::host

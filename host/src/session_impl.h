@@ -1,0 +1,126 @@
+// Session::Impl: the state behind tstat::Session and the capture steps.
+//
+// session.cc holds creation and the public wrappers (locking, timing),
+// step_capture.cc the step bookkeeping and EndStep, adhoc_capture.cc
+// RegisterTensor, SaveScalar and SaveTensor. Methods named *Locked run with
+// `mu` held (the public wrappers take it). Thread safety: `mu` serializes the
+// capture calls; `info_mu` guards the small snapshot that current_step /
+// last_step_timing read without waiting for a capture call.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "host/src/collection_set.h"
+#include "host/src/device_capture.h"
+#include "host/src/pipeline.h"
+#include "host/src/stop_state.h"
+#include "host/src/tensor_registry.h"
+#include "tstat/engine.h"
+#include "tstat/session.h"
+
+namespace tstat {
+
+// Hidden: only the Session methods are part of libtstat.so's interface.
+struct __attribute__((visibility("hidden"))) Session::Impl {
+  using Clock = std::chrono::steady_clock;
+
+  SessionConfig config;
+  std::unique_ptr<host::CollectionSet> collections;
+  host::TensorRegistry registry;
+  std::vector<host::RegisteredTensor*> captured;  // registered (not ad-hoc) tensors
+  std::unique_ptr<Backend> cpu;
+  host::DeviceCaptureFactory device_factory;
+  std::unique_ptr<host::DevicePool> device_pool;  // created with the first CUDA tensor
+  host::StopState stop;
+  std::unique_ptr<host::Pipeline> pipeline;
+
+  std::mutex mu;
+  bool closed = false;
+  Status close_status;
+
+  // Steps. `key` is the open step (or the last one ended).
+  Mode next_mode = Mode::kGlobal;
+  bool step_open = false;
+  StepKey key;
+  std::int64_t last_global = -1;
+  std::int64_t last_mode_step[4] = {-1, -1, -1, -1};
+  std::uint64_t epoch = 0;       // +1 per EndStep: which step ad-hoc saves belong to
+  Clock::time_point step_start;  // BeginStep, else the previous EndStep
+  double capture_seconds = 0.0;  // inside tstat calls during the step
+
+  // Ad-hoc records of the open (or next) step.
+  StepBatch pending;
+  std::uint64_t pending_raw_bytes = 0;
+
+  // Snapshot for readers that must not wait for `mu`.
+  mutable std::mutex info_mu;
+  StepKey info_key;
+  StepTiming last_timing;
+  CaptureTotals totals;
+
+  // CaptureRawFor requests (any thread), applied at the next EndStep.
+  std::mutex raw_requests_mu;
+  std::vector<std::pair<std::string, int>> raw_requests;
+  int raw_requested_tensors = 0;  // tensors with raw_steps_left > 0
+
+  // Scratch reused across steps (no allocation per step once warm).
+  std::vector<char> due_stats, due_raw;
+  std::vector<int> due_cols;
+  std::vector<ReductionRequest> host_requests, device_requests;
+  std::vector<std::uint32_t> host_ids, device_ids;
+  std::vector<ReductionResult> host_results;
+  std::vector<std::pair<host::RegisteredTensor*, TensorView>> delta_updates;
+
+  // step_capture.cc
+  Status OpenStepLocked(const StepKey* explicit_key);
+  Status EndStepLocked(CUstream_st* stream, bool capture_registered);
+  // capture_options.cc
+  void ApplyRawRequests();
+  // Whether tensor `t` gets a raw snapshot at this step because of CaptureRawFor.
+  bool TakeRequestedRaw(host::RegisteredTensor* t);
+  // The StatsOptions of `t` (view `v`) at this step: merged collection options,
+  // the sample seed, delta against its previous save, the confusion
+  // predictions. Problems (a missing predictions tensor) become drop records.
+  StatsOptions PrepareOptions(host::RegisteredTensor* t, const TensorView& v,
+                              const std::vector<int>& due, StepBatch* batch);
+  // After the host reduction: keeps the saved values of delta tensors.
+  void UpdateDeltaCopies();
+  // adhoc_capture.cc
+  Result<std::uint32_t> RegisterLocked(const TensorSpec& spec);
+  Status SaveScalarLocked(const std::string& name, double value);
+  Status SaveTensorLocked(const std::string& name, const TensorView& view,
+                          const SaveTensorOptions& options);
+  Status EnsureDevicePool(int device);
+  // Copies a host tensor's bytes into a RawSnapshot, or records a drop when
+  // the raw memory cap is reached. Adds the reserved bytes to *reserved.
+  void SnapshotHost(std::uint32_t id, const TensorView& view, StepBatch* batch,
+                    std::uint64_t* reserved);
+  // One record from one result (a drop record when the result failed).
+  static void AddResult(std::uint32_t id, const StatsOptions& options, ReductionResult&& r,
+                        StepBatch* batch);
+};
+
+// Adds the time since `start` to the session's capture time on destruction.
+class CaptureTimer {
+ public:
+  explicit CaptureTimer(Session::Impl* impl) : impl_(impl), start_(Session::Impl::Clock::now()) {}
+  ~CaptureTimer() {
+    impl_->capture_seconds +=
+        std::chrono::duration<double>(Session::Impl::Clock::now() - start_).count();
+  }
+  CaptureTimer(const CaptureTimer&) = delete;
+  CaptureTimer& operator=(const CaptureTimer&) = delete;
+
+ private:
+  Session::Impl* impl_;
+  Session::Impl::Clock::time_point start_;
+};
+
+// "raw snapshot memory cap (256 MiB) reached"
+std::string RawCapReason(std::int64_t cap_bytes);
+
+}  // namespace tstat

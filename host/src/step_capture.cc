@@ -1,0 +1,314 @@
+// Steps: opening them (implicit, BeginStep, resume) and EndStep's capture.
+//
+// EndStep: find the collections due at the step's mode step; for every
+// registered tensor with a due collection, resolve its view; reduce all due
+// host tensors with ONE Backend::Reduce call; enqueue all due CUDA tensors as
+// ONE batch on the caller's stream (collected by the pipeline's collector
+// thread); copy raw snapshots (host: now; device: device-to-device staging);
+// queue the batch. Nothing here touches the disk.
+#include <chrono>
+#include <cstring>
+#include <string>
+
+#include "host/src/session_impl.h"
+
+namespace tstat {
+namespace {
+
+using host::RegisteredTensor;
+
+double Seconds(Session::Impl::Clock::duration d) {
+  return std::chrono::duration<double>(d).count();
+}
+
+double WallTime() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+std::vector<std::int64_t> ShapeOf(const TensorView& v) {
+  return v.shape.empty() ? std::vector<std::int64_t>{v.numel} : v.shape;
+}
+
+// Turns every record of `b` into a drop record (the writer queue was full and
+// drop_stats_when_full is set). Returns how many records were dropped.
+std::uint64_t DropAll(StepBatch* b, const std::string& reason) {
+  const std::uint64_t n = b->stats.size() + b->scalars.size() + b->raws.size();
+  for (const TensorStatsRecord& r : b->stats) b->drops.push_back({r.tensor_id, "stats", reason, 0});
+  for (const ScalarRecord& r : b->scalars) b->drops.push_back({r.tensor_id, "scalar", reason, 0});
+  for (const RawSnapshot& r : b->raws) {
+    b->drops.push_back({r.tensor_id, "raw", reason, r.bytes ? r.bytes->size() : 0});
+  }
+  b->stats.clear();
+  b->scalars.clear();
+  b->raws.clear();
+  return n;
+}
+
+}  // namespace
+
+std::string RawCapReason(std::int64_t cap_bytes) {
+  return "raw snapshot memory cap (" + std::to_string(cap_bytes >> 20) + " MiB) reached";
+}
+
+Status Session::Impl::OpenStepLocked(const StepKey* explicit_key) {
+  if (step_open) {
+    return Status::FailedPrecondition("step " + std::to_string(key.global_step) +
+                                      " is open: call EndStep before BeginStep");
+  }
+  StepKey k;
+  if (explicit_key != nullptr) {
+    k = *explicit_key;
+    const int m = static_cast<int>(k.mode);
+    if (m < 1 || m > 4) return Status::InvalidArgument("invalid mode " + std::to_string(m));
+    if (k.global_step <= last_global) {
+      return Status::FailedPrecondition(
+          "steps going backwards: global step " + std::to_string(k.global_step) +
+          " is not after the last step " + std::to_string(last_global));
+    }
+    if (k.mode == Mode::kGlobal && k.mode_step != k.global_step) {
+      return Status::InvalidArgument("a GLOBAL step's mode_step must equal its global_step");
+    }
+    if (k.mode_step < 0) return Status::InvalidArgument("mode_step is negative");
+    if (k.mode_step <= last_mode_step[m - 1]) {
+      return Status::FailedPrecondition(std::string("steps going backwards: ") + ModeName(k.mode) +
+                                        " step " + std::to_string(k.mode_step) +
+                                        " is not after the last " + ModeName(k.mode) + " step " +
+                                        std::to_string(last_mode_step[m - 1]));
+    }
+    next_mode = k.mode;
+  } else {
+    k.mode = next_mode;
+    k.global_step = last_global + 1;
+    k.mode_step =
+        k.mode == Mode::kGlobal ? k.global_step : last_mode_step[static_cast<int>(k.mode) - 1] + 1;
+  }
+  key = k;
+  step_open = true;
+  last_global = k.global_step;
+  last_mode_step[static_cast<int>(k.mode) - 1] = k.mode_step;
+  std::lock_guard<std::mutex> lock(info_mu);
+  info_key = k;
+  return Status::OK();
+}
+
+void Session::Impl::AddResult(std::uint32_t id, const StatsOptions& options, ReductionResult&& r,
+                              StepBatch* batch) {
+  if (!r.status.ok()) {
+    batch->drops.push_back({id, "stats", r.status.message(), 0});
+    return;
+  }
+  TensorStatsRecord rec;
+  rec.tensor_id = id;
+  rec.has_stats = options.label_classes == 0;
+  if (rec.has_stats) rec.stats = r.stats;
+  rec.exponent_histogram = std::move(r.exponent_histogram);
+  rec.linear_histogram = std::move(r.linear_histogram);
+  rec.per_channel = std::move(r.per_channel);
+  rec.label_counts = std::move(r.label_counts);
+  rec.sample = std::move(r.sample);
+  rec.delta = std::move(r.delta);
+  rec.confusion = std::move(r.confusion);
+  if (!options.count_values.empty()) {
+    rec.count_values = options.count_values;
+    rec.value_counts = std::move(r.value_counts);
+  }
+  batch->stats.push_back(std::move(rec));
+}
+
+void Session::Impl::SnapshotHost(std::uint32_t id, const TensorView& v, StepBatch* batch,
+                                 std::uint64_t* reserved) {
+  const std::uint64_t bytes = static_cast<std::uint64_t>(v.numel) * DTypeSize(v.dtype);
+  if (!pipeline->ReserveRaw(bytes)) {
+    batch->drops.push_back({id, "raw", RawCapReason(config.pipeline.raw_memory_cap_bytes), bytes});
+    pipeline->CountRawDrop(bytes);
+    return;
+  }
+  *reserved += bytes;
+  auto data = std::make_shared<std::vector<std::uint8_t>>(bytes);
+  if (bytes > 0) std::memcpy(data->data(), v.data, bytes);
+  batch->raws.push_back({id, v.dtype, ShapeOf(v), std::move(data)});
+}
+
+Status Session::Impl::EndStepLocked(CUstream_st* stream, bool capture_registered) {
+  const Clock::time_point t0 = Clock::now();
+  if (!step_open) TSTAT_RETURN_IF_ERROR(OpenStepLocked(nullptr));
+  StepBatch batch = std::move(pending);
+  pending = StepBatch();
+  std::uint64_t raw_reserved = pending_raw_bytes;
+  pending_raw_bytes = 0;
+  batch.key = key;
+  Status problem;  // the first per-tensor problem, returned after queuing the rest
+  std::function<void(StepBatch*)> finish;
+
+  const int n = collections->size();
+  due_stats.assign(n, 0);
+  due_raw.assign(n, 0);
+  if (capture_registered) ApplyRawRequests();
+  bool any_due = capture_registered && raw_requested_tensors > 0;
+  for (int i = 0; i < n && capture_registered; ++i) {
+    const host::Collection& c = collections->at(i);
+    if (!c.active) continue;
+    due_stats[i] = c.stats_schedule(key.mode).ShouldSave(key.mode_step);
+    due_raw[i] = c.raw_schedule(key.mode).ShouldSave(key.mode_step);
+    any_due = any_due || due_stats[i] || due_raw[i];
+  }
+  host_requests.clear();
+  host_ids.clear();
+  device_requests.clear();
+  device_ids.clear();
+  std::vector<TensorView> device_raws;
+  std::vector<std::uint32_t> device_raw_ids;
+  std::uint64_t device_raw_bytes = 0;
+  const std::vector<RegisteredTensor*> none;
+  for (RegisteredTensor* t : any_due ? captured : none) {
+    due_cols.clear();
+    bool raw = false;
+    for (int c : t->collections) {
+      if (due_stats[c]) due_cols.push_back(c);
+      raw = raw || due_raw[c];
+    }
+    raw = TakeRequestedRaw(t) || raw;
+    if (due_cols.empty() && !raw) continue;
+    TensorView v;
+    const Status s = host::ResolveView(*t, &v);
+    if (!s.ok()) {
+      batch.drops.push_back({t->info.id, "stats", s.message(), 0});
+      if (problem.ok()) problem = s.WithContext("tensor \"" + t->info.name + "\"");
+      continue;
+    }
+    if (v.data == nullptr) continue;  // not allocated at this step
+    const bool on_device = v.space == MemorySpace::kCuda;
+    if (!due_cols.empty()) {
+      StatsOptions o = PrepareOptions(t, v, due_cols, &batch);
+      (on_device ? device_requests : host_requests).push_back({v, o});
+      (on_device ? device_ids : host_ids).push_back(t->info.id);
+    }
+    if (raw && !on_device) SnapshotHost(t->info.id, v, &batch, &raw_reserved);
+    if (raw && on_device) {
+      const std::uint64_t bytes = static_cast<std::uint64_t>(v.numel) * DTypeSize(v.dtype);
+      if (!pipeline->ReserveRaw(bytes)) {
+        batch.drops.push_back(
+            {t->info.id, "raw", RawCapReason(config.pipeline.raw_memory_cap_bytes), bytes});
+        pipeline->CountRawDrop(bytes);
+      } else {
+        device_raws.push_back(v);
+        device_raw_ids.push_back(t->info.id);
+        device_raw_bytes += bytes;
+      }
+    }
+  }
+
+  // Records are ~2.5 KB (the exponent histogram): no regrowth copies.
+  batch.stats.reserve(batch.stats.size() + host_requests.size() + device_requests.size());
+  if (!host_requests.empty()) {  // the one CPU reduction of this step
+    const Status s = cpu->Reduce(host_requests, &host_results);
+    for (std::size_t i = 0; i < host_requests.size(); ++i) {
+      if (!s.ok()) {
+        batch.drops.push_back({host_ids[i], "stats", s.message(), 0});
+        continue;
+      }
+      AddResult(host_ids[i], host_requests[i].options, std::move(host_results[i]), &batch);
+    }
+    if (!s.ok() && problem.ok()) problem = s.WithContext("CPU reduction");
+  }
+  UpdateDeltaCopies();  // after the reduction read the previous values
+
+  if (!device_requests.empty() || !device_raws.empty()) {
+    const Clock::time_point tw = Clock::now();
+    bool waited = false;
+    host::DeviceCapture* dev = device_pool->Acquire(&waited);
+    if (waited) pipeline->CountWait(Seconds(Clock::now() - tw));
+    const Status s = dev->Enqueue(device_requests, device_raws, stream);
+    if (!s.ok()) {
+      device_pool->Release(dev);
+      pipeline->ReleaseRaw(device_raw_bytes);
+      for (std::uint32_t id : device_ids) batch.drops.push_back({id, "stats", s.message(), 0});
+      for (std::uint32_t id : device_raw_ids) batch.drops.push_back({id, "raw", s.message(), 0});
+      if (problem.ok()) problem = s;
+    } else {
+      raw_reserved += device_raw_bytes;
+      std::vector<StatsOptions> options;
+      for (const ReductionRequest& r : device_requests) options.push_back(r.options);
+      std::vector<std::pair<DType, std::vector<std::int64_t>>> raw_layout;
+      for (const TensorView& v : device_raws) raw_layout.emplace_back(v.dtype, ShapeOf(v));
+      finish = [pool = device_pool.get(), dev, ids = device_ids, options = std::move(options),
+                raw_ids = std::move(device_raw_ids),
+                raw_layout = std::move(raw_layout)](StepBatch* b) {
+        std::vector<ReductionResult> results;
+        std::vector<std::vector<std::uint8_t>> raws;
+        const Status got = dev->Collect(&results, &raws);
+        pool->Release(dev);
+        for (std::size_t i = 0; i < ids.size(); ++i) {
+          if (!got.ok() || i >= results.size()) {
+            b->drops.push_back({ids[i], "stats", got.ok() ? "no result" : got.message(), 0});
+          } else {
+            AddResult(ids[i], options[i], std::move(results[i]), b);
+          }
+        }
+        for (std::size_t j = 0; j < raw_ids.size(); ++j) {
+          if (!got.ok() || j >= raws.size()) {
+            b->drops.push_back({raw_ids[j], "raw", got.ok() ? "no data" : got.message(), 0});
+            continue;
+          }
+          b->raws.push_back({raw_ids[j], raw_layout[j].first, raw_layout[j].second,
+                             std::make_shared<std::vector<std::uint8_t>>(std::move(raws[j]))});
+        }
+      };
+    }
+  }
+
+  host::PipelineItem item;
+  item.declare = registry.TakeUndeclared();
+  const bool has_records =
+      !batch.stats.empty() || !batch.scalars.empty() || !batch.raws.empty() || finish;
+  if (has_records || !batch.drops.empty()) {
+    item.holds_slot = has_records && pipeline->AcquireSlot();
+    if (has_records && !item.holds_slot) {  // drop_stats_when_full
+      const std::string reason = "writer queue full (" +
+                                 std::to_string(config.pipeline.queue_capacity) +
+                                 " steps queued): dropped";
+      pipeline->CountRecordsLost(DropAll(&batch, reason));
+      if (finish) {
+        finish = [inner = std::move(finish), reason, p = pipeline.get()](StepBatch* b) {
+          inner(b);
+          p->CountRecordsLost(DropAll(b, reason));
+        };
+      }
+      pipeline->ReleaseRaw(raw_reserved);
+      raw_reserved = 0;
+    } else if (has_records) {
+      pipeline->CountStepCaptured();
+    }
+    const Clock::time_point t1 = Clock::now();
+    batch.wall_time = WallTime();
+    batch.step_seconds = Seconds(t1 - step_start);
+    batch.capture_seconds = capture_seconds + Seconds(t1 - t0);
+    item.has_batch = true;
+    item.batch = std::move(batch);
+    item.raw_bytes = raw_reserved;
+    item.finish = std::move(finish);
+  }
+  const bool queued = item.has_batch;
+  if (item.has_batch || !item.declare.empty()) {
+    const Status s = pipeline->Push(std::move(item));
+    if (!s.ok() && problem.ok()) problem = s;
+  }
+
+  const Clock::time_point t_end = Clock::now();
+  StepTiming timing{key, Seconds(t_end - step_start), capture_seconds + Seconds(t_end - t0)};
+  {
+    std::lock_guard<std::mutex> lock(info_mu);
+    last_timing = timing;
+    ++totals.steps;
+    totals.steps_saved += queued ? 1 : 0;
+    totals.step_seconds += timing.step_seconds;
+    totals.capture_seconds += timing.capture_seconds;
+  }
+  step_open = false;
+  ++epoch;
+  capture_seconds = 0.0;
+  step_start = t_end;
+  return problem;
+}
+
+}  // namespace tstat

@@ -1,0 +1,34 @@
+// The CLOSED marker of a worker directory: a small JSON file written
+// atomically by Close() after the last segment, holding the final counters.
+//
+//   {"format": "tstat-run", "format_version": 1, "rank": 0, "world_size": 2,
+//    "host": "node-1", "segments": 12, "counters": {"steps_captured": 100, ...}}
+//
+// Counter names are the PipelineCounters member names. Readers treat a worker
+// with a CLOSED file as finished: no segment will be added after it.
+// Thread safety: pure functions.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "tstat/stats_record.h"
+#include "tstat/status.h"
+
+namespace tstat::io {
+
+inline constexpr char kClosedFileName[] = "CLOSED";
+
+struct ClosedMarker {
+  int rank = 0;
+  int world_size = 1;
+  std::string host;
+  std::int64_t segments = 0;
+  PipelineCounters counters;
+};
+
+std::string ClosedMarkerToJson(const ClosedMarker& marker);
+// kCorruption (naming `path`) when the text is not a CLOSED marker.
+Result<ClosedMarker> ParseClosedMarker(const std::string& json, const std::string& path);
+
+}  // namespace tstat::io

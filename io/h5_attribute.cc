@@ -1,0 +1,78 @@
+// See h5_attribute.h.
+#include "io/h5_attribute.h"
+
+#include "io/h5_error.h"
+#include "io/h5_type.h"
+
+namespace tstat::io {
+namespace {
+
+Status WriteScalar(hid_t object, const char* name, hid_t type, const void* value,
+                   const std::string& path) {
+  H5Space space(H5Screate(H5S_SCALAR));
+  H5Attr attr(space.valid() ? H5Acreate2(object, name, type, space.get(), H5P_DEFAULT, H5P_DEFAULT)
+                            : -1);
+  if (!attr.valid() || H5Awrite(attr.get(), type, value) < 0) {
+    return H5Failure(StatusCode::kIoError, path + ": writing attribute '" + name + "' failed");
+  }
+  return Status::OK();
+}
+
+Status ReadScalar(hid_t object, const char* name, hid_t type, void* value,
+                  const std::string& path) {
+  H5Attr attr(H5Aopen(object, name, H5P_DEFAULT));
+  if (!attr.valid()) {
+    return H5Failure(StatusCode::kCorruption, path + ": missing attribute '" + name + "'");
+  }
+  H5Space space(H5Aget_space(attr.get()));
+  if (!space.valid() || H5Sget_simple_extent_type(space.get()) != H5S_SCALAR) {
+    TakeH5ErrorStack();
+    return Status::Corruption(path + ": attribute '" + name + "' is not a scalar");
+  }
+  if (H5Aread(attr.get(), type, value) < 0) {
+    return H5Failure(StatusCode::kCorruption, path + ": reading attribute '" + name + "' failed");
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+Status WriteStringAttribute(hid_t object, const char* name, const std::string& value,
+                            const std::string& path) {
+  TSTAT_ASSIGN_OR_RETURN(H5Type type, VlenStringType());
+  const char* pointer = value.c_str();
+  return WriteScalar(object, name, type.get(), &pointer, path);
+}
+
+Status WriteInt64Attribute(hid_t object, const char* name, std::int64_t value,
+                           const std::string& path) {
+  return WriteScalar(object, name, H5T_NATIVE_INT64, &value, path);
+}
+
+Status WriteDoubleAttribute(hid_t object, const char* name, double value, const std::string& path) {
+  return WriteScalar(object, name, H5T_NATIVE_DOUBLE, &value, path);
+}
+
+Result<std::string> ReadStringAttribute(hid_t object, const char* name, const std::string& path) {
+  TSTAT_ASSIGN_OR_RETURN(H5Type type, VlenStringType());
+  char* pointer = nullptr;
+  TSTAT_RETURN_IF_ERROR(ReadScalar(object, name, type.get(), &pointer, path));
+  std::string value = pointer ? pointer : "";
+  H5Space space(H5Screate(H5S_SCALAR));
+  H5Dvlen_reclaim(type.get(), space.get(), H5P_DEFAULT, &pointer);
+  return value;
+}
+
+Result<std::int64_t> ReadInt64Attribute(hid_t object, const char* name, const std::string& path) {
+  std::int64_t value = 0;
+  TSTAT_RETURN_IF_ERROR(ReadScalar(object, name, H5T_NATIVE_INT64, &value, path));
+  return value;
+}
+
+Result<double> ReadDoubleAttribute(hid_t object, const char* name, const std::string& path) {
+  double value = 0;
+  TSTAT_RETURN_IF_ERROR(ReadScalar(object, name, H5T_NATIVE_DOUBLE, &value, path));
+  return value;
+}
+
+}  // namespace tstat::io

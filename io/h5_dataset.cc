@@ -1,0 +1,176 @@
+// See h5_dataset.h.
+#include "io/h5_dataset.h"
+
+#include <algorithm>
+
+#include "io/h5_error.h"
+#include "io/h5_file.h"
+
+namespace tstat::io {
+namespace {
+
+// Chunk dimensions of about kChunkBytes: the slowest dimension is cut first.
+std::vector<hsize_t> ChunkDims(const std::vector<hsize_t>& dims, std::size_t element_bytes) {
+  std::vector<hsize_t> chunk = dims;
+  std::size_t inner = element_bytes;  // bytes of one index step along dimension d
+  for (std::size_t d = dims.size(); d-- > 0;) {
+    const std::size_t budget = std::max<std::size_t>(kChunkBytes / inner, 1);
+    if (chunk[d] > budget) {
+      chunk[d] = budget;
+      for (std::size_t o = 0; o < d; ++o) chunk[o] = 1;
+      break;
+    }
+    inner *= std::max<hsize_t>(dims[d], 1);
+  }
+  for (hsize_t& c : chunk) c = std::max<hsize_t>(c, 1);
+  return chunk;
+}
+
+// Whether `type` has variable-length parts (vlen sequences or strings).
+bool HasVariableParts(hid_t type) {
+  switch (H5Tget_class(type)) {
+    case H5T_VLEN:
+      return true;
+    case H5T_STRING:
+      return H5Tis_variable_str(type) > 0;
+    case H5T_COMPOUND: {
+      const int n = H5Tget_nmembers(type);
+      for (int i = 0; i < n; ++i) {
+        H5Type member(H5Tget_member_type(type, static_cast<unsigned>(i)));
+        if (member.valid() && HasVariableParts(member.get())) return true;
+      }
+      return false;
+    }
+    default:
+      return false;
+  }
+}
+
+Result<H5Plist> MakeCreationList(const std::vector<hsize_t>& dims, hid_t file_type, int level,
+                                 const std::string& what) {
+  const std::size_t element_bytes = H5Tget_size(file_type);
+  H5Plist dcpl(H5Pcreate(H5P_DATASET_CREATE));
+  if (!dcpl.valid()) return H5Failure(StatusCode::kInternal, what);
+  std::size_t total = element_bytes;
+  for (hsize_t d : dims) total *= d;
+  herr_t rc = 0;
+  if (total <= kCompactBytes) {
+    rc = H5Pset_layout(dcpl.get(), H5D_COMPACT);
+  } else if (level > 0) {
+    std::vector<hsize_t> chunk = ChunkDims(dims, element_bytes);
+    rc = H5Pset_chunk(dcpl.get(), static_cast<int>(chunk.size()), chunk.data());
+    if (rc >= 0) rc = H5Pset_shuffle(dcpl.get());
+    if (rc >= 0) rc = H5Pset_deflate(dcpl.get(), static_cast<unsigned>(std::min(level, 9)));
+  } else {
+    rc = H5Pset_layout(dcpl.get(), H5D_CONTIGUOUS);
+  }
+  // Space is allocated when the data is written (once), never filled first
+  // (HDF5 requires a fill value for variable-length types).
+  if (rc >= 0 && !HasVariableParts(file_type))
+    rc = H5Pset_fill_time(dcpl.get(), H5D_FILL_TIME_NEVER);
+  if (rc < 0) return H5Failure(StatusCode::kInternal, what + ": creation list");
+  return dcpl;
+}
+
+}  // namespace
+
+Status WriteNewDataset(hid_t loc, const char* name, hid_t file_type, hid_t mem_type,
+                       const std::vector<hsize_t>& dims, const void* data, int compression_level,
+                       const std::string& path) {
+  const std::string what = path + ": dataset '" + name + "'";
+  H5Space space(dims.empty()
+                    ? H5Screate(H5S_SCALAR)
+                    : H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr));
+  if (!space.valid()) return H5Failure(StatusCode::kInternal, what + ": dataspace");
+  TSTAT_ASSIGN_OR_RETURN(H5Plist dcpl, MakeCreationList(dims, file_type, compression_level, what));
+  H5DataSet dataset(
+      H5Dcreate2(loc, name, file_type, space.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT));
+  if (!dataset.valid()) return H5Failure(StatusCode::kIoError, what + ": create failed");
+  hsize_t elements = 1;
+  for (hsize_t d : dims) elements *= d;
+  if (elements > 0 && H5Dwrite(dataset.get(), mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) < 0) {
+    return H5Failure(StatusCode::kIoError, what + ": write failed");
+  }
+  return Status::OK();
+}
+
+Status WriteStringDataset(hid_t loc, const char* name, const std::string& value,
+                          const std::string& path) {
+  TSTAT_ASSIGN_OR_RETURN(H5Type type, VlenStringType());
+  const char* pointer = value.c_str();
+  return WriteNewDataset(loc, name, type.get(), type.get(), {}, &pointer, 0, path);
+}
+
+Result<std::string> ReadStringDataset(hid_t loc, const char* name, const std::string& path) {
+  TSTAT_ASSIGN_OR_RETURN(H5DataSet dataset, OpenH5Dataset(loc, name, path));
+  TSTAT_ASSIGN_OR_RETURN(std::vector<hsize_t> dims, H5DatasetDims(dataset.get(), path));
+  if (!dims.empty()) {
+    return Status::Corruption(path + ": dataset '" + name + "' is not a scalar string");
+  }
+  TSTAT_ASSIGN_OR_RETURN(H5Type type, VlenStringType());
+  char* pointer = nullptr;
+  TSTAT_RETURN_IF_ERROR(ReadH5Dataset(dataset.get(), type.get(), &pointer, path));
+  std::string value = pointer ? pointer : "";
+  ReclaimVlen(type.get(), 1, &pointer);
+  return value;
+}
+
+Result<H5DataSet> OpenH5Dataset(hid_t loc, const char* name, const std::string& path) {
+  H5DataSet dataset(H5Dopen2(loc, name, H5P_DEFAULT));
+  if (!dataset.valid()) {
+    return H5Failure(StatusCode::kCorruption, path + ": cannot open dataset '" + name + "'");
+  }
+  return dataset;
+}
+
+Result<std::vector<hsize_t>> H5DatasetDims(hid_t dataset, const std::string& path) {
+  H5Space space(H5Dget_space(dataset));
+  int rank = space.valid() ? H5Sget_simple_extent_ndims(space.get()) : -1;
+  if (rank < 0) return H5Failure(StatusCode::kCorruption, path + ": cannot read a dataspace");
+  std::vector<hsize_t> dims(static_cast<std::size_t>(rank));
+  if (rank > 0 && H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr) < 0) {
+    return H5Failure(StatusCode::kCorruption, path + ": cannot read dataset dimensions");
+  }
+  return dims;
+}
+
+Status ReadH5Dataset(hid_t dataset, hid_t mem_type, void* out, const std::string& path) {
+  if (H5Dread(dataset, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, out) < 0) {
+    return H5Failure(StatusCode::kCorruption, path + ": reading a dataset failed");
+  }
+  return Status::OK();
+}
+
+void ReclaimVlen(hid_t mem_type, std::size_t n, void* buffer) {
+  if (n == 0) return;
+  const hsize_t dims[1] = {n};
+  H5Space space(H5Screate_simple(1, dims, nullptr));
+  if (space.valid()) H5Dvlen_reclaim(mem_type, space.get(), H5P_DEFAULT, buffer);
+  TakeH5ErrorStack();
+}
+
+Status ReadTableInto(hid_t loc, const char* name, hid_t mem_type, std::size_t row_size,
+                     std::vector<unsigned char>* bytes, std::size_t* count,
+                     const std::string& path) {
+  *count = 0;
+  bytes->clear();
+  TSTAT_ASSIGN_OR_RETURN(bool exists, H5LinkExists(loc, name, path));
+  if (!exists) return Status::OK();
+  TSTAT_ASSIGN_OR_RETURN(H5DataSet dataset, OpenH5Dataset(loc, name, path));
+  TSTAT_ASSIGN_OR_RETURN(std::vector<hsize_t> dims, H5DatasetDims(dataset.get(), path));
+  if (dims.size() != 1) {
+    return Status::Corruption(path + ": table '" + name + "' is not one-dimensional");
+  }
+  if (H5Tget_size(mem_type) != row_size) {
+    return Status::Internal(path + ": row type of '" + name + "' does not match its struct");
+  }
+  if (dims[0] == 0) return Status::OK();
+  // Zero-filled so that members the file lacks read as zero.
+  bytes->assign(static_cast<std::size_t>(dims[0]) * row_size, 0);
+  Status read = ReadH5Dataset(dataset.get(), mem_type, bytes->data(), path);
+  if (!read.ok()) return read.WithContext(std::string("table '") + name + "'");
+  *count = static_cast<std::size_t>(dims[0]);
+  return Status::OK();
+}
+
+}  // namespace tstat::io

@@ -1,0 +1,74 @@
+// Checked wrappers of the HDF5 dataset module (H5D, with its dataspaces H5S
+// and creation lists H5P).
+//
+// Every dataset tstat writes is written once, whole, when it is created (a
+// segment file is immutable after its Flush), so layouts are fixed-size:
+//  - small data (<= kCompactBytes): compact, stored inside the object header
+//    (no chunk index, no separate block);
+//  - otherwise chunked (~kChunkBytes per chunk) with shuffle + deflate at the
+//    given level, or contiguous when the level is 0.
+// Tables are 1-D datasets of compound rows; WriteTable/ReadTable move a
+// std::vector of row structs in and out (an absent table reads as empty).
+// Callers hold the HDF5 lock (h5_lock.h). Errors name the file and dataset.
+#pragma once
+
+#include <cstddef>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "io/h5_handle.h"
+#include "io/h5_type.h"
+#include "tstat/status.h"
+
+namespace tstat::io {
+
+inline constexpr std::size_t kCompactBytes = 8 * 1024;
+inline constexpr std::size_t kChunkBytes = 1 << 20;
+
+// Creates `name` under `loc` (file type `file_type`, dimensions `dims`) and
+// writes `data`, laid out in memory as `mem_type`.
+Status WriteNewDataset(hid_t loc, const char* name, hid_t file_type, hid_t mem_type,
+                       const std::vector<hsize_t>& dims, const void* data, int compression_level,
+                       const std::string& path);
+// A scalar (0-d) variable-length UTF-8 string dataset.
+Status WriteStringDataset(hid_t loc, const char* name, const std::string& value,
+                          const std::string& path);
+Result<std::string> ReadStringDataset(hid_t loc, const char* name, const std::string& path);
+
+Result<H5DataSet> OpenH5Dataset(hid_t loc, const char* name, const std::string& path);
+// Dimensions of an open dataset.
+Result<std::vector<hsize_t>> H5DatasetDims(hid_t dataset, const std::string& path);
+// Reads the whole dataset into `out`, converting to `mem_type`.
+Status ReadH5Dataset(hid_t dataset, hid_t mem_type, void* out, const std::string& path);
+// Frees the variable-length parts HDF5 allocated while reading `n` elements
+// of `mem_type` into `buffer`.
+void ReclaimVlen(hid_t mem_type, std::size_t n, void* buffer);
+
+template <class Row>
+Status WriteTable(hid_t loc, const char* name, hid_t mem_type, const std::vector<Row>& rows,
+                  int compression_level, const std::string& path) {
+  if (rows.empty()) return Status::OK();
+  TSTAT_ASSIGN_OR_RETURN(H5Type file_type, PackedCopy(mem_type));
+  return WriteNewDataset(loc, name, file_type.get(), mem_type, {rows.size()}, rows.data(),
+                         compression_level, path);
+}
+
+// Reads a 1-D dataset `name` (absent: `rows` is left empty). Rows holding
+// variable-length members must be released with ReclaimVlen afterwards.
+Status ReadTableInto(hid_t loc, const char* name, hid_t mem_type, std::size_t row_size,
+                     std::vector<unsigned char>* bytes, std::size_t* count,
+                     const std::string& path);
+
+template <class Row>
+Status ReadTable(hid_t loc, const char* name, hid_t mem_type, std::vector<Row>* rows,
+                 const std::string& path) {
+  std::vector<unsigned char> bytes;
+  std::size_t count = 0;
+  TSTAT_RETURN_IF_ERROR(ReadTableInto(loc, name, mem_type, sizeof(Row), &bytes, &count, path));
+  rows->resize(count);
+  if (count) std::memcpy(static_cast<void*>(rows->data()), bytes.data(), count * sizeof(Row));
+  return Status::OK();
+}
+
+}  // namespace tstat::io

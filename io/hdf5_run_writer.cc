@@ -1,0 +1,279 @@
+// See hdf5_run_writer.h.
+#include "io/hdf5_run_writer.h"
+
+#include <unistd.h>
+
+#include <chrono>
+
+#include "io/closed_marker.h"
+#include "io/h5_file.h"
+#include "io/h5_lock.h"
+#include "io/posix_file.h"
+#include "io/run_layout.h"
+#include "io/segment_buffers.h"
+#include "io/segment_file_writer.h"
+#include "io/segment_seal.h"
+
+#ifndef TSTAT_VERSION_STRING
+#define TSTAT_VERSION_STRING "0.1"
+#endif
+
+namespace tstat::io {
+
+struct OpenSegmentFile {
+  H5File file;
+};
+
+namespace {
+
+double NowUnixSeconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+std::string LocalHostName() {
+  char name[256] = {0};
+  if (::gethostname(name, sizeof(name) - 1) != 0) return "";
+  return name;
+}
+
+bool IsValidMode(Mode m) {
+  return m == Mode::kTrain || m == Mode::kEval || m == Mode::kPredict || m == Mode::kGlobal;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<StepSink>> OpenHdf5RunWriter(const Hdf5RunWriterOptions& options) {
+  TSTAT_ASSIGN_OR_RETURN(std::unique_ptr<Hdf5RunWriter> writer, Hdf5RunWriter::Open(options));
+  return std::unique_ptr<StepSink>(std::move(writer));
+}
+
+Result<std::unique_ptr<Hdf5RunWriter>> Hdf5RunWriter::Open(const Hdf5RunWriterOptions& options) {
+  const RunInfo& info = options.info;
+  if (info.run_dir.empty()) return Status::InvalidArgument("run_dir is empty");
+  if (info.world_size < 1 || info.rank < 0 || info.rank >= info.world_size) {
+    return Status::InvalidArgument("rank " + std::to_string(info.rank) +
+                                   " is not in [0, world_size=" + std::to_string(info.world_size) +
+                                   ")");
+  }
+  if (options.compression_level < 0 || options.compression_level > 9) {
+    return Status::InvalidArgument("compression_level must be 0..9");
+  }
+  const std::string worker_dir = JoinPath(info.run_dir, WorkerDirName(info.rank));
+  if (IsDirectory(worker_dir)) {
+    TSTAT_ASSIGN_OR_RETURN(std::vector<std::string> names, ListDir(worker_dir));
+    for (const std::string& name : names) {
+      if (name.rfind("seg-", 0) == 0 || name.rfind(kClosedFileName, 0) == 0) {
+        return Status::FailedPrecondition(worker_dir + " already holds run data ('" + name +
+                                          "'); refusing to overwrite it");
+      }
+    }
+  }
+  TSTAT_RETURN_IF_ERROR(MakeDirs(worker_dir));
+  Hdf5RunWriterOptions resolved = options;
+  if (resolved.info.host.empty()) resolved.info.host = LocalHostName();
+  return std::unique_ptr<Hdf5RunWriter>(new Hdf5RunWriter(resolved, worker_dir));
+}
+
+Hdf5RunWriter::Hdf5RunWriter(const Hdf5RunWriterOptions& options, std::string worker_dir)
+    : options_(options),
+      worker_dir_(std::move(worker_dir)),
+      buffers_(std::make_unique<SegmentBuffers>()) {}
+
+Hdf5RunWriter::~Hdf5RunWriter() {
+  if (!segment_) return;
+  H5Lock lock;
+  CloseH5File(&segment_->file, TmpPath()).ok();  // in memory: nothing to lose but the data
+  segment_.reset();
+}
+
+std::string Hdf5RunWriter::TEST_open_segment_path() const { return segment_ ? TmpPath() : ""; }
+
+Status Hdf5RunWriter::RegisterTensors(const std::vector<TensorInfo>& tensors) {
+  if (closed_) return Status::FailedPrecondition(worker_dir_ + ": writer is closed");
+  for (const TensorInfo& t : tensors) {
+    bool nul = t.name.find('\0') != std::string::npos;
+    for (const std::string& c : t.collections) nul = nul || c.find('\0') != std::string::npos;
+    if (nul) {
+      return Status::InvalidArgument("tensor id " + std::to_string(t.id) +
+                                     ": names and collections cannot contain NUL bytes");
+    }
+    if (!IsValidDType(t.dtype)) {
+      return Status::InvalidArgument("tensor '" + t.name + "': invalid dtype");
+    }
+    auto it = registry_.find(t.id);
+    if (it != registry_.end() && it->second.name != t.name) {
+      return Status::InvalidArgument("tensor id " + std::to_string(t.id) +
+                                     " is already declared as '" + it->second.name +
+                                     "', cannot redeclare it as '" + t.name + "'");
+    }
+  }
+  for (const TensorInfo& t : tensors) registry_[t.id] = t;
+  return Status::OK();
+}
+
+Status Hdf5RunWriter::ValidateBatch(const StepBatch& batch) const {
+  const std::string step = "step " + std::to_string(batch.key.global_step);
+  if (!IsValidMode(batch.key.mode)) return Status::InvalidArgument(step + ": invalid mode");
+  if (last_global_step_ && batch.key.global_step <= *last_global_step_) {
+    return Status::FailedPrecondition(step + " is not after the last written step " +
+                                      std::to_string(*last_global_step_));
+  }
+  auto declared = [&](std::uint32_t id, const char* what) -> Status {
+    if (registry_.count(id)) return Status::OK();
+    return Status::InvalidArgument(step + ": " + what + " id " + std::to_string(id) +
+                                   " was never declared (RegisterTensors)");
+  };
+  for (const TensorStatsRecord& r : batch.stats) {
+    TSTAT_RETURN_IF_ERROR(declared(r.tensor_id, "tensor"));
+    const std::string tensor = step + ": tensor id " + std::to_string(r.tensor_id);
+    if (r.sample && r.sample->positions.size() != r.sample->values.size()) {
+      return Status::InvalidArgument(tensor + ": sample positions and values differ in number");
+    }
+    if (r.count_values.size() != r.value_counts.size()) {
+      return Status::InvalidArgument(tensor + ": count_values and value_counts differ in number");
+    }
+    if (r.confusion &&
+        (r.confusion->classes < 0 || r.confusion->classes > (1 << 16) ||
+         r.confusion->counts.size() != static_cast<std::size_t>(r.confusion->classes) *
+                                           static_cast<std::size_t>(r.confusion->classes))) {
+      return Status::InvalidArgument(tensor + ": confusion matrix is not classes x classes");
+    }
+  }
+  for (const ScalarRecord& s : batch.scalars)
+    TSTAT_RETURN_IF_ERROR(declared(s.tensor_id, "scalar"));
+  for (const RawSnapshot& r : batch.raws) {
+    TSTAT_RETURN_IF_ERROR(declared(r.tensor_id, "tensor"));
+    TSTAT_RETURN_IF_ERROR(ValidateRawSnapshot(r));
+  }
+  return Status::OK();
+}
+
+std::string Hdf5RunWriter::TmpPath() const {
+  return JoinPath(worker_dir_, SegmentFileName(next_index_)) + ".tmp";
+}
+
+Status Hdf5RunWriter::OpenSegment() {
+  H5Lock lock;
+  TSTAT_ASSIGN_OR_RETURN(H5File file, CreateInMemoryH5File(TmpPath()));
+  segment_ = std::make_unique<OpenSegmentFile>();
+  segment_->file = std::move(file);
+  segment_created_ = NowUnixSeconds();
+  raw_count_ = 0;
+  raw_bytes_ = 0;
+  return Status::OK();
+}
+
+Status Hdf5RunWriter::FailSegment(const Status& cause, std::uint64_t extra_records_lost) {
+  const std::uint64_t lost = buffers_->records() + extra_records_lost;
+  if (segment_) {
+    H5Lock lock;
+    CloseH5File(&segment_->file, TmpPath()).ok();  // in memory; the cause is known
+    segment_.reset();
+  }
+  RemoveFile(TmpPath()).ok();  // best effort (the directory may be read-only)
+  buffers_->Clear();
+  raw_count_ = 0;
+  ++next_index_;  // a leftover .tmp of this index is never overwritten
+  records_lost_ += lost;
+  return Status(cause.code(), cause.message() + " (segment discarded, " + std::to_string(lost) +
+                                  " records lost)");
+}
+
+Status Hdf5RunWriter::Write(const StepBatch& batch) {
+  if (closed_) return Status::FailedPrecondition(worker_dir_ + ": writer is closed");
+  TSTAT_RETURN_IF_ERROR(ValidateBatch(batch));
+  last_global_step_ = batch.key.global_step;
+  if (!segment_) {
+    Status opened = OpenSegment();
+    if (!opened.ok()) return FailSegment(opened, RecordsIn(batch));
+  }
+  std::vector<RawEntry> raws;
+  if (!batch.raws.empty()) {
+    H5Lock lock;
+    for (const RawSnapshot& raw : batch.raws) {
+      Result<std::string> name = WriteRawSnapshot(segment_->file.get(), raw_count_, raw,
+                                                  options_.compression_level, TmpPath());
+      if (!name.ok()) return FailSegment(name.status(), RecordsIn(batch));
+      ++raw_count_;
+      raw_bytes_ += raw.bytes ? raw.bytes->size() : 0;
+      raws.push_back(RawEntry{batch.key, raw.tensor_id, name.value(), raw.dtype, raw.shape});
+    }
+  }
+  buffers_->Append(batch);
+  for (RawEntry& r : raws) buffers_->raws.push_back(std::move(r));
+  if (raw_bytes_ >= rotate_bytes_) return Flush(last_counters_);
+  return Status::OK();
+}
+
+PipelineCounters Hdf5RunWriter::StoredCounters(const PipelineCounters& counters,
+                                               bool include_open) const {
+  PipelineCounters stored = counters;
+  stored.segments_written = static_cast<std::uint64_t>(segments_written_ + (include_open ? 1 : 0));
+  stored.bytes_written = bytes_written_;
+  return stored;
+}
+
+Status Hdf5RunWriter::FinishImage(const PipelineCounters& counters,
+                                  std::vector<std::uint8_t>* image) {
+  SegmentHeader header;
+  header.rank = options_.info.rank;
+  header.world_size = options_.info.world_size;
+  header.host = options_.info.host;
+  header.segment_index = next_index_;
+  header.config_json = options_.info.config_json;
+  header.tstat_version = TSTAT_VERSION_STRING;
+  header.created_unix_time = segment_created_;
+  std::vector<TensorInfo> registry;
+  registry.reserve(registry_.size());
+  for (const auto& entry : registry_) registry.push_back(entry.second);
+  H5Lock lock;
+  TSTAT_RETURN_IF_ERROR(WriteSegmentTables(segment_->file.get(), header, registry, *buffers_,
+                                           StoredCounters(counters, true),
+                                           options_.compression_level, TmpPath()));
+  TSTAT_RETURN_IF_ERROR(GetH5FileImage(segment_->file.get(), kSegmentUserBlock, image, TmpPath()));
+  Status closed = CloseH5File(&segment_->file, TmpPath());
+  segment_.reset();
+  TSTAT_RETURN_IF_ERROR(closed);
+  SealSegmentImage(image);
+  return Status::OK();
+}
+
+Status Hdf5RunWriter::Flush(const PipelineCounters& counters) {
+  if (closed_) return Status::FailedPrecondition(worker_dir_ + ": writer is closed");
+  last_counters_ = counters;
+  if (!segment_) return Status::OK();  // nothing written since the last flush
+  std::vector<std::uint8_t> image;
+  Status finished = FinishImage(counters, &image);
+  if (!finished.ok()) return FailSegment(finished, 0);
+  const std::string tmp = TmpPath();
+  const std::string final_path = JoinPath(worker_dir_, SegmentFileName(next_index_));
+  Status written = WriteNewFileDurably(tmp, image.data(), image.size());
+  if (written.ok()) written = RenameFile(tmp, final_path);
+  if (!written.ok()) return FailSegment(written, 0);
+  bytes_written_ += image.size();
+  ++segments_written_;
+  ++next_index_;
+  buffers_->Clear();
+  raw_count_ = 0;
+  // The segment is complete and visible; only its durability is in question
+  // if the directory cannot be synced, so nothing is counted as lost.
+  return FsyncPath(worker_dir_);
+}
+
+Status Hdf5RunWriter::Close(const PipelineCounters& counters) {
+  if (closed_) return Status::FailedPrecondition(worker_dir_ + ": writer is already closed");
+  Status flushed = Flush(counters);
+  ClosedMarker marker;
+  marker.rank = options_.info.rank;
+  marker.world_size = options_.info.world_size;
+  marker.host = options_.info.host;
+  marker.segments = segments_written_;
+  marker.counters = StoredCounters(counters, false);
+  last_counters_ = counters;
+  Status marked =
+      WriteFileAtomically(JoinPath(worker_dir_, kClosedFileName), ClosedMarkerToJson(marker));
+  if (marked.ok()) closed_ = true;
+  return flushed.ok() ? marked : flushed;
+}
+
+}  // namespace tstat::io

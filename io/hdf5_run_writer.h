@@ -1,0 +1,106 @@
+// Hdf5RunWriter: the StepSink that stores one worker's steps as a sequence of
+// sealed HDF5 segment files, RUN/worker-<rank:05d>/seg-<index:012d>.h5.
+//
+// Life of a segment: the first Write() after a Flush starts a new segment as
+// an HDF5 file IN MEMORY; raw snapshots are compressed into it at once (the
+// caller's bytes are not held), stats, histograms, scalars, ... are appended
+// to column buffers. Flush() writes every table with one H5Dwrite, takes the
+// file image, seals it (segment_seal.h), writes it to seg-<index>.h5.tmp,
+// fsyncs, renames it to seg-<index>.h5 and fsyncs the directory. Readers list
+// only *.h5, so a segment is visible whole or not at all; a crash (kill -9)
+// loses only what was not flushed. A Flush with nothing written since the
+// last one writes nothing. A segment holding rotate_bytes() or more of raw
+// snapshots (uncompressed) is flushed by Write() itself, with the last
+// counters given, so the memory a segment holds stays bounded.
+// Close() flushes, then writes RUN/worker-<rank>/CLOSED atomically.
+//
+// Failures (disk full, unwritable directory, ...): the call returns a Status
+// naming the file and the cause (kResourceExhausted for a full disk, else
+// kIoError), the segment is discarded (no .tmp is left behind when it can be
+// removed) and every record it held -- all batches written since the last
+// successful Flush, including the failing one -- is lost: the count is added
+// to records_lost() and quoted in the message ("N records lost"). The writer
+// stays usable: the next Write() starts a fresh segment under the next index.
+// HDF5 itself only ever writes to memory, so disk errors cannot leave it in a
+// broken state. Caller errors (undeclared tensor id, malformed raw snapshot,
+// global step not increasing, ...) are kInvalidArgument / kFailedPrecondition
+// and change nothing (that batch is not written).
+//
+// Counters stored with a segment are the caller's PipelineCounters, except
+// segments_written (this segment included) and bytes_written (sealed segments
+// before this one), which the writer knows best and fills in itself.
+// Thread safety: one thread uses a writer (StepSink contract); HDF5 calls take
+// the process-wide HDF5 lock, so Trials may read in other threads.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "io/step_sink.h"
+
+namespace tstat::io {
+
+// Private parts that need hdf5.h, which stays out of this header.
+struct OpenSegmentFile;
+struct SegmentBuffers;
+
+class Hdf5RunWriter final : public StepSink {
+ public:
+  static constexpr std::uint64_t kDefaultRotateBytes = 128ull << 20;
+
+  // See OpenHdf5RunWriter (step_sink.h).
+  static Result<std::unique_ptr<Hdf5RunWriter>> Open(const Hdf5RunWriterOptions& options);
+  // Without Close(): the unflushed segment is dropped and no CLOSED marker is
+  // written -- the state a crash leaves.
+  ~Hdf5RunWriter() override;
+
+  Status RegisterTensors(const std::vector<TensorInfo>& tensors) override;
+  Status Write(const StepBatch& batch) override;
+  Status Flush(const PipelineCounters& counters) override;
+  Status Close(const PipelineCounters& counters) override;
+  std::uint64_t bytes_written() const override { return bytes_written_; }
+
+  // Records (stats + scalar + raw) discarded with failed segments so far.
+  std::uint64_t records_lost() const { return records_lost_; }
+  std::int64_t segments_written() const { return segments_written_; }
+  const std::string& worker_dir() const { return worker_dir_; }
+  std::uint64_t rotate_bytes() const { return rotate_bytes_; }
+  void set_rotate_bytes(std::uint64_t bytes) { rotate_bytes_ = bytes; }
+  // The path the open segment will be written to (its .tmp name), "" when
+  // no segment is open.
+  std::string TEST_open_segment_path() const;
+
+ private:
+  explicit Hdf5RunWriter(const Hdf5RunWriterOptions& options, std::string worker_dir);
+  Status ValidateBatch(const StepBatch& batch) const;
+  std::string TmpPath() const;  // of the segment numbered next_index_
+  Status OpenSegment();
+  // Discards the open segment and returns `cause` with the loss appended.
+  Status FailSegment(const Status& cause, std::uint64_t extra_records_lost);
+  // Builds the sealed image of the open segment and closes it.
+  Status FinishImage(const PipelineCounters& counters, std::vector<std::uint8_t>* image);
+  PipelineCounters StoredCounters(const PipelineCounters& counters, bool include_open) const;
+
+  Hdf5RunWriterOptions options_;
+  std::string worker_dir_;
+  std::map<std::uint32_t, TensorInfo> registry_;
+  std::unique_ptr<SegmentBuffers> buffers_;
+  std::unique_ptr<OpenSegmentFile> segment_;  // null: no segment open
+  double segment_created_ = 0.0;
+  std::uint64_t raw_count_ = 0;  // raw datasets in the open segment
+  std::uint64_t raw_bytes_ = 0;  // their uncompressed bytes
+  std::int64_t next_index_ = 0;
+  std::optional<std::int64_t> last_global_step_;
+  PipelineCounters last_counters_;
+  std::uint64_t rotate_bytes_ = kDefaultRotateBytes;
+  std::uint64_t bytes_written_ = 0;
+  std::int64_t segments_written_ = 0;
+  std::uint64_t records_lost_ = 0;
+  bool closed_ = false;
+};
+
+}  // namespace tstat::io

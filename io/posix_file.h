@@ -1,0 +1,45 @@
+// The POSIX file operations the run storage needs, as Status-returning calls:
+// directories, listing, fsync, atomic rename, small whole-file reads/writes.
+//
+// Errors name the path, the operation and strerror(errno); ENOSPC/EDQUOT
+// become kResourceExhausted, ENOENT kNotFound, everything else kIoError.
+// Thread safety: plain system calls; safe from any thread.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tstat/status.h"
+
+namespace tstat::io {
+
+// The Status for a failed `op` on `path` with error number `err`.
+Status ErrnoStatus(const std::string& path, const char* op, int err);
+
+// mkdir -p; fsyncs each directory whose entry list it changed.
+Status MakeDirs(const std::string& path);
+// Names of the entries of `dir` (no "." or ".."), unsorted.
+Result<std::vector<std::string>> ListDir(const std::string& dir);
+bool PathExists(const std::string& path);
+bool IsDirectory(const std::string& path);
+Result<std::uint64_t> FileSize(const std::string& path);
+
+Status FsyncPath(const std::string& path);  // a file or a directory
+Status RenameFile(const std::string& from, const std::string& to);
+// Removes a file; a missing file is not an error.
+Status RemoveFile(const std::string& path);
+
+// Creates (truncates) `path`, writes `size` bytes and fsyncs it. On failure
+// the partial file is removed.
+Status WriteNewFileDurably(const std::string& path, const void* data, std::size_t size);
+
+// Writes `contents` to `path` atomically: path.tmp, fsync, rename, fsync dir.
+Status WriteFileAtomically(const std::string& path, const std::string& contents);
+Result<std::string> ReadWholeFile(const std::string& path);
+
+// The directory part of `path` ("." when there is none).
+std::string DirName(const std::string& path);
+std::string JoinPath(const std::string& a, const std::string& b);
+
+}  // namespace tstat::io

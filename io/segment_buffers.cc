@@ -1,0 +1,134 @@
+// See segment_buffers.h.
+#include "io/segment_buffers.h"
+
+namespace tstat::io {
+namespace {
+
+template <class Row>
+Row KeyedRow(const StepKey& key, std::uint32_t tensor_id) {
+  Row row{};
+  row.global_step = key.global_step;
+  row.mode = static_cast<std::uint8_t>(key.mode);
+  row.mode_step = key.mode_step;
+  row.tensor_id = tensor_id;
+  return row;
+}
+
+}  // namespace
+
+std::uint64_t RecordsIn(const StepBatch& batch) {
+  return batch.stats.size() + batch.scalars.size() + batch.raws.size();
+}
+
+void SegmentBuffers::Append(const StepBatch& batch) {
+  const StepKey& key = batch.key;
+  steps.push_back(StepRow{key.global_step, static_cast<std::uint8_t>(key.mode), key.mode_step,
+                          batch.wall_time, batch.step_seconds, batch.capture_seconds});
+  for (const TensorStatsRecord& r : batch.stats) {
+    StatsRow row = KeyedRow<StatsRow>(key, r.tensor_id);
+    row.has_stats = r.has_stats ? 1 : 0;
+    row.s = ToStored(r.stats);
+    stats.push_back(row);
+    if (r.exponent_histogram) {
+      const auto& counts = r.exponent_histogram->counts;
+      int first = 0, last = -1;
+      for (int i = 0; i < kExpHistBins; ++i) {
+        if (counts[static_cast<std::size_t>(i)] == 0) continue;
+        if (last < 0) first = i;
+        last = i;
+      }
+      ExpHistRow e = KeyedRow<ExpHistRow>(key, r.tensor_id);
+      e.first_bin = static_cast<std::uint16_t>(last < 0 ? 0 : first);
+      e.num_bins = static_cast<std::uint16_t>(last < 0 ? 0 : last - first + 1);
+      e.offset = exp_hist_counts.size();
+      exp_hist_counts.insert(exp_hist_counts.end(), counts.begin() + e.first_bin,
+                             counts.begin() + e.first_bin + e.num_bins);
+      exp_hist.push_back(e);
+    }
+    if (r.linear_histogram) {
+      const LinearHistogram& h = *r.linear_histogram;
+      LinearHistRow l = KeyedRow<LinearHistRow>(key, r.tensor_id);
+      l.lo = h.lo;
+      l.hi = h.hi;
+      l.below = h.below;
+      l.above = h.above;
+      l.num_bins = static_cast<std::uint32_t>(h.counts.size());
+      l.offset = linear_hist_counts.size();
+      linear_hist_counts.insert(linear_hist_counts.end(), h.counts.begin(), h.counts.end());
+      linear_hist.push_back(l);
+    }
+    if (r.per_channel) {
+      for (std::size_t c = 0; c < r.per_channel->channels.size(); ++c) {
+        ChannelRow ch = KeyedRow<ChannelRow>(key, r.tensor_id);
+        ch.axis = r.per_channel->axis;
+        ch.channel = static_cast<std::uint32_t>(c);
+        ch.s = ToStored(r.per_channel->channels[c]);
+        channels.push_back(ch);
+      }
+    }
+    if (r.label_counts) {
+      LabelRow lr = KeyedRow<LabelRow>(key, r.tensor_id);
+      lr.out_of_range = r.label_counts->out_of_range;
+      lr.num_classes = static_cast<std::uint32_t>(r.label_counts->counts.size());
+      lr.offset = label_counts.size();
+      label_counts.insert(label_counts.end(), r.label_counts->counts.begin(),
+                          r.label_counts->counts.end());
+      labels.push_back(lr);
+    }
+    if (r.sample) {
+      SampleRow sr = KeyedRow<SampleRow>(key, r.tensor_id);
+      sr.num_values = r.sample->values.size();
+      sr.offset = sample_values.size();
+      sample_positions.insert(sample_positions.end(), r.sample->positions.begin(),
+                              r.sample->positions.end());
+      sample_values.insert(sample_values.end(), r.sample->values.begin(), r.sample->values.end());
+      samples.push_back(sr);
+    }
+  }
+  for (const TensorStatsRecord& r : batch.stats) AppendDerived(key, r);
+  for (const ScalarRecord& s : batch.scalars) {
+    ScalarRow row{};
+    row.global_step = key.global_step;
+    row.mode = static_cast<std::uint8_t>(key.mode);
+    row.mode_step = key.mode_step;
+    row.scalar_id = s.tensor_id;
+    row.value = s.value;
+    row.wall_time = s.wall_time;
+    scalars.push_back(row);
+  }
+  for (const DropRecord& d : batch.drops) drops.push_back(DropEntry{key, d});
+}
+
+void SegmentBuffers::AppendDerived(const StepKey& key, const TensorStatsRecord& r) {
+  if (r.delta) {
+    DeltaRow d = KeyedRow<DeltaRow>(key, r.tensor_id);
+    d.count = r.delta->count;
+    d.changed_count = r.delta->changed_count;
+    d.nonfinite_pairs = r.delta->nonfinite_pairs;
+    d.l1 = r.delta->l1;
+    d.l2 = r.delta->l2;
+    d.amax = r.delta->amax;
+    delta.push_back(d);
+  }
+  if (r.confusion) {
+    ConfusionRow c = KeyedRow<ConfusionRow>(key, r.tensor_id);
+    c.classes = static_cast<std::uint32_t>(r.confusion->classes);
+    c.invalid = r.confusion->invalid;
+    c.offset = confusion_counts.size();
+    confusion_counts.insert(confusion_counts.end(), r.confusion->counts.begin(),
+                            r.confusion->counts.end());
+    confusion.push_back(c);
+  }
+  if (!r.count_values.empty() || !r.value_counts.empty()) {
+    ValueCountsRow v = KeyedRow<ValueCountsRow>(key, r.tensor_id);
+    v.num_values = static_cast<std::uint32_t>(r.count_values.size());
+    v.offset = counted_values.size();
+    counted_values.insert(counted_values.end(), r.count_values.begin(), r.count_values.end());
+    counted_counts.insert(counted_counts.end(), r.value_counts.begin(), r.value_counts.end());
+    value_counts.push_back(v);
+  }
+}
+
+void SegmentBuffers::Clear() { *this = SegmentBuffers(); }
+
+}  // namespace tstat::io

@@ -1,0 +1,66 @@
+// SegmentBuffers: the rows of the segment being written, in memory until the
+// segment's Flush writes each table with one H5Dwrite.
+//
+// Append() turns a StepBatch into rows of the steps/stats/exp_hist/... tables
+// (raw snapshots are written to the open file at Write time and only their
+// index rows are kept here). Thread safety: none; owned by the writer thread.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "io/segment_schema.h"
+#include "tstat/stats_record.h"
+
+namespace tstat::io {
+
+struct DropEntry {
+  StepKey key;
+  DropRecord drop;
+};
+struct RawEntry {
+  StepKey key;
+  std::uint32_t tensor_id = 0;
+  std::string dataset;  // path inside the file, "raw/000000"
+  DType dtype = DType::kFloat32;
+  std::vector<std::int64_t> shape;
+};
+
+struct SegmentBuffers {
+  std::vector<StepRow> steps;
+  std::vector<StatsRow> stats;
+  std::vector<ExpHistRow> exp_hist;
+  std::vector<std::uint64_t> exp_hist_counts;
+  std::vector<LinearHistRow> linear_hist;
+  std::vector<std::uint64_t> linear_hist_counts;
+  std::vector<ChannelRow> channels;
+  std::vector<LabelRow> labels;
+  std::vector<std::uint64_t> label_counts;
+  std::vector<SampleRow> samples;
+  std::vector<std::int64_t> sample_positions;
+  std::vector<double> sample_values;
+  std::vector<DeltaRow> delta;
+  std::vector<ConfusionRow> confusion;
+  std::vector<std::uint64_t> confusion_counts;
+  std::vector<ValueCountsRow> value_counts;
+  std::vector<std::int64_t> counted_values;
+  std::vector<std::uint64_t> counted_counts;
+  std::vector<ScalarRow> scalars;
+  std::vector<DropEntry> drops;
+  std::vector<RawEntry> raws;
+
+  // Adds every record of `batch` except its raw snapshots.
+  void Append(const StepBatch& batch);
+  // The delta, confusion and value-count parts of one record.
+  void AppendDerived(const StepKey& key, const TensorStatsRecord& record);
+  // Stats, scalar and raw records held (the unit of PipelineCounters).
+  std::uint64_t records() const { return stats.size() + scalars.size() + raws.size(); }
+  bool empty() const { return steps.empty(); }
+  void Clear();
+};
+
+// Stats + scalar + raw records of one batch.
+std::uint64_t RecordsIn(const StepBatch& batch);
+
+}  // namespace tstat::io

@@ -1,0 +1,210 @@
+// See segment_file_writer.h.
+#include "io/segment_file_writer.h"
+
+#include <cstdio>
+#include <map>
+
+#include "io/h5_attribute.h"
+#include "io/h5_dataset.h"
+#include "io/h5_error.h"
+#include "io/h5_file.h"
+#include "io/h5_type.h"
+#include "io/segment_schema.h"
+
+namespace tstat::io {
+namespace {
+
+hvl_t ShapeVlen(const std::vector<std::int64_t>& shape) {
+  hvl_t v;
+  v.len = shape.size();
+  v.p = shape.empty() ? nullptr : const_cast<std::int64_t*>(shape.data());
+  return v;
+}
+
+template <class T>
+Status WriteArray(hid_t file, const char* name, hid_t type, const std::vector<T>& values, int level,
+                  const std::string& path) {
+  if (values.empty()) return Status::OK();
+  return WriteNewDataset(file, name, type, type, {values.size()}, values.data(), level, path);
+}
+
+Status WriteRegistry(hid_t file, const std::vector<TensorInfo>& registry, int level,
+                     const std::string& path) {
+  std::vector<TensorRow> rows;
+  std::vector<std::int64_t> shapes;
+  std::vector<std::string> collections;  // distinct, in order of first use
+  std::map<std::string, std::uint32_t> collection_index;
+  std::vector<TensorCollectionRow> memberships;
+  rows.reserve(registry.size());
+  for (const TensorInfo& t : registry) {
+    TensorRow row{};
+    row.id = t.id;
+    row.name = t.name.c_str();
+    row.kind = static_cast<std::uint8_t>(t.kind);
+    SetDTypeChars(t.dtype, row.dtype);
+    row.space = static_cast<std::uint8_t>(t.space);
+    row.rank = static_cast<std::uint32_t>(t.shape.size());
+    row.shape_offset = shapes.size();
+    shapes.insert(shapes.end(), t.shape.begin(), t.shape.end());
+    rows.push_back(row);
+    for (const std::string& c : t.collections) {
+      auto [it, inserted] =
+          collection_index.emplace(c, static_cast<std::uint32_t>(collections.size()));
+      if (inserted) collections.push_back(c);
+      memberships.push_back(TensorCollectionRow{t.id, it->second});
+    }
+  }
+  TSTAT_ASSIGN_OR_RETURN(H5Type tensor_type, TensorRowType());
+  TSTAT_RETURN_IF_ERROR(WriteTable(file, kTensorsTable, tensor_type.get(), rows, level, path));
+  TSTAT_RETURN_IF_ERROR(WriteArray(file, kTensorShapes, H5T_NATIVE_INT64, shapes, level, path));
+  if (!collections.empty()) {
+    std::vector<const char*> names;
+    for (const std::string& c : collections) names.push_back(c.c_str());
+    TSTAT_ASSIGN_OR_RETURN(H5Type str, VlenStringType());
+    TSTAT_RETURN_IF_ERROR(WriteArray(file, kCollections, str.get(), names, level, path));
+  }
+  TSTAT_ASSIGN_OR_RETURN(H5Type membership_type, TensorCollectionRowType());
+  return WriteTable(file, kTensorCollectionsTable, membership_type.get(), memberships, level, path);
+}
+
+Status WriteAttributes(hid_t file, const SegmentHeader& h, const std::string& path) {
+  TSTAT_RETURN_IF_ERROR(WriteStringAttribute(file, "format", kFormatName, path));
+  TSTAT_RETURN_IF_ERROR(WriteInt64Attribute(file, "format_version", kFormatVersion, path));
+  TSTAT_RETURN_IF_ERROR(WriteInt64Attribute(file, "rank", h.rank, path));
+  TSTAT_RETURN_IF_ERROR(WriteInt64Attribute(file, "world_size", h.world_size, path));
+  TSTAT_RETURN_IF_ERROR(WriteStringAttribute(file, "host", h.host, path));
+  TSTAT_RETURN_IF_ERROR(WriteInt64Attribute(file, "segment_index", h.segment_index, path));
+  TSTAT_RETURN_IF_ERROR(WriteStringAttribute(file, "tstat_version", h.tstat_version, path));
+  return WriteDoubleAttribute(file, "created_unix_time", h.created_unix_time, path);
+}
+
+}  // namespace
+
+Status WriteSegmentTables(hid_t file, const SegmentHeader& header,
+                          const std::vector<TensorInfo>& registry, const SegmentBuffers& b,
+                          const PipelineCounters& counters, int level, const std::string& path) {
+  TSTAT_RETURN_IF_ERROR(WriteAttributes(file, header, path));
+  TSTAT_RETURN_IF_ERROR(WriteStringDataset(file, kConfigDataset, header.config_json, path));
+  TSTAT_RETURN_IF_ERROR(WriteRegistry(file, registry, level, path));
+
+#define TSTAT_IO_TABLE(name, type_fn, rows)                                    \
+  do {                                                                         \
+    TSTAT_ASSIGN_OR_RETURN(H5Type t, type_fn());                               \
+    TSTAT_RETURN_IF_ERROR(WriteTable(file, name, t.get(), rows, level, path)); \
+  } while (0)
+  TSTAT_IO_TABLE(kStepsTable, StepRowType, b.steps);
+  TSTAT_IO_TABLE(kStatsTable, StatsRowType, b.stats);
+  TSTAT_IO_TABLE(kExpHistTable, ExpHistRowType, b.exp_hist);
+  TSTAT_IO_TABLE(kLinearHistTable, LinearHistRowType, b.linear_hist);
+  TSTAT_IO_TABLE(kChannelsTable, ChannelRowType, b.channels);
+  TSTAT_IO_TABLE(kLabelsTable, LabelRowType, b.labels);
+  TSTAT_IO_TABLE(kSamplesTable, SampleRowType, b.samples);
+  TSTAT_IO_TABLE(kDeltaTable, DeltaRowType, b.delta);
+  TSTAT_IO_TABLE(kConfusionTable, ConfusionRowType, b.confusion);
+  TSTAT_IO_TABLE(kValueCountsTable, ValueCountsRowType, b.value_counts);
+  TSTAT_IO_TABLE(kScalarsTable, ScalarRowType, b.scalars);
+#undef TSTAT_IO_TABLE
+  TSTAT_RETURN_IF_ERROR(
+      WriteArray(file, kExpHistCounts, H5T_NATIVE_UINT64, b.exp_hist_counts, level, path));
+  TSTAT_RETURN_IF_ERROR(
+      WriteArray(file, kLinearHistCounts, H5T_NATIVE_UINT64, b.linear_hist_counts, level, path));
+  TSTAT_RETURN_IF_ERROR(
+      WriteArray(file, kLabelCounts, H5T_NATIVE_UINT64, b.label_counts, level, path));
+  TSTAT_RETURN_IF_ERROR(
+      WriteArray(file, kSamplePositions, H5T_NATIVE_INT64, b.sample_positions, level, path));
+  TSTAT_RETURN_IF_ERROR(
+      WriteArray(file, kSampleValues, H5T_NATIVE_DOUBLE, b.sample_values, level, path));
+  TSTAT_RETURN_IF_ERROR(
+      WriteArray(file, kConfusionCounts, H5T_NATIVE_UINT64, b.confusion_counts, level, path));
+  TSTAT_RETURN_IF_ERROR(
+      WriteArray(file, kCountedValues, H5T_NATIVE_INT64, b.counted_values, level, path));
+  TSTAT_RETURN_IF_ERROR(
+      WriteArray(file, kCountedCounts, H5T_NATIVE_UINT64, b.counted_counts, level, path));
+
+  std::vector<DropRow> drops;
+  drops.reserve(b.drops.size());
+  for (const DropEntry& d : b.drops) {
+    drops.push_back(DropRow{d.key.global_step, static_cast<std::uint8_t>(d.key.mode),
+                            d.key.mode_step, d.drop.tensor_id, d.drop.kind.c_str(),
+                            d.drop.reason.c_str(), d.drop.bytes});
+  }
+  TSTAT_ASSIGN_OR_RETURN(H5Type drop_type, DropRowType());
+  TSTAT_RETURN_IF_ERROR(WriteTable(file, kDropsTable, drop_type.get(), drops, level, path));
+
+  std::vector<RawIndexRow> raws;
+  raws.reserve(b.raws.size());
+  for (const RawEntry& r : b.raws) {
+    RawIndexRow row{};
+    row.global_step = r.key.global_step;
+    row.mode = static_cast<std::uint8_t>(r.key.mode);
+    row.mode_step = r.key.mode_step;
+    row.tensor_id = r.tensor_id;
+    row.dataset = r.dataset.c_str();
+    SetDTypeChars(r.dtype, row.dtype);
+    row.shape = ShapeVlen(r.shape);
+    raws.push_back(row);
+  }
+  TSTAT_ASSIGN_OR_RETURN(H5Type raw_type, RawIndexRowType());
+  TSTAT_RETURN_IF_ERROR(WriteTable(file, kRawIndexTable, raw_type.get(), raws, level, path));
+
+  const PipelineCounters& c = counters;
+  std::vector<CountersRow> counter_row{CountersRow{
+      c.steps_captured, c.records_written, c.bytes_written, c.raw_dropped, c.raw_dropped_bytes,
+      c.records_lost, c.write_errors, c.stats_waits, c.stats_wait_seconds, c.queue_high_water,
+      c.queue_high_water_bytes, c.segments_written}};
+  TSTAT_ASSIGN_OR_RETURN(H5Type counters_type, CountersRowType());
+  return WriteTable(file, kCountersTable, counters_type.get(), counter_row, level, path);
+}
+
+Status ValidateRawSnapshot(const RawSnapshot& raw) {
+  const std::string what = "raw snapshot of tensor id " + std::to_string(raw.tensor_id);
+  if (!IsValidDType(raw.dtype)) return Status::InvalidArgument(what + ": invalid dtype");
+  const std::size_t bytes = raw.bytes ? raw.bytes->size() : 0;
+  const std::size_t element = DTypeSize(raw.dtype);
+  if (bytes % element != 0) {
+    return Status::InvalidArgument(what + ": " + std::to_string(bytes) +
+                                   " bytes is not a whole number of " + DTypeName(raw.dtype) +
+                                   " elements");
+  }
+  if (!raw.shape.empty()) {
+    std::uint64_t numel = 1;
+    for (std::int64_t d : raw.shape) {
+      if (d < 0) return Status::InvalidArgument(what + ": negative dimension");
+      numel *= static_cast<std::uint64_t>(d);
+    }
+    if (numel != bytes / element) {
+      return Status::InvalidArgument(what + ": shape holds " + std::to_string(numel) +
+                                     " elements but the bytes hold " +
+                                     std::to_string(bytes / element));
+    }
+  }
+  return Status::OK();
+}
+
+Result<std::string> WriteRawSnapshot(hid_t file, std::uint64_t index, const RawSnapshot& raw,
+                                     int level, const std::string& path) {
+  TSTAT_ASSIGN_OR_RETURN(bool has_group, H5LinkExists(file, kRawGroup, path));
+  if (!has_group) {
+    TSTAT_ASSIGN_OR_RETURN(H5Group group, CreateH5Group(file, kRawGroup, path));
+  }
+  char name[48];
+  std::snprintf(name, sizeof(name), "%s/%06llu", kRawGroup, static_cast<unsigned long long>(index));
+  const std::size_t numel = (raw.bytes ? raw.bytes->size() : 0) / DTypeSize(raw.dtype);
+  std::vector<hsize_t> dims;
+  bool natural = !raw.shape.empty();
+  for (std::int64_t d : raw.shape) natural = natural && d > 0;
+  if (natural) {
+    for (std::int64_t d : raw.shape) dims.push_back(static_cast<hsize_t>(d));
+  } else {
+    dims.push_back(numel);
+  }
+  const hid_t type = RawStorageType(raw.dtype);
+  const void* data = numel ? raw.bytes->data() : nullptr;
+  TSTAT_RETURN_IF_ERROR(WriteNewDataset(file, name, type, type, dims, data, level, path));
+  H5DataSet dataset(H5Dopen2(file, name, H5P_DEFAULT));
+  if (!dataset.valid()) return H5Failure(StatusCode::kIoError, path + ": reopening " + name);
+  TSTAT_RETURN_IF_ERROR(WriteStringAttribute(dataset.get(), "dtype", DTypeName(raw.dtype), path));
+  return std::string(name);
+}
+
+}  // namespace tstat::io

@@ -1,0 +1,46 @@
+// Writes the contents of one segment into an open HDF5 file: root attributes,
+// config, the tensor registry, every non-empty table, and raw snapshots.
+//
+// LAYOUT.md is the specification of what these functions produce. Callers
+// hold the HDF5 lock (h5_lock.h). Errors name the file and the dataset.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "io/h5_handle.h"
+#include "io/segment_buffers.h"
+#include "tstat/stats_record.h"
+#include "tstat/status.h"
+
+namespace tstat::io {
+
+struct SegmentHeader {
+  int rank = 0;
+  int world_size = 1;
+  std::string host;
+  std::int64_t segment_index = 0;
+  std::string config_json;
+  std::string tstat_version;
+  double created_unix_time = 0.0;
+};
+
+// Writes attributes, config, tensors (the full `registry`), the buffered
+// tables and `counters` into `file`.
+Status WriteSegmentTables(hid_t file, const SegmentHeader& header,
+                          const std::vector<TensorInfo>& registry, const SegmentBuffers& buffers,
+                          const PipelineCounters& counters, int compression_level,
+                          const std::string& path);
+
+// Writes `raw` as dataset raw/<index:06d> (creating the group "raw" first if
+// needed) and returns the dataset's path in the file. The snapshot must be
+// valid (ValidateRawSnapshot).
+Result<std::string> WriteRawSnapshot(hid_t file, std::uint64_t index, const RawSnapshot& raw,
+                                     int compression_level, const std::string& path);
+
+// kInvalidArgument unless the bytes hold a whole number of elements matching
+// the shape (an empty shape: any element count, stored 1-D).
+Status ValidateRawSnapshot(const RawSnapshot& raw);
+
+}  // namespace tstat::io

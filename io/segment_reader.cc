@@ -1,0 +1,301 @@
+// See segment_reader.h.
+#include "io/segment_reader.h"
+
+#include <unordered_map>
+#include <unordered_set>
+
+#include "io/h5_attribute.h"
+#include "io/h5_dataset.h"
+#include "io/h5_error.h"
+#include "io/h5_file.h"
+#include "io/h5_lock.h"
+#include "io/segment_schema.h"
+#include "io/segment_seal.h"
+
+namespace tstat::io {
+namespace {
+
+std::vector<std::int64_t> ShapeOf(const hvl_t& v) {
+  const auto* p = static_cast<const std::int64_t*>(v.p);
+  return p ? std::vector<std::int64_t>(p, p + v.len) : std::vector<std::int64_t>();
+}
+
+bool ValidMode(std::uint8_t m) { return m >= 1 && m <= 4; }
+
+StepKey KeyOf(std::int64_t global_step, std::uint8_t mode, std::int64_t mode_step) {
+  return StepKey{global_step, static_cast<Mode>(mode), mode_step};
+}
+
+Status ReadHeader(hid_t file, const std::string& path, SegmentHeader* h) {
+  TSTAT_ASSIGN_OR_RETURN(std::string format, ReadStringAttribute(file, "format", path));
+  if (format != kFormatName) return Status::Corruption(path + ": not a tstat segment");
+  TSTAT_ASSIGN_OR_RETURN(std::int64_t version, ReadInt64Attribute(file, "format_version", path));
+  if (version != kFormatVersion) {
+    return Status::NotSupported(path + ": format_version " + std::to_string(version) +
+                                " (this reader knows version 1)");
+  }
+  TSTAT_ASSIGN_OR_RETURN(std::int64_t rank, ReadInt64Attribute(file, "rank", path));
+  TSTAT_ASSIGN_OR_RETURN(std::int64_t world, ReadInt64Attribute(file, "world_size", path));
+  TSTAT_ASSIGN_OR_RETURN(h->host, ReadStringAttribute(file, "host", path));
+  TSTAT_ASSIGN_OR_RETURN(h->segment_index, ReadInt64Attribute(file, "segment_index", path));
+  TSTAT_ASSIGN_OR_RETURN(h->tstat_version, ReadStringAttribute(file, "tstat_version", path));
+  TSTAT_ASSIGN_OR_RETURN(h->created_unix_time,
+                         ReadDoubleAttribute(file, "created_unix_time", path));
+  TSTAT_ASSIGN_OR_RETURN(h->config_json, ReadStringDataset(file, kConfigDataset, path));
+  if (world < 1 || rank < 0 || rank >= world || world > (1 << 30)) {
+    return Status::Corruption(path + ": invalid rank/world_size attributes");
+  }
+  h->rank = static_cast<int>(rank);
+  h->world_size = static_cast<int>(world);
+  return Status::OK();
+}
+
+Status ReadRegistry(hid_t file, const std::string& path, std::vector<TensorInfo>* tensors) {
+  TSTAT_ASSIGN_OR_RETURN(H5Type type, TensorRowType());
+  std::vector<TensorRow> rows;
+  TSTAT_RETURN_IF_ERROR(ReadTable(file, kTensorsTable, type.get(), &rows, path));
+  std::vector<std::int64_t> shapes;
+  Status bad = ReadTable(file, kTensorShapes, H5T_NATIVE_INT64, &shapes, path);
+  for (const TensorRow& r : rows) {
+    TensorInfo t;
+    t.id = r.id;
+    t.name = r.name ? r.name : "";
+    t.kind = r.kind == 1 ? TensorKind::kScalar : TensorKind::kTensor;
+    t.space = r.space == 1 ? MemorySpace::kCuda : MemorySpace::kHost;
+    if (bad.ok() && !ParseDTypeChars(r.dtype, &t.dtype)) {
+      bad = Status::Corruption(path + ": tensor '" + t.name + "' has an unknown dtype");
+    }
+    if (bad.ok() && (r.shape_offset > shapes.size() || r.rank > shapes.size() - r.shape_offset)) {
+      bad = Status::Corruption(path + ": tensor '" + t.name + "' shape outside tensor_shapes");
+    }
+    if (bad.ok()) {
+      const auto first = shapes.begin() + static_cast<std::ptrdiff_t>(r.shape_offset);
+      t.shape.assign(first, first + r.rank);
+    }
+    tensors->push_back(std::move(t));
+  }
+  ReclaimVlen(type.get(), rows.size(), rows.data());
+  TSTAT_RETURN_IF_ERROR(bad);
+
+  std::vector<std::string> collections;
+  TSTAT_ASSIGN_OR_RETURN(H5Type str, VlenStringType());
+  std::vector<char*> names;
+  TSTAT_RETURN_IF_ERROR(ReadTable(file, kCollections, str.get(), &names, path));
+  for (const char* n : names) collections.emplace_back(n ? n : "");
+  ReclaimVlen(str.get(), names.size(), names.data());
+
+  TSTAT_ASSIGN_OR_RETURN(H5Type member_type, TensorCollectionRowType());
+  std::vector<TensorCollectionRow> members;
+  TSTAT_RETURN_IF_ERROR(
+      ReadTable(file, kTensorCollectionsTable, member_type.get(), &members, path));
+  std::unordered_map<std::uint32_t, std::size_t> by_id;
+  for (std::size_t i = 0; i < tensors->size(); ++i) by_id[(*tensors)[i].id] = i;
+  for (const TensorCollectionRow& m : members) {
+    auto it = by_id.find(m.tensor_id);
+    if (it == by_id.end() || m.collection >= collections.size()) {
+      return Status::Corruption(path + ": tensor_collections row outside the registry");
+    }
+    (*tensors)[it->second].collections.push_back(collections[m.collection]);
+  }
+  return Status::OK();
+}
+
+template <class T>
+Status ReadArray(hid_t file, const char* name, hid_t type, std::vector<T>* out,
+                 const std::string& path) {
+  return ReadTable(file, name, type, out, path);
+}
+
+Status ReadTables(hid_t file, const std::string& path, SegmentBuffers* b) {
+#define TSTAT_IO_READ(name, type_fn, rows)                              \
+  do {                                                                  \
+    TSTAT_ASSIGN_OR_RETURN(H5Type t, type_fn());                        \
+    TSTAT_RETURN_IF_ERROR(ReadTable(file, name, t.get(), &rows, path)); \
+  } while (0)
+  TSTAT_IO_READ(kStepsTable, StepRowType, b->steps);
+  TSTAT_IO_READ(kStatsTable, StatsRowType, b->stats);
+  TSTAT_IO_READ(kExpHistTable, ExpHistRowType, b->exp_hist);
+  TSTAT_IO_READ(kLinearHistTable, LinearHistRowType, b->linear_hist);
+  TSTAT_IO_READ(kChannelsTable, ChannelRowType, b->channels);
+  TSTAT_IO_READ(kLabelsTable, LabelRowType, b->labels);
+  TSTAT_IO_READ(kSamplesTable, SampleRowType, b->samples);
+  TSTAT_IO_READ(kDeltaTable, DeltaRowType, b->delta);
+  TSTAT_IO_READ(kConfusionTable, ConfusionRowType, b->confusion);
+  TSTAT_IO_READ(kValueCountsTable, ValueCountsRowType, b->value_counts);
+  TSTAT_IO_READ(kScalarsTable, ScalarRowType, b->scalars);
+#undef TSTAT_IO_READ
+  TSTAT_RETURN_IF_ERROR(
+      ReadArray(file, kExpHistCounts, H5T_NATIVE_UINT64, &b->exp_hist_counts, path));
+  TSTAT_RETURN_IF_ERROR(
+      ReadArray(file, kLinearHistCounts, H5T_NATIVE_UINT64, &b->linear_hist_counts, path));
+  TSTAT_RETURN_IF_ERROR(ReadArray(file, kLabelCounts, H5T_NATIVE_UINT64, &b->label_counts, path));
+  TSTAT_RETURN_IF_ERROR(
+      ReadArray(file, kSamplePositions, H5T_NATIVE_INT64, &b->sample_positions, path));
+  TSTAT_RETURN_IF_ERROR(ReadArray(file, kSampleValues, H5T_NATIVE_DOUBLE, &b->sample_values, path));
+  TSTAT_RETURN_IF_ERROR(
+      ReadArray(file, kConfusionCounts, H5T_NATIVE_UINT64, &b->confusion_counts, path));
+  TSTAT_RETURN_IF_ERROR(
+      ReadArray(file, kCountedValues, H5T_NATIVE_INT64, &b->counted_values, path));
+  TSTAT_RETURN_IF_ERROR(
+      ReadArray(file, kCountedCounts, H5T_NATIVE_UINT64, &b->counted_counts, path));
+
+  TSTAT_ASSIGN_OR_RETURN(H5Type drop_type, DropRowType());
+  std::vector<DropRow> drops;
+  TSTAT_RETURN_IF_ERROR(ReadTable(file, kDropsTable, drop_type.get(), &drops, path));
+  for (const DropRow& d : drops) {
+    b->drops.push_back(DropEntry{
+        KeyOf(d.global_step, d.mode, d.mode_step),
+        DropRecord{d.tensor_id, d.kind ? d.kind : "", d.reason ? d.reason : "", d.bytes}});
+  }
+  ReclaimVlen(drop_type.get(), drops.size(), drops.data());
+
+  TSTAT_ASSIGN_OR_RETURN(H5Type raw_type, RawIndexRowType());
+  std::vector<RawIndexRow> raws;
+  TSTAT_RETURN_IF_ERROR(ReadTable(file, kRawIndexTable, raw_type.get(), &raws, path));
+  Status bad;
+  for (const RawIndexRow& r : raws) {
+    RawEntry e;
+    e.key = KeyOf(r.global_step, r.mode, r.mode_step);
+    e.tensor_id = r.tensor_id;
+    e.dataset = r.dataset ? r.dataset : "";
+    e.shape = ShapeOf(r.shape);
+    if (!ParseDTypeChars(r.dtype, &e.dtype) && bad.ok()) {
+      bad = Status::Corruption(path + ": raw_index row with an unknown dtype");
+    }
+    b->raws.push_back(std::move(e));
+  }
+  ReclaimVlen(raw_type.get(), raws.size(), raws.data());
+  return bad;
+}
+
+// Cross-checks rows against each other and the registry.
+Status Validate(const SegmentContents& s, const std::string& path) {
+  std::unordered_set<std::uint32_t> ids;
+  for (const TensorInfo& t : s.tensors) ids.insert(t.id);
+  const SegmentBuffers& b = s.tables;
+  auto bad = [&](const char* what) { return Status::Corruption(path + ": " + what); };
+  auto fits = [](std::uint64_t offset, std::uint64_t n, std::size_t size) {
+    return offset <= size && n <= size - offset;
+  };
+  for (const StepRow& r : b.steps)
+    if (!ValidMode(r.mode)) return bad("steps: invalid mode");
+#define TSTAT_IO_CHECK_KEYS(rows, table)                                              \
+  for (const auto& r : rows) {                                                        \
+    if (!ValidMode(r.mode)) return bad(table ": invalid mode");                       \
+    if (!ids.count(r.tensor_id)) return bad(table ": tensor id not in the registry"); \
+  }
+  TSTAT_IO_CHECK_KEYS(b.stats, "stats")
+  TSTAT_IO_CHECK_KEYS(b.exp_hist, "exp_hist")
+  TSTAT_IO_CHECK_KEYS(b.linear_hist, "linear_hist")
+  TSTAT_IO_CHECK_KEYS(b.channels, "channels")
+  TSTAT_IO_CHECK_KEYS(b.labels, "labels")
+  TSTAT_IO_CHECK_KEYS(b.samples, "samples")
+  TSTAT_IO_CHECK_KEYS(b.delta, "delta")
+  TSTAT_IO_CHECK_KEYS(b.confusion, "confusion")
+  TSTAT_IO_CHECK_KEYS(b.value_counts, "value_counts")
+#undef TSTAT_IO_CHECK_KEYS
+  for (const ScalarRow& r : b.scalars) {
+    if (!ValidMode(r.mode) || !ids.count(r.scalar_id)) return bad("scalars: invalid row");
+  }
+  for (const RawEntry& r : b.raws) {
+    if (!ValidMode(static_cast<std::uint8_t>(r.key.mode)) || !ids.count(r.tensor_id)) {
+      return bad("raw_index: invalid row");
+    }
+  }
+  for (const ExpHistRow& r : b.exp_hist) {
+    if (r.first_bin + r.num_bins > kExpHistBins ||
+        !fits(r.offset, r.num_bins, b.exp_hist_counts.size()))
+      return bad("exp_hist: bins outside exp_hist_counts");
+  }
+  for (const LinearHistRow& r : b.linear_hist) {
+    if (!fits(r.offset, r.num_bins, b.linear_hist_counts.size()))
+      return bad("linear_hist: bins outside linear_hist_counts");
+  }
+  for (const LabelRow& r : b.labels) {
+    if (!fits(r.offset, r.num_classes, b.label_counts.size()))
+      return bad("labels: counts outside label_counts");
+  }
+  if (b.sample_positions.size() != b.sample_values.size()) {
+    return bad("sample_positions and sample_values differ in length");
+  }
+  for (const ConfusionRow& r : b.confusion) {
+    const std::uint64_t cells = static_cast<std::uint64_t>(r.classes) * r.classes;
+    if (r.classes > (1u << 16) || !fits(r.offset, cells, b.confusion_counts.size()))
+      return bad("confusion: counts outside confusion_counts");
+  }
+  if (b.counted_values.size() != b.counted_counts.size()) {
+    return bad("value_counts_values and value_counts_counts differ in length");
+  }
+  for (const ValueCountsRow& r : b.value_counts) {
+    if (!fits(r.offset, r.num_values, b.counted_values.size()))
+      return bad("value_counts: values outside value_counts_values");
+  }
+  for (const SampleRow& r : b.samples) {
+    if (!fits(r.offset, r.num_values, b.sample_values.size()))
+      return bad("samples: values outside sample_values");
+  }
+  return Status::OK();
+}
+
+Result<SegmentContents> ReadOpenSegment(hid_t file, const std::string& path) {
+  SegmentContents s;
+  TSTAT_RETURN_IF_ERROR(ReadHeader(file, path, &s.header));
+  TSTAT_RETURN_IF_ERROR(ReadRegistry(file, path, &s.tensors));
+  TSTAT_RETURN_IF_ERROR(ReadTables(file, path, &s.tables));
+  TSTAT_ASSIGN_OR_RETURN(H5Type counters_type, CountersRowType());
+  std::vector<CountersRow> counters;
+  TSTAT_RETURN_IF_ERROR(ReadTable(file, kCountersTable, counters_type.get(), &counters, path));
+  if (!counters.empty()) {
+    const CountersRow& c = counters.back();
+    s.counters = PipelineCounters{
+        c.steps_captured,     c.records_written,  c.bytes_written,          c.raw_dropped,
+        c.raw_dropped_bytes,  c.records_lost,     c.write_errors,           c.stats_waits,
+        c.stats_wait_seconds, c.queue_high_water, c.queue_high_water_bytes, c.segments_written};
+  }
+  TSTAT_RETURN_IF_ERROR(Validate(s, path));
+  return s;
+}
+
+}  // namespace
+
+Result<SegmentContents> ReadSegment(const std::string& path) {
+  TSTAT_RETURN_IF_ERROR(VerifySegmentSeal(path));
+  H5Lock lock;
+  TSTAT_ASSIGN_OR_RETURN(H5File file, OpenH5FileReadOnly(path));
+  Result<SegmentContents> contents = ReadOpenSegment(file.get(), path);
+  Status closed = CloseH5File(&file, path);
+  if (!contents.ok()) return contents.status();
+  if (!closed.ok()) return Status::Corruption(closed.message());
+  return contents;
+}
+
+Result<std::vector<std::uint8_t>> ReadRawDataset(const std::string& path,
+                                                 const std::string& dataset, DType dtype,
+                                                 const std::vector<std::int64_t>& shape) {
+  H5Lock lock;
+  TSTAT_ASSIGN_OR_RETURN(H5File file, OpenH5FileReadOnly(path));
+  TSTAT_ASSIGN_OR_RETURN(H5DataSet data, OpenH5Dataset(file.get(), dataset.c_str(), path));
+  TSTAT_ASSIGN_OR_RETURN(std::vector<hsize_t> dims, H5DatasetDims(data.get(), path));
+  std::uint64_t numel = 1;
+  for (hsize_t d : dims) numel *= d;
+  if (!shape.empty()) {
+    std::uint64_t expected = 1;
+    for (std::int64_t d : shape) expected *= static_cast<std::uint64_t>(d);
+    if (expected != numel) {
+      return Status::Corruption(path + ": raw dataset '" + dataset +
+                                "' does not match the shape in raw_index");
+    }
+  }
+  H5Type stored(H5Dget_type(data.get()));
+  if (!stored.valid() || H5Tget_size(stored.get()) != DTypeSize(dtype)) {
+    TakeH5ErrorStack();
+    return Status::Corruption(path + ": raw dataset '" + dataset + "' has the wrong element size");
+  }
+  std::vector<std::uint8_t> bytes(static_cast<std::size_t>(numel) * DTypeSize(dtype));
+  if (numel > 0) {
+    TSTAT_RETURN_IF_ERROR(ReadH5Dataset(data.get(), RawStorageType(dtype), bytes.data(), path));
+  }
+  return bytes;
+}
+
+}  // namespace tstat::io

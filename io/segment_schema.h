@@ -1,0 +1,226 @@
+// The tables of a segment file: one C++ row struct per table and its HDF5
+// compound type, shared by the writer and the reader (LAYOUT.md documents the
+// same tables for h5py users; the member names below are the names on disk).
+//
+// Keys: every per-step row starts with global_step, mode (1 TRAIN, 2 EVAL,
+// 3 PREDICT, 4 GLOBAL), mode_step and, where it applies, tensor_id. Tables
+// with variable-size payloads (histogram counts, label counts, samples) keep
+// the payload in a flat 1-D dataset and store (offset, length) in the row.
+// The row structs are plain data; the type builders need the HDF5 lock.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "io/h5_handle.h"
+#include "tstat/dtype.h"
+#include "tstat/stats.h"
+#include "tstat/status.h"
+
+namespace tstat::io {
+
+inline constexpr char kFormatName[] = "tstat-run";
+inline constexpr std::int64_t kFormatVersion = 1;
+
+// Dataset names (all at the file root, raw snapshots under "raw/").
+inline constexpr char kConfigDataset[] = "config";
+inline constexpr char kTensorsTable[] = "tensors";
+inline constexpr char kTensorShapes[] = "tensor_shapes";
+inline constexpr char kCollections[] = "collections";
+inline constexpr char kTensorCollectionsTable[] = "tensor_collections";
+inline constexpr char kStepsTable[] = "steps";
+inline constexpr char kStatsTable[] = "stats";
+inline constexpr char kExpHistTable[] = "exp_hist";
+inline constexpr char kExpHistCounts[] = "exp_hist_counts";
+inline constexpr char kLinearHistTable[] = "linear_hist";
+inline constexpr char kLinearHistCounts[] = "linear_hist_counts";
+inline constexpr char kChannelsTable[] = "channels";
+inline constexpr char kLabelsTable[] = "labels";
+inline constexpr char kLabelCounts[] = "label_counts";
+inline constexpr char kSamplesTable[] = "samples";
+inline constexpr char kSamplePositions[] = "sample_positions";
+inline constexpr char kSampleValues[] = "sample_values";
+inline constexpr char kDeltaTable[] = "delta";
+inline constexpr char kConfusionTable[] = "confusion";
+inline constexpr char kConfusionCounts[] = "confusion_counts";
+inline constexpr char kValueCountsTable[] = "value_counts";
+inline constexpr char kCountedValues[] = "value_counts_values";
+inline constexpr char kCountedCounts[] = "value_counts_counts";
+inline constexpr char kScalarsTable[] = "scalars";
+inline constexpr char kDropsTable[] = "drops";
+inline constexpr char kCountersTable[] = "counters";
+inline constexpr char kRawGroup[] = "raw";
+inline constexpr char kRawIndexTable[] = "raw_index";
+
+// The stored TensorStats fields (sum, l2 and variance are derived on read).
+struct StoredStats {
+  std::uint64_t count, finite_count, nan_count, pos_inf_count, neg_inf_count, zero_count, neg_count,
+      subnormal_count, band_lo_count, band_hi_count, small_count;
+  double min, max, mean, m2, l1, amax;
+};
+StoredStats ToStored(const TensorStats& s);
+// sum = mean * n, l2 = sqrt(m2 + n * mean^2) with n = finite_count (both 0
+// when there is no finite value).
+TensorStats FromStored(const StoredStats& s);
+
+struct StepRow {
+  std::int64_t global_step;
+  std::uint8_t mode;
+  std::int64_t mode_step;
+  double wall_time, step_seconds, capture_seconds;
+};
+struct StatsRow {
+  std::int64_t global_step;
+  std::uint8_t mode;
+  std::int64_t mode_step;
+  std::uint32_t tensor_id;
+  std::uint8_t has_stats;  // 0: the record holds only label counts
+  StoredStats s;
+};
+struct ExpHistRow {
+  std::int64_t global_step;
+  std::uint8_t mode;
+  std::int64_t mode_step;
+  std::uint32_t tensor_id;
+  std::uint16_t first_bin, num_bins;  // bins [first_bin, first_bin + num_bins)
+  std::uint64_t offset;               // into exp_hist_counts
+};
+struct LinearHistRow {
+  std::int64_t global_step;
+  std::uint8_t mode;
+  std::int64_t mode_step;
+  std::uint32_t tensor_id;
+  double lo, hi;
+  std::uint64_t below, above;
+  std::uint32_t num_bins;
+  std::uint64_t offset;  // into linear_hist_counts
+};
+struct ChannelRow {
+  std::int64_t global_step;
+  std::uint8_t mode;
+  std::int64_t mode_step;
+  std::uint32_t tensor_id;
+  std::int32_t axis;
+  std::uint32_t channel;
+  StoredStats s;
+};
+struct LabelRow {
+  std::int64_t global_step;
+  std::uint8_t mode;
+  std::int64_t mode_step;
+  std::uint32_t tensor_id;
+  std::uint64_t out_of_range;
+  std::uint32_t num_classes;
+  std::uint64_t offset;  // into label_counts
+};
+struct SampleRow {
+  std::int64_t global_step;
+  std::uint8_t mode;
+  std::int64_t mode_step;
+  std::uint32_t tensor_id;
+  std::uint64_t num_values;
+  std::uint64_t offset;  // into sample_positions and sample_values
+};
+struct DeltaRow {
+  std::int64_t global_step;
+  std::uint8_t mode;
+  std::int64_t mode_step;
+  std::uint32_t tensor_id;
+  std::uint64_t count, changed_count, nonfinite_pairs;
+  double l1, l2, amax;
+};
+struct ConfusionRow {
+  std::int64_t global_step;
+  std::uint8_t mode;
+  std::int64_t mode_step;
+  std::uint32_t tensor_id;
+  std::uint32_t classes;
+  std::uint64_t invalid;
+  std::uint64_t offset;  // classes*classes counts (row = label) in confusion_counts
+};
+struct ValueCountsRow {
+  std::int64_t global_step;
+  std::uint8_t mode;
+  std::int64_t mode_step;
+  std::uint32_t tensor_id;
+  std::uint32_t num_values;
+  std::uint64_t offset;  // into value_counts_values and value_counts_counts
+};
+struct ScalarRow {
+  std::int64_t global_step;
+  std::uint8_t mode;
+  std::int64_t mode_step;
+  std::uint32_t scalar_id;
+  double value, wall_time;
+};
+struct DropRow {
+  std::int64_t global_step;
+  std::uint8_t mode;
+  std::int64_t mode_step;
+  std::uint32_t tensor_id;
+  const char* kind;
+  const char* reason;
+  std::uint64_t bytes;
+};
+struct CountersRow {
+  std::uint64_t steps_captured, records_written, bytes_written, raw_dropped, raw_dropped_bytes,
+      records_lost, write_errors, stats_waits;
+  double stats_wait_seconds;
+  std::uint64_t queue_high_water, queue_high_water_bytes, segments_written;
+};
+// dtype names ("f32", "bf16", "f8e4m3", ...) as fixed 8-byte NUL-padded strings.
+inline constexpr std::size_t kDTypeChars = 8;
+struct TensorRow {
+  std::uint32_t id;
+  const char* name;   // variable-length UTF-8, verbatim
+  std::uint8_t kind;  // 0 tensor, 1 scalar
+  char dtype[kDTypeChars];
+  std::uint8_t space;  // 0 host, 1 cuda
+  std::uint32_t rank;
+  std::uint64_t shape_offset;  // shape = tensor_shapes[shape_offset : shape_offset + rank]
+};
+struct TensorCollectionRow {
+  std::uint32_t tensor_id;
+  std::uint32_t collection;  // index into the "collections" string list
+};
+struct RawIndexRow {
+  std::int64_t global_step;
+  std::uint8_t mode;
+  std::int64_t mode_step;
+  std::uint32_t tensor_id;
+  const char* dataset;  // "raw/000000"
+  char dtype[kDTypeChars];
+  hvl_t shape;  // int64
+};
+
+// The HDF5 type a raw snapshot of `t` is stored as (little-endian, the bytes
+// as in memory): f32/f64 as IEEE floats, i32/i64/u8 as integers, f16/bf16 as
+// uint16 and the fp8 types as uint8 (their dataset's "dtype" attribute names
+// the real type).
+hid_t RawStorageType(DType t);
+
+// Fills a fixed dtype string field.
+void SetDTypeChars(DType t, char (&out)[kDTypeChars]);
+// Parses one (NUL-padded, possibly unterminated); false if unknown.
+bool ParseDTypeChars(const char (&in)[kDTypeChars], DType* out);
+
+// Memory types of the rows above (the file type is their packed copy).
+Result<H5Type> StepRowType();
+Result<H5Type> StatsRowType();
+Result<H5Type> ExpHistRowType();
+Result<H5Type> LinearHistRowType();
+Result<H5Type> ChannelRowType();
+Result<H5Type> LabelRowType();
+Result<H5Type> SampleRowType();
+Result<H5Type> DeltaRowType();
+Result<H5Type> ConfusionRowType();
+Result<H5Type> ValueCountsRowType();
+Result<H5Type> ScalarRowType();
+Result<H5Type> DropRowType();
+Result<H5Type> CountersRowType();
+Result<H5Type> TensorRowType();
+Result<H5Type> TensorCollectionRowType();
+Result<H5Type> DTypeStringType();  // the fixed 8-byte dtype string
+Result<H5Type> RawIndexRowType();
+
+}  // namespace tstat::io

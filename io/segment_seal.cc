@@ -1,0 +1,118 @@
+// See segment_seal.h.
+#include "io/segment_seal.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include "io/posix_file.h"
+
+namespace tstat::io {
+namespace {
+
+constexpr char kMagic[] = "TSTAT-SEGMENT 1\n";
+
+class ScopedFd {
+ public:
+  explicit ScopedFd(int fd) : fd_(fd) {}
+  ~ScopedFd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  ScopedFd(const ScopedFd&) = delete;
+  ScopedFd& operator=(const ScopedFd&) = delete;
+  int get() const { return fd_; }
+
+ private:
+  int fd_;
+};
+
+std::string Header(std::uint64_t length, std::uint32_t crc) {
+  char text[128];
+  const int n = std::snprintf(text, sizeof(text), "%slength %" PRIu64 "\ncrc32 %08" PRIx32 "\n",
+                              kMagic, length, crc);
+  std::string header(text, static_cast<std::size_t>(n));
+  header.resize(kSegmentUserBlock, '\0');
+  return header;
+}
+
+// CRC-32 of bytes [kSegmentUserBlock, length) of the open file.
+Status Checksum(int fd, std::uint64_t length, const std::string& path, std::uint32_t* crc) {
+  std::vector<unsigned char> buffer(1 << 20);
+  uLong value = crc32(0L, Z_NULL, 0);
+  std::uint64_t offset = kSegmentUserBlock;
+  while (offset < length) {
+    const std::size_t want =
+        static_cast<std::size_t>(std::min<std::uint64_t>(buffer.size(), length - offset));
+    const ssize_t n = ::pread(fd, buffer.data(), want, static_cast<off_t>(offset));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return ErrnoStatus(path, "read", errno);
+    if (n == 0) return Status::Corruption(path + ": file shrank while being checksummed");
+    value = crc32(value, buffer.data(), static_cast<uInt>(n));
+    offset += static_cast<std::uint64_t>(n);
+  }
+  *crc = static_cast<std::uint32_t>(value);
+  return Status::OK();
+}
+
+}  // namespace
+
+void SealSegmentImage(std::vector<std::uint8_t>* image) {
+  const std::uint64_t length = image->size();
+  uLong crc = crc32(0L, Z_NULL, 0);
+  // zlib takes 32-bit lengths: feed the image in 1 GiB pieces.
+  for (std::uint64_t offset = kSegmentUserBlock; offset < length;) {
+    const auto n = static_cast<uInt>(std::min<std::uint64_t>(length - offset, 1u << 30));
+    crc = crc32(crc, image->data() + offset, n);
+    offset += n;
+  }
+  const std::string header = Header(length, static_cast<std::uint32_t>(crc));
+  std::copy(header.begin(), header.end(), image->begin());
+}
+
+Status VerifySegmentSeal(const std::string& path) {
+  ScopedFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) return ErrnoStatus(path, "open", errno);
+  struct stat st;
+  if (::fstat(fd.get(), &st) != 0) return ErrnoStatus(path, "fstat", errno);
+  const auto size = static_cast<std::uint64_t>(st.st_size);
+  if (size < kSegmentUserBlock) {
+    return Status::Corruption(path + ": truncated segment (" + std::to_string(size) +
+                              " bytes, smaller than its 512-byte seal)");
+  }
+  std::string header(kSegmentUserBlock, '\0');
+  if (::pread(fd.get(), header.data(), header.size(), 0) != static_cast<ssize_t>(header.size())) {
+    return ErrnoStatus(path, "read seal", errno ? errno : EIO);
+  }
+  std::uint64_t length = 0;
+  std::uint32_t stored = 0;
+  const bool parsed = header.compare(0, sizeof(kMagic) - 1, kMagic) == 0 &&
+                      std::sscanf(header.c_str() + sizeof(kMagic) - 1,
+                                  "length %" SCNu64 "\ncrc32 %" SCNx32, &length, &stored) == 2 &&
+                      Header(length, stored) == header;
+  if (!parsed) return Status::Corruption(path + ": segment seal (user block header) is damaged");
+  if (length != size) {
+    return Status::Corruption(path + ": segment is " + std::to_string(size) +
+                              " bytes but its seal records " + std::to_string(length) +
+                              (size < length ? " (truncated)" : " (extended)"));
+  }
+  std::uint32_t actual = 0;
+  TSTAT_RETURN_IF_ERROR(Checksum(fd.get(), length, path, &actual));
+  if (actual != stored) {
+    char text[96];
+    std::snprintf(text, sizeof(text),
+                  ": checksum mismatch (crc32 %08" PRIx32 ", sealed %08" PRIx32 ")", actual,
+                  stored);
+    return Status::Corruption(path + text);
+  }
+  return Status::OK();
+}
+
+}  // namespace tstat::io

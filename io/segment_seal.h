@@ -1,0 +1,34 @@
+// The seal of a segment file: an integrity header in the HDF5 user block.
+//
+// A segment file is 512 bytes of seal followed by the HDF5 file. HDF5 looks
+// for its superblock at offsets 0, 512, 1024, ... and treats what precedes it
+// as a user block (a region reserved for applications that HDF5 never
+// interprets), so h5py and h5dump read segments as usual (h5py reports
+// userblock_size 512). The seal is plain text padded with NUL bytes:
+//     "TSTAT-SEGMENT 1\nlength <file bytes>\ncrc32 <8 hex digits>\n"
+// where crc32 (zlib/IEEE, as Python's zlib.crc32) covers bytes [512, length).
+// A reader verifies the seal BEFORE handing the file to HDF5, so a truncated,
+// extended or overwritten segment is reported as kCorruption deterministically
+// instead of reaching HDF5's parser with damaged metadata. Any change to the
+// 512 header bytes (including the padding) also fails verification.
+// Thread safety: plain file I/O; no HDF5, no lock needed.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tstat/status.h"
+
+namespace tstat::io {
+
+inline constexpr std::uint64_t kSegmentUserBlock = 512;
+
+// Computes the checksum of image[512, end) and writes the seal into
+// image[0, 512).
+void SealSegmentImage(std::vector<std::uint8_t>* image);
+// kCorruption (naming `path` and what does not match) unless the seal is
+// intact; kIoError when the file cannot be read.
+Status VerifySegmentSeal(const std::string& path);
+
+}  // namespace tstat::io

@@ -1,0 +1,113 @@
+// UnpackResults: turns the output arrays of an executed LaunchPlan (merged
+// partials, counters, sample values, chunk delta partials) into the public
+// ReductionResults. Delta partials are folded here, in chunk order.
+//
+// Shared by the CUDA backend (arrays in its pinned output buffer, after the
+// stream event completed) and the CPU emulation (host vectors), so both report
+// identically. Host-only, header-only; reentrant.
+#pragma once
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "kernels/aux_ops.h"
+#include "kernels/cuda/launch_plan.h"
+#include "kernels/cuda/launch_tables.h"
+#include "kernels/stats_ops.h"
+#include "kernels/work_plan.h"
+#include "tstat/engine.h"
+
+namespace tstat::kernels {
+
+// A default result carrying `status`. Built with swap rather than
+// Status::operator=, whose discarded Status& nvcc's front end reports as an
+// ignored [[nodiscard]] value.
+inline ReductionResult ResultWithStatus(Status status) {
+  ReductionResult r;
+  std::swap(r.status, status);
+  return r;
+}
+
+// The output arrays of one executed plan (sizes as the plan says).
+struct PlanOutputs {
+  const StatsPartial* finals;
+  const double* samples;
+  const std::uint64_t* counters;
+  const DeltaPartial* delta_partials;
+};
+
+inline void UnpackResults(const LaunchPlan& plan, const PlanOutputs& outputs,
+                          std::vector<ReductionResult>* results) {
+  const StatsPartial* finals = outputs.finals;
+  const std::uint64_t* counters = outputs.counters;
+  results->clear();
+  results->reserve(plan.status.size());
+  for (std::size_t i = 0; i < plan.status.size(); ++i) {
+    results->push_back(ResultWithStatus(plan.status[i]));
+    ReductionResult& out = results->back();
+    const std::int32_t di = plan.device_request[i];
+    if (di < 0) continue;
+    const DeviceRequest& d = plan.requests[static_cast<std::size_t>(di)];
+
+    if (d.final_index != kNoSlot) out.stats = ToTensorStats(finals[d.final_index]);
+    if (d.exp_hist != kNoSlot) {
+      ExponentHistogram h;
+      for (int b = 0; b < kExpHistBins; ++b) h.counts[b] = counters[d.exp_hist + b];
+      out.exponent_histogram = h;
+    }
+    if (d.lin_bins > 0) {
+      const LinearRange range = LinearRangeOf(d, finals[d.final_index]);
+      LinearHistogram h;
+      h.lo = range.lo;
+      h.hi = range.hi;
+      h.counts.assign(counters + d.lin_counts, counters + d.lin_counts + d.lin_bins);
+      h.below = counters[d.lin_counts + d.lin_bins];
+      h.above = counters[d.lin_counts + d.lin_bins + 1];
+      out.linear_histogram = std::move(h);
+    }
+    if (d.ch_finals != kNoSlot) {
+      PerChannelStats pc;
+      pc.axis = d.channel_axis;
+      pc.channels.reserve(static_cast<std::size_t>(d.geo.channels));
+      for (std::int64_t c = 0; c < d.geo.channels; ++c) {
+        pc.channels.push_back(ToTensorStats(finals[d.ch_finals + c]));
+      }
+      out.per_channel = std::move(pc);
+    }
+    if (d.label_classes > 0) {
+      LabelCounts lc;
+      lc.counts.assign(counters + d.label_counts, counters + d.label_counts + d.label_classes);
+      lc.out_of_range = counters[d.label_counts + d.label_classes];
+      out.label_counts = std::move(lc);
+    }
+    if (d.sample_requested) {
+      ElementSample s;
+      s.positions.resize(static_cast<std::size_t>(d.sample_k));
+      s.values.resize(static_cast<std::size_t>(d.sample_k));
+      for (std::int64_t j = 0; j < d.sample_k; ++j) {
+        s.positions[j] = SamplePosition(d.sample_seed, j, d.numel, d.sample_k);
+        s.values[j] = outputs.samples[d.sample_first + j];
+      }
+      out.sample = std::move(s);
+    }
+    if (d.delta_prev != nullptr) {
+      out.delta =
+          ToDeltaStats(MergeChunks(outputs.delta_partials + d.delta_base, NumChunks(d.numel),
+                                   DeltaPartial::Identity(), DeltaMergeOp{}));
+    }
+    if (d.conf_pred != nullptr) {
+      const std::int64_t cells = d.label_classes * d.label_classes;
+      ConfusionMatrix m;
+      m.classes = static_cast<int>(d.label_classes);
+      m.counts.assign(counters + d.conf_counts, counters + d.conf_counts + cells);
+      m.invalid = counters[d.conf_counts + cells];
+      out.confusion = std::move(m);
+    }
+    if (d.value_n > 0) {
+      out.value_counts.assign(counters + d.value_counts, counters + d.value_counts + d.value_n);
+    }
+  }
+}
+
+}  // namespace tstat::kernels

@@ -1,0 +1,207 @@
+// class_imbalance (smdebug ClassImbalance).
+//
+// Labels tensors: selected records that carry label counts (StatsOptions::
+// label_classes) - in the spec's collection_names / tensor_regex (default
+// collection "labels"), or with a name matching labels_regex (RE2 partial
+// match, default ".*labels"). Per tensor NAME, counts are accumulated over
+// every step and every worker. At each step that adds counts, once the total
+// reaches `samples`:
+//  - imbalance: among the classes seen so far (count > 0; at least two),
+//    max count / min count > threshold_imbalance;
+//  - misprediction: if the tensor also carries a confusion matrix
+//    (StatsOptions::confusion), accumulated the same way and with at least
+//    `samples` entries: some class i seen as a label has
+//    1 - C[i][i] / sum_j C[i][j] > threshold_misprediction.
+// Each condition fires once per tensor, and again only after it was false at
+// a later step. `argmax` and `predictions_regex` are accepted for smdebug
+// compatibility: tstat applies argmax when it captures the confusion matrix
+// (ConfusionOptions::argmax), and the predictions are part of that matrix.
+#include <re2/re2.h>
+
+#include <algorithm>
+#include <map>
+
+#include "rules/builtin_run/run_rules.h"
+#include "rules/rule_base.h"
+
+namespace tstat::rules::run {
+namespace {
+
+class ClassImbalance final : public RuleBase {
+ public:
+  ClassImbalance(const RuleSpec& spec, ParamReader* p, Status*) : RuleBase(spec, {"labels"}) {
+    threshold_imbalance_ = p->Double("threshold_imbalance", 10.0);
+    p->CheckRange("threshold_imbalance", threshold_imbalance_, 0.0, 1e300);
+    threshold_misprediction_ = p->Double("threshold_misprediction", 0.7);
+    p->CheckRange("threshold_misprediction", threshold_misprediction_, 0.0, 1.0);
+    samples_ = p->Int("samples", 500);
+    p->CheckRange("samples", static_cast<double>(samples_), 0, 1e18);
+    p->Bool("argmax", false);
+    labels_regex_text_ = p->String("labels_regex", ".*labels");
+    p->String("predictions_regex", ".*predictions");
+  }
+
+  Status Init() {
+    TSTAT_RETURN_IF_ERROR(RuleBase::Init());
+    RE2::Options opt;
+    opt.set_log_errors(false);
+    labels_regex_ = std::make_unique<RE2>(labels_regex_text_, opt);
+    if (!labels_regex_->ok()) {
+      return Status::InvalidArgument("rule " + spec().type + ": parameter labels_regex \"" +
+                                     labels_regex_text_ + "\" is invalid: " +
+                                     labels_regex_->error());
+    }
+    return Status::OK();
+  }
+
+  void Evaluate(const StepView& step, std::vector<Finding>* findings) override {
+    if (!ModeSelected(step.key.mode) || step.records == nullptr) return;
+    saw_step_ = true;
+    for (const TensorStatsRecord& r : *step.records) {
+      if (!r.label_counts && !r.confusion) continue;
+      const TensorInfo* t = Info(step, r.tensor_id);
+      if (t == nullptr) continue;
+      const bool selected = Selected(step, r.tensor_id) || RE2::PartialMatch(t->name, *labels_regex_);
+      if (!selected) continue;
+      saw_labels_ = true;
+      Acc& acc = acc_[t->name];
+      if (r.label_counts) {
+        const auto& c = r.label_counts->counts;
+        if (acc.counts.size() < c.size()) acc.counts.resize(c.size(), 0);
+        for (std::size_t i = 0; i < c.size(); ++i) acc.counts[i] += c[i];
+        for (auto v : c) acc.total += v;
+        CheckImbalance(step, t->name, &acc, findings);
+      }
+      if (r.confusion && r.confusion->classes > 0) {
+        AddConfusion(*r.confusion, &acc);
+        CheckMisprediction(step, t->name, &acc, findings);
+      }
+    }
+  }
+
+  std::string Diagnostics() const override {
+    if (!saw_step_ || saw_labels_) return {};
+    std::string where = "labels_regex \"" + labels_regex_text_ + "\"";
+    for (const std::string& c : spec().collection_names) where += ", collection " + c;
+    if (spec().collection_names.empty() && spec().tensor_regex.empty()) where += ", collection labels";
+    if (!spec().tensor_regex.empty()) where += ", tensor_regex \"" + spec().tensor_regex + "\"";
+    return "rule " + spec().name + ": no labels tensor with label counts found (" + where +
+           "), so class_imbalance checked nothing; capture the labels with stats.label_classes";
+  }
+
+ private:
+  struct Acc {
+    std::vector<std::uint64_t> counts;
+    std::uint64_t total = 0;
+    int classes = 0;
+    std::vector<std::uint64_t> confusion;  // classes x classes
+    std::uint64_t confusion_total = 0;
+    bool imbalance_fired = false, misprediction_fired = false;
+  };
+
+  static void AddConfusion(const ConfusionMatrix& m, Acc* acc) {
+    if (m.classes > acc->classes) {  // grow, keeping what was accumulated
+      std::vector<std::uint64_t> grown(static_cast<std::size_t>(m.classes) * m.classes, 0);
+      for (int i = 0; i < acc->classes; ++i) {
+        for (int j = 0; j < acc->classes; ++j) {
+          grown[static_cast<std::size_t>(i) * m.classes + j] =
+              acc->confusion[static_cast<std::size_t>(i) * acc->classes + j];
+        }
+      }
+      acc->confusion.swap(grown);
+      acc->classes = m.classes;
+    }
+    for (int i = 0; i < m.classes; ++i) {
+      for (int j = 0; j < m.classes; ++j) {
+        const std::uint64_t v = m.counts[static_cast<std::size_t>(i) * m.classes + j];
+        acc->confusion[static_cast<std::size_t>(i) * acc->classes + j] += v;
+        acc->confusion_total += v;
+      }
+    }
+  }
+
+  void CheckImbalance(const StepView& step, const std::string& name, Acc* acc,
+                      std::vector<Finding>* findings) {
+    if (acc->total < static_cast<std::uint64_t>(samples_)) return;
+    std::uint64_t mx = 0, mn = 0;
+    std::size_t imx = 0, imn = 0, present = 0;
+    for (std::size_t i = 0; i < acc->counts.size(); ++i) {
+      const std::uint64_t c = acc->counts[i];
+      if (c == 0) continue;
+      if (present == 0 || c > mx) mx = c, imx = i;
+      if (present == 0 || c < mn) mn = c, imn = i;
+      ++present;
+    }
+    const double ratio = present >= 2 ? static_cast<double>(mx) / static_cast<double>(mn) : 1.0;
+    if (!(ratio > threshold_imbalance_)) {
+      acc->imbalance_fired = false;
+      return;
+    }
+    if (acc->imbalance_fired) return;
+    acc->imbalance_fired = true;
+    findings->push_back(MakeFinding(
+        step, name,
+        "class imbalance in '" + name + "': class " + std::to_string(imx) + " has " +
+            std::to_string(mx) + " samples, class " + std::to_string(imn) + " only " +
+            std::to_string(mn) + " (ratio " + Num(ratio) + " > threshold_imbalance " +
+            Num(threshold_imbalance_) + ", " + std::to_string(acc->total) + " samples so far)",
+        {{"ratio", ratio},
+         {"threshold_imbalance", threshold_imbalance_},
+         {"max_class", static_cast<double>(imx)},
+         {"max_count", static_cast<double>(mx)},
+         {"min_class", static_cast<double>(imn)},
+         {"min_count", static_cast<double>(mn)},
+         {"samples", static_cast<double>(acc->total)}}));
+  }
+
+  void CheckMisprediction(const StepView& step, const std::string& name, Acc* acc,
+                          std::vector<Finding>* findings) {
+    if (acc->confusion_total < static_cast<std::uint64_t>(samples_)) return;
+    double worst = -1.0;
+    int worst_class = -1;
+    for (int i = 0; i < acc->classes; ++i) {
+      std::uint64_t row = 0;
+      for (int j = 0; j < acc->classes; ++j) {
+        row += acc->confusion[static_cast<std::size_t>(i) * acc->classes + j];
+      }
+      if (row == 0) continue;
+      const double wrong =
+          1.0 - static_cast<double>(acc->confusion[static_cast<std::size_t>(i) * acc->classes + i]) /
+                    static_cast<double>(row);
+      if (wrong > worst) worst = wrong, worst_class = i;
+    }
+    if (!(worst > threshold_misprediction_)) {
+      acc->misprediction_fired = false;
+      return;
+    }
+    if (acc->misprediction_fired) return;
+    acc->misprediction_fired = true;
+    findings->push_back(MakeFinding(
+        step, name,
+        "class " + std::to_string(worst_class) + " of '" + name + "' is mispredicted " +
+            Num(worst * 100.0) + "% of the time (threshold_misprediction " +
+            Num(threshold_misprediction_) + ", " + std::to_string(acc->confusion_total) +
+            " samples so far)",
+        {{"class", static_cast<double>(worst_class)},
+         {"mispredicted_fraction", worst},
+         {"threshold_misprediction", threshold_misprediction_},
+         {"samples", static_cast<double>(acc->confusion_total)}}));
+  }
+
+  double threshold_imbalance_ = 10.0;
+  double threshold_misprediction_ = 0.7;
+  std::int64_t samples_ = 500;
+  std::string labels_regex_text_;
+  std::unique_ptr<RE2> labels_regex_;
+  bool saw_step_ = false;
+  bool saw_labels_ = false;
+  std::map<std::string, Acc> acc_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Rule>> MakeClassImbalance(const RuleSpec& spec) {
+  return BuildRule<ClassImbalance>(spec);
+}
+
+}  // namespace tstat::rules::run

@@ -1,0 +1,70 @@
+#include "rules/rule_engine.h"
+
+#include <algorithm>
+
+namespace tstat::rules {
+
+RuleEngine::RuleEngine(std::vector<std::unique_ptr<Rule>> rules, EngineOptions options)
+    : rules_(std::move(rules)), options_(options) {
+  if (options_.world_size < 1) options_.world_size = 1;
+}
+
+void RuleEngine::Evaluate(int worker, const StepBatch& batch, const TensorCatalog* catalog,
+                          std::vector<Finding>* out) {
+  StepView view;
+  view.worker = worker;
+  view.key = batch.key;
+  view.wall_time = batch.wall_time;
+  view.records = &batch.stats;
+  view.scalars = &batch.scalars;
+  view.catalog = catalog;
+  for (auto& rule : rules_) rule->Evaluate(view, out);
+  ++steps_evaluated_;
+  records_evaluated_ += batch.stats.size() + batch.scalars.size();
+}
+
+void RuleEngine::Feed(int worker, const StepBatch& batch, const TensorCatalog* catalog,
+                      std::vector<Finding>* out) {
+  if (finished_) return;
+  if (options_.world_size == 1 && pending_.empty()) {
+    // A single worker's step is complete as soon as it arrives: no copy.
+    max_step_seen_ = std::max(max_step_seen_, batch.key.global_step);
+    Evaluate(worker, batch, catalog, out);
+    return;
+  }
+  max_step_seen_ = std::max(max_step_seen_, batch.key.global_step);
+  pending_[batch.key.global_step].push_back(Pending{worker, batch, catalog});
+  EvaluateCompleteSteps(out, /*all=*/false);
+}
+
+void RuleEngine::EvaluateCompleteSteps(std::vector<Finding>* out, bool all) {
+  while (!pending_.empty()) {
+    auto it = pending_.begin();
+    const bool complete = all || static_cast<int>(it->second.size()) >= options_.world_size ||
+                          it->first < max_step_seen_;
+    if (!complete) break;
+    std::vector<Pending>& ps = it->second;
+    std::stable_sort(ps.begin(), ps.end(),
+                     [](const Pending& a, const Pending& b) { return a.worker < b.worker; });
+    for (const Pending& p : ps) Evaluate(p.worker, p.batch, p.catalog, out);
+    pending_.erase(it);
+  }
+}
+
+void RuleEngine::Finish(std::vector<Finding>* out) {
+  if (finished_) return;
+  EvaluateCompleteSteps(out, /*all=*/true);
+  for (auto& rule : rules_) rule->Finish(out);
+  finished_ = true;
+}
+
+std::vector<std::string> RuleEngine::Diagnostics() const {
+  std::vector<std::string> out;
+  for (const auto& rule : rules_) {
+    std::string d = rule->Diagnostics();
+    if (!d.empty()) out.push_back(std::move(d));
+  }
+  return out;
+}
+
+}  // namespace tstat::rules

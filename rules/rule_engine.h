@@ -1,0 +1,61 @@
+// RuleEngine: runs a set of rules over steps as they arrive from any number of
+// workers, evaluating each step once it is complete — every worker reported
+// it, a later step exists, or the run ended — in global step order.
+//
+// The same engine is fed by the in-process rules thread (from the capture
+// pipeline) and by the out-of-process runners (from a Trial).
+// Thread safety: one thread drives an engine.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tstat/rule.h"
+
+namespace tstat::rules {
+
+struct EngineOptions {
+  int world_size = 1;  // workers expected at each step
+};
+
+class RuleEngine {
+ public:
+  RuleEngine(std::vector<std::unique_ptr<Rule>> rules, EngineOptions options = {});
+
+  // One worker's step; steps of one worker arrive in increasing global step.
+  // `catalog` must outlive the engine (or the next Finish()). Findings of all
+  // steps that became complete are appended to `out`.
+  void Feed(int worker, const StepBatch& batch, const TensorCatalog* catalog,
+            std::vector<Finding>* out);
+  // No more data will come: evaluates every pending step, then Finish()es rules.
+  void Finish(std::vector<Finding>* out);
+
+  // One-time warnings of the rules (e.g. a regex that matched nothing).
+  std::vector<std::string> Diagnostics() const;
+  const std::vector<std::unique_ptr<Rule>>& rules() const { return rules_; }
+  std::uint64_t steps_evaluated() const { return steps_evaluated_; }
+  std::uint64_t records_evaluated() const { return records_evaluated_; }
+
+ private:
+  struct Pending {
+    int worker;
+    StepBatch batch;
+    const TensorCatalog* catalog;
+  };
+  void Evaluate(int worker, const StepBatch& batch, const TensorCatalog* catalog,
+                std::vector<Finding>* out);
+  void EvaluateCompleteSteps(std::vector<Finding>* out, bool all);
+
+  std::vector<std::unique_ptr<Rule>> rules_;
+  EngineOptions options_;
+  std::map<std::int64_t, std::vector<Pending>> pending_;  // by global step
+  std::int64_t max_step_seen_ = -1;
+  std::uint64_t steps_evaluated_ = 0;
+  std::uint64_t records_evaluated_ = 0;
+  bool finished_ = false;
+};
+
+}  // namespace tstat::rules

@@ -1,0 +1,183 @@
+// Bad input to the capture API, each case with the error it must produce:
+// invalid configs, unknown collections, duplicate names, null pointers, bad
+// dtypes and shapes, dtype mismatches, hostile names, misuse after Close.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "tests/host/host_test_util.h"
+#include "tstat/session.h"
+
+namespace tstat {
+namespace {
+
+using testing::MakeSession;
+using testing::TestConfig;
+
+void ExpectError(const Status& s, StatusCode code, const std::string& needle) {
+  EXPECT_EQ(s.code(), code) << s.ToString();
+  EXPECT_NE(s.message().find(needle), std::string::npos)
+      << "message: " << s.message() << "\nwanted: " << needle;
+}
+
+template <class T>
+void ExpectError(const Result<T>& r, StatusCode code, const std::string& needle) {
+  ASSERT_FALSE(r.ok());
+  ExpectError(r.status(), code, needle);
+}
+
+class BadInputTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    sink_ = std::make_shared<io::MemorySink>();
+    session_ = MakeSession(TestConfig(), sink_);
+    ASSERT_NE(session_, nullptr);
+  }
+  Result<std::uint32_t> Register(const std::string& name, DType dtype = DType::kFloat32,
+                                 std::vector<std::int64_t> shape = {4},
+                                 std::vector<std::string> collections = {}) {
+    TensorSpec spec;
+    spec.name = name;
+    spec.view = TensorView::Host(data_.data(), dtype, std::move(shape));
+    spec.collections = std::move(collections);
+    return session_->RegisterTensor(spec);
+  }
+
+  std::vector<double> data_ = std::vector<double>(64, 1.0);
+  std::shared_ptr<io::MemorySink> sink_;
+  std::unique_ptr<Session> session_;
+};
+
+TEST_F(BadInputTest, InvalidConfigsAreRejectedAtCreation) {
+  ExpectError(Session::CreateFromJson(R"({"save_config": {"save_intervall": 1}})"),
+              StatusCode::kInvalidArgument, "save_config.save_intervall: unknown field");
+  ExpectError(Session::CreateFromJson(R"({"dry_run": true, "include_collections": ["nope"]})"),
+              StatusCode::kInvalidArgument, "unknown collection \"nope\"");
+  ExpectError(Session::Create(SessionConfig{}), StatusCode::kInvalidArgument, "out_dir: required");
+  ExpectError(Session::CreateFromFile("/nonexistent/tstat.json"), StatusCode::kIoError,
+              "/nonexistent/tstat.json");
+}
+
+TEST_F(BadInputTest, UnknownCollection) {
+  ExpectError(Register("x", DType::kFloat32, {4}, {"weightz"}), StatusCode::kInvalidArgument,
+              "unknown collection \"weightz\"");
+  ExpectError(session_->SaveTensor("y", TensorView::Host(data_.data(), DType::kFloat32, 4),
+                                   SaveTensorOptions{{"nope"}, false, nullptr}),
+              StatusCode::kInvalidArgument, "unknown collection \"nope\"");
+}
+
+TEST_F(BadInputTest, DuplicateTensorName) {
+  ASSERT_TRUE(Register("fc.weight").ok());
+  ExpectError(Register("fc.weight"), StatusCode::kInvalidArgument, "duplicate tensor name");
+  ASSERT_TRUE(session_->SaveScalar("lr", 0.1).ok());
+  ExpectError(Register("lr"), StatusCode::kInvalidArgument, "duplicate tensor name");
+  ExpectError(session_->SaveScalar("fc.weight", 1.0), StatusCode::kInvalidArgument,
+              "is a tensor, not a scalar");
+  ExpectError(session_->SaveTensor("fc.weight", TensorView::Host(data_.data(), DType::kFloat32, 4)),
+              StatusCode::kInvalidArgument, "registered tensors are captured by EndStep");
+}
+
+TEST_F(BadInputTest, NullPointer) {
+  TensorSpec spec;
+  spec.name = "w";
+  spec.view = TensorView::Host(nullptr, DType::kFloat32, 4);
+  ExpectError(session_->RegisterTensor(spec), StatusCode::kInvalidArgument, "null data pointer");
+  ExpectError(session_->SaveTensor("t", TensorView::Host(nullptr, DType::kFloat32, 4)),
+              StatusCode::kInvalidArgument, "null data pointer");
+}
+
+TEST_F(BadInputTest, InvalidDtypeAndShape) {
+  ExpectError(Register("a", static_cast<DType>(42)), StatusCode::kInvalidArgument, "invalid dtype");
+  ExpectError(Register("b", DType::kFloat32, {2, -3}), StatusCode::kInvalidArgument,
+              "shape[1] is negative");
+  TensorSpec spec;
+  spec.name = "c";
+  spec.view = TensorView::Host(data_.data(), DType::kFloat32, {2, 2});
+  spec.view.numel = 5;
+  ExpectError(session_->RegisterTensor(spec), StatusCode::kInvalidArgument,
+              "shape has 4 elements but numel is 5");
+}
+
+TEST_F(BadInputTest, DtypeMismatchOfAnAdhocTensor) {
+  ASSERT_TRUE(
+      session_->SaveTensor("probe", TensorView::Host(data_.data(), DType::kFloat32, 4)).ok());
+  ExpectError(session_->SaveTensor("probe", TensorView::Host(data_.data(), DType::kFloat32, 4)),
+              StatusCode::kFailedPrecondition, "already saved at this step");
+  ASSERT_TRUE(session_->EndStep().ok());
+  ExpectError(session_->SaveTensor("probe", TensorView::Host(data_.data(), DType::kFloat64, 4)),
+              StatusCode::kInvalidArgument, "dtype mismatch: saved as f32 before, now f64");
+  ASSERT_TRUE(
+      session_->SaveTensor("probe", TensorView::Host(data_.data(), DType::kFloat32, 4)).ok());
+}
+
+TEST_F(BadInputTest, CudaTensorsWithoutAUsableDevice) {
+  TensorSpec spec;
+  spec.name = "dev";
+  spec.view = TensorView::Host(data_.data(), DType::kFloat32, 4);
+  spec.view.space = MemorySpace::kCuda;
+  const Result<std::uint32_t> r = session_->RegisterTensor(spec);
+  ASSERT_FALSE(r.ok());
+  // Without CUDA: kNotSupported; with CUDA but no GPU: kUnavailable.
+  EXPECT_TRUE(r.status().code() == StatusCode::kNotSupported ||
+              r.status().code() == StatusCode::kUnavailable)
+      << r.status().ToString();
+}
+
+TEST_F(BadInputTest, HostileNamesAreStoredVerbatimOrRejectedWithAReason) {
+  const std::vector<std::string> accepted = {"../../etc/passwd",
+                                             "/abs/path",
+                                             "quote\"s and 'single'",
+                                             "new\nline\ttab",
+                                             "%s%n%x",
+                                             "名前/テンソル.weight",
+                                             "(unbalanced[regex",
+                                             std::string(1024, 'x'),
+                                             "trailing space ",
+                                             "\\backslash"};
+  for (const std::string& name : accepted) {
+    EXPECT_TRUE(Register(name).ok()) << name;
+  }
+  ExpectError(Register(""), StatusCode::kInvalidArgument, "tensor name is empty");
+  ExpectError(Register(std::string(1025, 'x')), StatusCode::kInvalidArgument, "1025 bytes");
+  ExpectError(Register(std::string("nul\0byte", 8)), StatusCode::kInvalidArgument, "NUL");
+  ExpectError(Register("bad\xff utf8"), StatusCode::kInvalidArgument, "not valid UTF-8");
+  ExpectError(Register("\xed\xa0\x80surrogate"), StatusCode::kInvalidArgument, "not valid UTF-8");
+  ExpectError(Register("\xc0\xafoverlong"), StatusCode::kInvalidArgument, "not valid UTF-8");
+  ExpectError(session_->SaveScalar("bad\xfe", 1.0), StatusCode::kInvalidArgument, "UTF-8");
+  ASSERT_TRUE(session_->EndStep().ok());
+  ASSERT_TRUE(session_->Close().ok());
+  std::vector<std::string> stored;
+  for (const TensorInfo& t : sink_->tensors()) stored.push_back(t.name);
+  EXPECT_EQ(stored, accepted);
+}
+
+TEST_F(BadInputTest, EverythingFailsCleanlyAfterClose) {
+  ASSERT_TRUE(Register("w").ok());
+  ASSERT_TRUE(session_->Close().ok());
+  EXPECT_TRUE(session_->Close().ok());  // idempotent
+  EXPECT_EQ(Register("v").status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(session_->EndStep().code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(session_->BeginStep().code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(session_->SaveScalar("x", 1).code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(session_->SetMode(Mode::kEval).code(), StatusCode::kFailedPrecondition);
+  // The tensor registered without a step is still declared.
+  ASSERT_EQ(sink_->tensors().size(), 1u);
+  EXPECT_TRUE(sink_->batches().empty());
+}
+
+TEST_F(BadInputTest, CloseWithAnOpenStepKeepsItsAdhocSaves) {
+  ASSERT_TRUE(Register("w.weight").ok());
+  ASSERT_TRUE(session_->BeginStep().ok());
+  ASSERT_TRUE(session_->SaveScalar("loss", 0.25).ok());
+  ASSERT_TRUE(session_->SaveScalar("loss", 0.5).ok());  // the last value wins
+  ASSERT_TRUE(session_->Close().ok());
+  const auto batches = sink_->batches();
+  ASSERT_EQ(batches.size(), 1u);
+  EXPECT_TRUE(batches[0].stats.empty());  // registered tensors are not read at Close
+  ASSERT_EQ(batches[0].scalars.size(), 1u);
+  EXPECT_EQ(batches[0].scalars[0].value, 0.5);
+}
+
+}  // namespace
+}  // namespace tstat

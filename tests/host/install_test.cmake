@@ -1,0 +1,38 @@
+# ctest script (cmake -P): install tstat (component "tstat") into a temp
+# prefix, then configure, build and run tests/host/install_consumer against it
+# with find_package(tstat). Variables: BUILD_DIR, CONSUMER_DIR, WORK_DIR,
+# GENERATOR, C_COMPILER, CXX_COMPILER.
+foreach(v BUILD_DIR CONSUMER_DIR WORK_DIR GENERATOR)
+  if(NOT ${v})
+    message(FATAL_ERROR "install_test.cmake: ${v} is not set")
+  endif()
+endforeach()
+
+function(run step)
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "install test: ${step} failed (${rc})\n${out}\n${err}")
+  endif()
+  message(STATUS "install test: ${step}: ok\n${out}")
+endfunction()
+
+file(REMOVE_RECURSE ${WORK_DIR})
+set(prefix ${WORK_DIR}/prefix)
+run("cmake --install" ${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${prefix} --component tstat)
+foreach(f include/tstat/session.h include/tstat/tstat_c.h lib/cmake/tstat/tstatConfig.cmake)
+  if(NOT EXISTS ${prefix}/${f})
+    message(FATAL_ERROR "install test: ${prefix}/${f} was not installed")
+  endif()
+endforeach()
+file(GLOB internal ${prefix}/include/*/*.pb.h ${prefix}/include/host ${prefix}/include/kernels)
+if(internal)
+  message(FATAL_ERROR "install test: internal headers were installed: ${internal}")
+endif()
+
+run("configure the consumer" ${CMAKE_COMMAND} -S ${CONSUMER_DIR} -B ${WORK_DIR}/build
+    -G ${GENERATOR} -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_BUILD_TYPE=Release
+    -DCMAKE_C_COMPILER=${C_COMPILER} -DCMAKE_CXX_COMPILER=${CXX_COMPILER})
+run("build the consumer" ${CMAKE_COMMAND} --build ${WORK_DIR}/build)
+run("run the C++ consumer" ${WORK_DIR}/build/consumer_cxx ${WORK_DIR}/run_cxx)
+run("run the C consumer" ${WORK_DIR}/build/consumer_c ${WORK_DIR}/run_c)
+file(REMOVE_RECURSE ${WORK_DIR})

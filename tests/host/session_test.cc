@@ -1,0 +1,314 @@
+// The capture API end to end through the in-memory sink: steps and modes,
+// scalars, ad-hoc tensors, save-config semantics, view callbacks, stats
+// against the independent reference, timing.
+#include "tstat/session.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <numeric>
+#include <vector>
+
+#include "tests/host/host_test_util.h"
+#include "tests/support/compare.h"
+#include "tests/support/reference.h"
+
+namespace tstat {
+namespace {
+
+using testing::FindBatch;
+using testing::FindScalar;
+using testing::FindStats;
+using testing::MakeSession;
+using testing::TestConfig;
+
+// The reference for a host f32 buffer with the options a default collection
+// resolves to.
+::testing::AssertionResult MatchesReference(const TensorStatsRecord* got,
+                                            const std::vector<float>& data,
+                                            const StatsOptions& options = {}) {
+  if (got == nullptr) return ::testing::AssertionFailure() << "no record";
+  const TensorView v =
+      TensorView::Host(data.data(), DType::kFloat32, static_cast<std::int64_t>(data.size()));
+  return testing::ResultMatches(testing::ToResult(*got), testing::ReferenceReduce(v, options),
+                                testing::ToleranceFor(DType::kFloat32));
+}
+
+std::vector<float> Ramp(int n, float start, float step) {
+  std::vector<float> v(n);
+  for (int i = 0; i < n; ++i) v[i] = start + step * static_cast<float>(i);
+  return v;
+}
+
+TEST(SessionTest, StepsModesScalarsAndAdhocTensors) {
+  auto sink = std::make_shared<io::MemorySink>();
+  auto session = MakeSession(TestConfig(), sink);
+  ASSERT_NE(session, nullptr);
+  std::vector<float> w = Ramp(12, -1.0f, 0.25f);
+  std::vector<float> b = {0.5f, -0.5f, 2.0f};
+  auto wid =
+      session->RegisterTensor({"fc1.weight", TensorView::Host(w.data(), DType::kFloat32, {4, 3})});
+  auto bid =
+      session->RegisterTensor({"fc1.bias", TensorView::Host(b.data(), DType::kFloat32, {3})});
+  ASSERT_TRUE(wid.ok() && bid.ok());
+  EXPECT_EQ(wid.value(), 0u);
+  EXPECT_EQ(bid.value(), 1u);
+
+  const Mode modes[] = {Mode::kTrain, Mode::kTrain, Mode::kTrain,
+                        Mode::kEval,  Mode::kEval,  Mode::kTrain};
+  const std::int64_t mode_steps[] = {0, 1, 2, 0, 1, 3};
+  std::vector<std::vector<float>> weights_seen;
+  std::vector<float> probe = {1, 2, 3, 4};
+  for (int i = 0; i < 6; ++i) {
+    ASSERT_TRUE(session->SetMode(modes[i]).ok());
+    ASSERT_TRUE(session->BeginStep().ok());
+    w[0] = static_cast<float>(i);  // the tensor changes in place between steps
+    weights_seen.push_back(w);
+    ASSERT_TRUE(session->SaveScalar("loss", 10.0 - i).ok());
+    if (i == 1) {
+      ASSERT_TRUE(
+          session->SaveTensor("probe", TensorView::Host(probe.data(), DType::kFloat32, 4)).ok());
+    }
+    ASSERT_TRUE(session->EndStep().ok());
+    EXPECT_EQ(session->current_step().global_step, i);
+    EXPECT_EQ(session->current_step().mode_step, mode_steps[i]);
+  }
+  ASSERT_TRUE(session->Close().ok());
+
+  const std::vector<StepBatch> batches = sink->batches();
+  ASSERT_EQ(batches.size(), 6u);
+  const std::vector<TensorInfo> infos = sink->tensors();
+  ASSERT_EQ(infos.size(), 4u);
+  EXPECT_EQ(infos[2].name, "loss");
+  EXPECT_EQ(infos[2].kind, TensorKind::kScalar);
+  EXPECT_EQ(infos[2].collections, (std::vector<std::string>{"losses", "scalars", "all"}));
+  EXPECT_EQ(infos[3].name, "probe");
+  EXPECT_EQ(infos[0].shape, (std::vector<std::int64_t>{4, 3}));
+  EXPECT_EQ(infos[0].collections, (std::vector<std::string>{"weights", "all"}));
+  for (int i = 0; i < 6; ++i) {
+    const StepBatch& batch = batches[i];
+    EXPECT_EQ(batch.key.global_step, i);
+    EXPECT_EQ(batch.key.mode, modes[i]);
+    EXPECT_EQ(batch.key.mode_step, mode_steps[i]);
+    EXPECT_TRUE(MatchesReference(FindStats(batch, 0), weights_seen[i])) << "step " << i;
+    EXPECT_TRUE(MatchesReference(FindStats(batch, 1), b)) << "step " << i;
+    const ScalarRecord* loss = FindScalar(batch, 2);
+    ASSERT_NE(loss, nullptr);
+    EXPECT_EQ(loss->value, 10.0 - i);
+    EXPECT_GT(loss->wall_time, 1.6e9);
+    EXPECT_EQ(FindStats(batch, 3) != nullptr, i == 1);
+    EXPECT_TRUE(batch.drops.empty());
+  }
+  EXPECT_TRUE(MatchesReference(FindStats(batches[1], 3), probe));
+  EXPECT_TRUE(sink->closed());
+  const PipelineCounters c = session->counters();
+  EXPECT_EQ(c.steps_captured, 6u);
+  EXPECT_EQ(c.records_written, 6u * 3 + 1);
+  EXPECT_EQ(c.records_lost, 0u);
+  EXPECT_EQ(sink->last_counters().records_written, c.records_written);
+}
+
+TEST(SessionTest, SaveConfigSemanticsOnModeSteps) {
+  SessionConfig config = TestConfig();
+  CollectionConfig wc;
+  wc.name = "weights";
+  wc.save_config.train.save_interval = 2;
+  wc.save_config.eval.save_interval = 0;
+  wc.save_config.eval.save_steps = {1};
+  config.collections.push_back(wc);
+  auto sink = std::make_shared<io::MemorySink>();
+  auto session = MakeSession(config, sink);
+  std::vector<float> w(8, 1.0f), b(2, 0.0f), g(8, 0.5f);
+  ASSERT_TRUE(
+      session->RegisterTensor({"w.weight", TensorView::Host(w.data(), DType::kFloat32, 8)}).ok());
+  ASSERT_TRUE(
+      session->RegisterTensor({"w.bias", TensorView::Host(b.data(), DType::kFloat32, 2)}).ok());
+  ASSERT_TRUE(
+      session->RegisterTensor({"gradient/w.weight", TensorView::Host(g.data(), DType::kFloat32, 8)})
+          .ok());
+  // TRAIN 0..4 (global 0..4), EVAL 0..2 (global 5..7), TRAIN 5..6 (global 8..9).
+  for (auto [mode, n] :
+       std::vector<std::pair<Mode, int>>{{Mode::kTrain, 5}, {Mode::kEval, 3}, {Mode::kTrain, 2}}) {
+    ASSERT_TRUE(session->SetMode(mode).ok());
+    for (int i = 0; i < n; ++i) ASSERT_TRUE(session->EndStep().ok());
+  }
+  ASSERT_TRUE(session->Close().ok());
+  const auto batches = sink->batches();
+  EXPECT_EQ(testing::StepsWithStats(batches, 0), (std::vector<std::int64_t>{0, 2, 4, 6, 9}));
+  EXPECT_EQ(testing::StepsWithStats(batches, 1),
+            (std::vector<std::int64_t>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}));
+  // Gradients: never in EVAL (as smdebug).
+  EXPECT_EQ(testing::StepsWithStats(batches, 2), (std::vector<std::int64_t>{0, 1, 2, 3, 4, 8, 9}));
+}
+
+TEST(SessionTest, ResumeAtExplicitStepsAndStepsGoingBackwards) {
+  auto sink = std::make_shared<io::MemorySink>();
+  auto session = MakeSession(TestConfig(), sink);
+  std::vector<float> w(4, 1.0f);
+  ASSERT_TRUE(session->RegisterTensor({"a", TensorView::Host(w.data(), DType::kFloat32, 4)}).ok());
+  StepKey k{100, Mode::kTrain, 40};
+  ASSERT_TRUE(session->BeginStep(k).ok());
+  EXPECT_EQ(session->BeginStep().code(), StatusCode::kFailedPrecondition);  // already open
+  ASSERT_TRUE(session->EndStep().ok());
+  ASSERT_TRUE(session->EndStep().ok());  // implicit: global 101, TRAIN 41
+  EXPECT_EQ(session->current_step().global_step, 101);
+  EXPECT_EQ(session->current_step().mode_step, 41);
+  Status back = session->BeginStep(StepKey{100, Mode::kTrain, 50});
+  EXPECT_EQ(back.code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(back.message().find("steps going backwards"), std::string::npos) << back.message();
+  back = session->BeginStep(StepKey{200, Mode::kTrain, 41});
+  EXPECT_EQ(back.code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(session->BeginStep(StepKey{200, Mode::kGlobal, 3}).code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(session->SetMode(static_cast<Mode>(9)).code(), StatusCode::kInvalidArgument);
+  ASSERT_TRUE(session->BeginStep(StepKey{200, Mode::kEval, 0}).ok());
+  ASSERT_TRUE(session->EndStep().ok());
+  ASSERT_TRUE(session->Close().ok());
+  const auto batches = sink->batches();
+  ASSERT_EQ(batches.size(), 3u);
+  EXPECT_EQ(batches[2].key.global_step, 200);
+  EXPECT_EQ(batches[2].key.mode, Mode::kEval);
+}
+
+TEST(SessionTest, ViewCallbacksFollowReallocationAndLazyTensors) {
+  auto sink = std::make_shared<io::MemorySink>();
+  auto session = MakeSession(TestConfig(), sink);
+  std::vector<float> buf_a = Ramp(6, 0.0f, 1.0f), buf_b = Ramp(10, -5.0f, 0.5f);
+  int calls = 0;
+  auto fn = [&](TensorView* v) -> Status {
+    ++calls;
+    if (calls == 1) return Status::OK();  // not allocated yet: v->data stays null
+    const bool a = calls % 2 == 0;
+    v->data = a ? buf_a.data() : buf_b.data();
+    v->shape = {a ? std::int64_t{6} : std::int64_t{10}};  // reallocated with a new size
+    return Status::OK();
+  };
+  TensorSpec spec;
+  spec.name = "gradient/layer.weight";
+  spec.view = TensorView::Host(nullptr, DType::kFloat32, 6);
+  spec.view_fn = fn;
+  ASSERT_TRUE(session->RegisterTensor(spec).ok());
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(session->EndStep().ok());
+  ASSERT_TRUE(session->Close().ok());
+  EXPECT_EQ(calls, 4);
+  const auto batches = sink->batches();
+  ASSERT_EQ(batches.size(), 3u);  // step 0 had nothing to save
+  EXPECT_EQ(batches[0].key.global_step, 1);
+  EXPECT_TRUE(MatchesReference(FindStats(batches[0], 0), buf_a));
+  EXPECT_TRUE(MatchesReference(FindStats(batches[1], 0), buf_b));
+  EXPECT_TRUE(MatchesReference(FindStats(batches[2], 0), buf_a));
+}
+
+TEST(SessionTest, ViewCallbackProblemsAreRecordedAndReported) {
+  auto sink = std::make_shared<io::MemorySink>();
+  auto session = MakeSession(TestConfig(), sink);
+  std::vector<float> good(3, 1.0f);
+  std::vector<std::uint16_t> half(3, 0);
+  TensorSpec bad;
+  bad.name = "bad.weight";
+  bad.view = TensorView::Host(nullptr, DType::kFloat32, 3);
+  bad.view_fn = [&](TensorView* v) {
+    v->data = half.data();
+    v->dtype = DType::kFloat16;  // dtype mismatch
+    return Status::OK();
+  };
+  TensorSpec throws;
+  throws.name = "throws.weight";
+  throws.view = TensorView::Host(nullptr, DType::kFloat32, 3);
+  throws.view_fn = [](TensorView*) -> Status { throw std::runtime_error("boom"); };
+  ASSERT_TRUE(session->RegisterTensor(bad).ok());
+  ASSERT_TRUE(session->RegisterTensor(throws).ok());
+  ASSERT_TRUE(
+      session->RegisterTensor({"good.weight", TensorView::Host(good.data(), DType::kFloat32, 3)})
+          .ok());
+  const Status s = session->EndStep();
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("dtype mismatch"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("bad.weight"), std::string::npos) << s.message();
+  ASSERT_TRUE(session->Close().ok());
+  const auto batches = sink->batches();
+  ASSERT_EQ(batches.size(), 1u);
+  EXPECT_TRUE(MatchesReference(FindStats(batches[0], 2), good));  // the rest is captured
+  ASSERT_EQ(batches[0].drops.size(), 2u);
+  EXPECT_EQ(batches[0].drops[0].tensor_id, 0u);
+  EXPECT_EQ(batches[0].drops[0].kind, "stats");
+  EXPECT_NE(batches[0].drops[0].reason.find("registered as f32"), std::string::npos);
+  EXPECT_NE(batches[0].drops[1].reason.find("boom"), std::string::npos);
+}
+
+TEST(SessionTest, StatsOptionsFromCollections) {
+  SessionConfig config = TestConfig();
+  CollectionConfig labels;
+  labels.name = "labels";
+  labels.stats.label_classes = 4;
+  CollectionConfig weights;
+  weights.name = "weights";
+  weights.stats.histogram_bins = 5;
+  weights.stats.per_channel_axis = 0;
+  config.collections = {labels, weights};
+  auto sink = std::make_shared<io::MemorySink>();
+  auto session = MakeSession(config, sink);
+  std::vector<std::int32_t> y = {0, 1, 1, 3, 3, 3, 7};
+  std::vector<float> w = Ramp(6, -3.0f, 1.0f);
+  ASSERT_TRUE(
+      session->RegisterTensor({"labels", TensorView::Host(y.data(), DType::kInt32, 7)}).ok());
+  ASSERT_TRUE(
+      session->RegisterTensor({"conv.weight", TensorView::Host(w.data(), DType::kFloat32, {2, 3})})
+          .ok());
+  ASSERT_TRUE(session->EndStep().ok());
+  ASSERT_TRUE(session->Close().ok());
+  const auto batches = sink->batches();
+  ASSERT_EQ(batches.size(), 1u);
+  const TensorStatsRecord* l = FindStats(batches[0], 0);
+  ASSERT_NE(l, nullptr);
+  EXPECT_FALSE(l->has_stats);
+  ASSERT_TRUE(l->label_counts.has_value());
+  EXPECT_EQ(l->label_counts->counts, (std::vector<std::uint64_t>{1, 2, 0, 3}));
+  EXPECT_EQ(l->label_counts->out_of_range, 1u);
+  StatsOptions wo;
+  wo.linear_histogram.bins = 5;
+  wo.per_channel_axis = 0;
+  const TensorStatsRecord* wr = FindStats(batches[0], 1);
+  ASSERT_NE(wr, nullptr);
+  ASSERT_TRUE(wr->linear_histogram.has_value());
+  ASSERT_TRUE(wr->per_channel.has_value());
+  EXPECT_EQ(wr->per_channel->channels.size(), 2u);
+  const TensorView v = TensorView::Host(w.data(), DType::kFloat32, {2, 3});
+  EXPECT_TRUE(testing::ResultMatches(testing::ToResult(*wr), testing::ReferenceReduce(v, wo),
+                                     testing::ToleranceFor(DType::kFloat32)));
+}
+
+TEST(SessionTest, TimingIsRecordedPerStepAndInTotal) {
+  auto sink = std::make_shared<io::MemorySink>();
+  auto session = MakeSession(TestConfig(), sink);
+  std::vector<float> w(1 << 16, 0.5f);
+  ASSERT_TRUE(
+      session
+          ->RegisterTensor({"big.weight", TensorView::Host(w.data(), DType::kFloat32,
+                                                           static_cast<std::int64_t>(w.size()))})
+          .ok());
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(session->BeginStep().ok());
+    const auto t0 = std::chrono::steady_clock::now();
+    while (std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(5)) {
+    }  // "training"
+    ASSERT_TRUE(session->EndStep().ok());
+    const StepTiming t = session->last_step_timing();
+    EXPECT_GE(t.step_seconds, 0.005);
+    EXPECT_GT(t.capture_seconds, 0.0);
+    EXPECT_LT(t.capture_seconds, t.step_seconds);
+  }
+  const CaptureTotals totals = session->capture_totals();
+  EXPECT_EQ(totals.steps, 3u);
+  EXPECT_EQ(totals.steps_saved, 3u);
+  EXPECT_GE(totals.step_seconds, 0.015);
+  ASSERT_TRUE(session->Close().ok());
+  for (const StepBatch& b : sink->batches()) {
+    EXPECT_GT(b.capture_seconds, 0.0);
+    EXPECT_GE(b.step_seconds, 0.005);
+    EXPECT_LE(b.capture_seconds, b.step_seconds);
+  }
+}
+
+}  // namespace
+}  // namespace tstat

@@ -1,0 +1,194 @@
+#!/usr/bin/python3
+"""h5py reads a tstat run using only io/LAYOUT.md -- no tstat code.
+
+Runs tests/io/crash_writer (path in argv[1]) twice: once to completion and
+once killed with SIGKILL after some flushes. Then, for every seg-*.h5 file
+(never *.tmp), it checks the seal as LAYOUT.md describes (zlib.crc32 over the
+bytes after the 512-byte header), opens the file with plain h5py, and compares
+every table with the values crash_writer wrote -- the formulas of
+tests/io/crash_formula.h, re-implemented here.
+Exit status 0 on success; failures raise AssertionError.
+"""
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import zlib
+
+import h5py
+import numpy as np
+
+TENSORS = 8
+LOSS_ID = 8
+LATE_STEP = 3
+MODES = {1: "TRAIN", 2: "EVAL", 3: "PREDICT", 4: "GLOBAL"}
+
+
+def step_key(g):
+    if g % 5 == 4:
+        return 2, g // 5          # EVAL
+    return 1, g - (g + 1) // 5    # TRAIN
+
+
+def recorded(t, g):
+    return t < TENSORS - 1 or g >= LATE_STEP
+
+
+def expected_stats(t, g):
+    count = 1000 + t
+    nan = (g + t) % 3
+    mn = -(g + 1) - t * 0.5
+    mx = (g + 1) * 2.0 + t
+    return dict(count=count, finite_count=count - nan, nan_count=nan, pos_inf_count=0,
+                neg_inf_count=0, zero_count=t, neg_count=(g * 7 + t) % 100, subnormal_count=0,
+                band_lo_count=0, band_hi_count=0, small_count=0, min=mn, max=mx,
+                mean=g * 0.25 + t * 0.125, m2=(t + 1) * 10.0 + g, l1=(g + 1) * (t + 1) * 1.5,
+                amax=max(abs(mn), abs(mx)))
+
+
+def expected_exp_hist(t, g):
+    bins = np.zeros(279, dtype=np.uint64)
+    bins[140 + t] += g + 1
+    bins[150] += t + 2
+    return bins
+
+
+def check_seal(path):
+    data = open(path, "rb").read()
+    header = data[:512]
+    text = header.split(b"\0", 1)[0].decode()
+    m = re.fullmatch(r"TSTAT-SEGMENT 1\nlength (\d+)\ncrc32 ([0-9a-f]{8})\n", text)
+    assert m, f"{path}: bad seal {text!r}"
+    assert int(m.group(1)) == len(data), f"{path}: length mismatch"
+    assert zlib.crc32(data[512:]) == int(m.group(2), 16), f"{path}: crc mismatch"
+
+
+def read_worker(worker_dir):
+    """Everything of one worker, per LAYOUT.md."""
+    names = sorted(n for n in os.listdir(worker_dir) if re.fullmatch(r"seg-\d{12}\.h5", n))
+    steps, stats, hist, scalars, raws, registry = {}, {}, {}, {}, {}, {}
+    counters = None
+    for n in names:
+        path = os.path.join(worker_dir, n)
+        check_seal(path)
+        with h5py.File(path, "r") as f:
+            assert f.attrs["format"] == "tstat-run"
+            assert f.attrs["format_version"] == 1
+            assert f.attrs["rank"] == 0 and f.attrs["world_size"] == 1
+            assert f.attrs["host"] == "crash-host"
+            assert f.attrs["segment_index"] == int(n[4:16])
+            assert f.userblock_size == 512
+            assert f["config"][()].decode() == '{"writer": "crash_writer"}'
+            shapes = f["tensor_shapes"][:]
+            collections = [c.decode("utf-8") for c in f["collections"][:]]
+            members = {}
+            for row in f["tensor_collections"][:]:
+                members.setdefault(int(row["tensor_id"]), []).append(
+                    collections[int(row["collection"])])
+            for row in f["tensors"][:]:
+                off, rank = int(row["shape_offset"]), int(row["rank"])
+                tid = int(row["id"])
+                registry[tid] = (row["name"].decode("utf-8"), int(row["kind"]),
+                                 row["dtype"].decode(), [int(x) for x in shapes[off:off + rank]],
+                                 members.get(tid, []))
+            for row in f["steps"][:]:
+                steps[int(row["global_step"])] = (int(row["mode"]), int(row["mode_step"]))
+            st = f["stats"][:]
+            for row in st:
+                key = (int(row["global_step"]), int(row["tensor_id"]))
+                stats[key] = {k: row[k] for k in st.dtype.names}
+            eh = f["exp_hist"][:]
+            counts = f["exp_hist_counts"][:]
+            for row in eh:
+                bins = np.zeros(279, dtype=np.uint64)
+                first, num, off = int(row["first_bin"]), int(row["num_bins"]), int(row["offset"])
+                bins[first:first + num] = counts[off:off + num]
+                hist[(int(row["global_step"]), int(row["tensor_id"]))] = bins
+            for row in f["scalars"][:]:
+                scalars[int(row["global_step"])] = (int(row["scalar_id"]), float(row["value"]))
+            if "raw_index" in f:
+                for row in f["raw_index"][:]:
+                    ds = f[row["dataset"].decode()]
+                    assert ds.attrs["dtype"] == row["dtype"].decode() == "f32"
+                    assert list(ds.shape) == list(row["shape"])
+                    raws[int(row["global_step"])] = ds[()]
+            counters = f["counters"][0]
+    return names, registry, steps, stats, hist, scalars, raws, counters
+
+
+def check_worker(worker_dir, must_have, closed):
+    names, registry, steps, stats, hist, scalars, raws, counters = read_worker(worker_dir)
+    assert len(steps) >= must_have + 1, (len(steps), must_have)
+    assert sorted(steps) == list(range(len(steps))), "steps must be a gap-free prefix"
+    for t in range(TENSORS):
+        if t in registry:
+            want = ["weights"] if t < TENSORS - 1 else []
+            assert registry[t] == (f"layer{t}/weight", 0, "f32", [4, 4], want), registry[t]
+    if steps:
+        assert registry[LOSS_ID] == ("loss", 1, "f64", [], []), registry[LOSS_ID]
+    for g, key in steps.items():
+        assert key == step_key(g), (g, key)
+        for t in range(TENSORS):
+            if not recorded(t, g):
+                assert (g, t) not in stats
+                continue
+            row = stats[(g, t)]
+            assert row["mode"] == key[0] and row["mode_step"] == key[1]
+            assert row["has_stats"] == 1
+            for field, want in expected_stats(t, g).items():
+                assert row[field] == want, (g, t, field, row[field], want)
+            # Derived fields, as LAYOUT.md defines them.
+            n = row["finite_count"]
+            assert row["mean"] * n == (g * 0.25 + t * 0.125) * n
+            np.testing.assert_array_equal(hist[(g, t)], expected_exp_hist(t, g))
+        assert scalars[g] == (LOSS_ID, 1.0 / (g + 1)), (g, scalars[g])
+        if g % 5 == 0:
+            np.testing.assert_array_equal(
+                raws[g], (g * 100 + np.arange(16, dtype=np.float32)).reshape(4, 4))
+    if closed:
+        marker = open(os.path.join(worker_dir, "CLOSED")).read()
+        assert '"segments": %d' % len(names) in marker, marker
+        assert counters["segments_written"] == len(names)
+    return len(steps), len(names)
+
+
+def run_writer(writer, run, steps, flush_every, step_us, kill_after=None):
+    proc = subprocess.Popen([writer, run, str(steps), str(flush_every), str(step_us)],
+                            stdout=subprocess.PIPE)
+    if kill_after is None:
+        out, _ = proc.communicate(timeout=60)
+        assert proc.returncode == 0, proc.returncode
+        return out.decode()
+    time.sleep(kill_after)
+    proc.send_signal(signal.SIGKILL)
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == -signal.SIGKILL
+    return out.decode()
+
+
+def main():
+    writer = sys.argv[1]
+    with tempfile.TemporaryDirectory() as tmp:
+        done = os.path.join(tmp, "done")
+        out = run_writer(writer, done, 23, 4, 0)
+        assert out.strip().endswith("closed"), out
+        nsteps, nsegs = check_worker(os.path.join(done, "worker-00000"), 22, True)
+        assert (nsteps, nsegs) == (23, 6), (nsteps, nsegs)
+
+        killed = os.path.join(tmp, "killed")
+        out = run_writer(writer, killed, 10**9, 2, 300, kill_after=0.4)
+        flushed = [int(m) for m in re.findall(r"^flushed (\d+)$", out, re.M)]
+        assert flushed, "no flush before the kill"
+        wdir = os.path.join(killed, "worker-00000")
+        assert not os.path.exists(os.path.join(wdir, "CLOSED"))
+        nsteps, nsegs = check_worker(wdir, flushed[-1], False)
+        print(f"complete run: 23 steps in 6 segments; killed run: {nsteps} steps in {nsegs} "
+              f"segments, last reported flush {flushed[-1]}")
+    print("h5py_reads_layout: OK")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,84 @@
+// Helpers shared by the io tests: temporary run directories, tensors and
+// step batches with known contents, and comparison of stats records.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "io/hdf5_run_writer.h"
+#include "tstat/stats_record.h"
+
+namespace tstat::io::testing {
+
+// A fresh directory under $TMPDIR (or /tmp), removed with its contents
+// (kept when TSTAT_TEST_KEEP_TMP=1, for debugging).
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+  std::string Sub(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+TensorInfo MakeTensorInfo(std::uint32_t id, std::string name,
+                          std::vector<std::string> collections = {}, DType dtype = DType::kFloat32,
+                          std::vector<std::int64_t> shape = {3, 8});
+TensorInfo MakeScalarInfo(std::uint32_t id, std::string name);
+
+StepBatch MakeBatch(std::int64_t global_step, Mode mode = Mode::kGlobal,
+                    std::int64_t mode_step = -1);
+
+// A record computed by the test-support reference from a real seeded f32
+// tensor of shape [3, 8] (distinct per (step, tensor)): stat set, exponent
+// histogram, and -- when `extras` -- an 8-bucket linear histogram, per-channel
+// stats along axis 0, a 5-element sample, plus hand-built delta stats and
+// value counts.
+TensorStatsRecord ReferenceRecord(std::int64_t step, std::uint32_t tensor_id, bool extras);
+// A label-count-only record (has_stats false) over an i32 tensor, with a
+// hand-built 4x4 confusion matrix.
+TensorStatsRecord LabelRecord(std::int64_t step, std::uint32_t tensor_id);
+// A stats-only record with stats that are cheap, distinct functions of (step, tensor).
+TensorStatsRecord SyntheticStatsRecord(std::int64_t step, std::uint32_t tensor_id);
+
+// Opens a writer for `run_dir` (rank/world_size as given); fails the test on error.
+std::unique_ptr<Hdf5RunWriter> OpenWriterOrDie(const std::string& run_dir, int rank = 0,
+                                               int world_size = 1,
+                                               const std::string& config = "{\"test\": true}",
+                                               int compression_level = 4);
+
+// gtest assertions: stored fields bit-exact (NaN == NaN), derived sum and l2
+// within 1e-12 relative of `want`'s.
+void ExpectStatsEqual(const TensorStats& got, const TensorStats& want, const std::string& where);
+void ExpectRecordEqual(const TensorStatsRecord& got, const TensorStatsRecord& want,
+                       const std::string& where);
+
+}  // namespace tstat::io::testing
+
+// ASSERT/EXPECT that a Status (or Result) is OK, printing it otherwise.
+#define TSTAT_ASSERT_OK(expr)                                              \
+  do {                                                                     \
+    const auto& tstat_ok_tmp_ = (expr);                                    \
+    ASSERT_TRUE(tstat_ok_tmp_.ok())                                        \
+        << #expr << ": " << tstat::io::testing::StatusText(tstat_ok_tmp_); \
+  } while (0)
+#define TSTAT_EXPECT_OK(expr)                                              \
+  do {                                                                     \
+    const auto& tstat_ok_tmp_ = (expr);                                    \
+    EXPECT_TRUE(tstat_ok_tmp_.ok())                                        \
+        << #expr << ": " << tstat::io::testing::StatusText(tstat_ok_tmp_); \
+  } while (0)
+
+namespace tstat::io::testing {
+inline std::string StatusText(const Status& s) { return s.ToString(); }
+template <class T>
+std::string StatusText(const Result<T>& r) {
+  return r.status().ToString();
+}
+}  // namespace tstat::io::testing

@@ -1,0 +1,398 @@
+// Hdf5RunWriter behaviour: refusing to overwrite, empty flushes, caller
+// errors, abandoned segments, unusual raw shapes, h5dump, and failures of the
+// disk (a full tmpfs, a read-only remount, RLIMIT_FSIZE): every failure is a
+// Status naming the file, the failed segment's records are counted lost, and
+// the writer keeps working.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/mount.h>
+#include <sys/resource.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+
+#include "io/h5_file.h"
+#include "io/posix_file.h"
+#include "tests/io/io_test_util.h"
+#include "tstat/trial.h"
+
+namespace tstat::io::testing {
+namespace {
+
+StepBatch StatsBatch(std::int64_t g) {
+  StepBatch b = MakeBatch(g);
+  b.stats.push_back(SyntheticStatsRecord(g, 0));
+  return b;
+}
+
+RawSnapshot FloatRaw(std::uint32_t id, std::vector<std::int64_t> shape, std::size_t numel,
+                     float base) {
+  auto bytes = std::make_shared<std::vector<std::uint8_t>>(numel * 4);
+  for (std::size_t i = 0; i < numel; ++i) {
+    const float v = base + static_cast<float>(i % 1000) * 0.5f + static_cast<float>(i / 1000);
+    std::memcpy(bytes->data() + 4 * i, &v, 4);
+  }
+  RawSnapshot r;
+  r.tensor_id = id;
+  r.dtype = DType::kFloat32;
+  r.shape = std::move(shape);
+  r.bytes = bytes;
+  return r;
+}
+
+std::vector<std::string> Files(const std::string& dir) {
+  auto names = ListDir(dir);
+  EXPECT_TRUE(names.ok()) << names.status().ToString();
+  std::vector<std::string> out = names.ok() ? names.value() : std::vector<std::string>{};
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+Hdf5RunWriterOptions Options(const std::string& run, int rank = 0, int world = 1) {
+  Hdf5RunWriterOptions o;
+  o.info.run_dir = run;
+  o.info.rank = rank;
+  o.info.world_size = world;
+  return o;
+}
+
+TEST(WriterTest, RefusesToOverwriteARun) {
+  TempDir dir;
+  {
+    auto writer = OpenWriterOrDie(dir.path());
+    TSTAT_ASSERT_OK(writer->RegisterTensors({MakeTensorInfo(0, "w")}));
+    TSTAT_ASSERT_OK(writer->Write(StatsBatch(0)));
+    TSTAT_ASSERT_OK(writer->Close({}));
+  }
+  auto again = OpenHdf5RunWriter(Options(dir.path()));
+  ASSERT_FALSE(again.ok());
+  EXPECT_EQ(again.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(again.status().message().find(dir.Sub("worker-00000")), std::string::npos)
+      << again.status().message();
+  // Another rank of the same run is fine.
+  TSTAT_EXPECT_OK(OpenHdf5RunWriter(Options(dir.path(), 1, 2)));
+  // A leftover .tmp of a crashed writer, or a lone CLOSED, also refuses.
+  for (const char* leftover : {"seg-000000000003.h5.tmp", "CLOSED"}) {
+    TempDir other;
+    TSTAT_ASSERT_OK(MakeDirs(other.Sub("worker-00000")));
+    std::ofstream(other.Sub(std::string("worker-00000/") + leftover)) << "x";
+    EXPECT_EQ(OpenHdf5RunWriter(Options(other.path())).status().code(),
+              StatusCode::kFailedPrecondition)
+        << leftover;
+  }
+  // An empty worker directory is not data.
+  TempDir empty;
+  TSTAT_ASSERT_OK(MakeDirs(empty.Sub("worker-00000")));
+  TSTAT_EXPECT_OK(OpenHdf5RunWriter(Options(empty.path())));
+  EXPECT_EQ(OpenHdf5RunWriter(Options(empty.path(), 2, 2)).status().code(),
+            StatusCode::kInvalidArgument);
+}
+
+TEST(WriterTest, EmptyFlushWritesNothing) {
+  TempDir dir;
+  auto writer = OpenWriterOrDie(dir.path());
+  TSTAT_ASSERT_OK(writer->RegisterTensors({MakeTensorInfo(0, "w")}));
+  TSTAT_ASSERT_OK(writer->Flush({}));
+  EXPECT_TRUE(Files(dir.Sub("worker-00000")).empty());
+  TSTAT_ASSERT_OK(writer->Write(StatsBatch(0)));
+  TSTAT_ASSERT_OK(writer->Flush({}));
+  TSTAT_ASSERT_OK(writer->Flush({}));
+  TSTAT_ASSERT_OK(writer->Flush({}));
+  EXPECT_EQ(Files(dir.Sub("worker-00000")), std::vector<std::string>{"seg-000000000000.h5"});
+  EXPECT_EQ(writer->segments_written(), 1);
+  TSTAT_ASSERT_OK(writer->Close({}));
+  EXPECT_EQ(Files(dir.Sub("worker-00000")),
+            (std::vector<std::string>{"CLOSED", "seg-000000000000.h5"}));
+  EXPECT_EQ(writer->bytes_written(), FileSize(dir.Sub("worker-00000/seg-000000000000.h5")).value());
+}
+
+TEST(WriterTest, CallerErrorsLeaveTheSegmentIntact) {
+  TempDir dir;
+  auto writer = OpenWriterOrDie(dir.path());
+  TSTAT_ASSERT_OK(writer->RegisterTensors({MakeTensorInfo(0, "w"), MakeTensorInfo(1, "r")}));
+  TSTAT_ASSERT_OK(writer->Write(StatsBatch(5)));
+  EXPECT_EQ(writer->Write(StatsBatch(5)).code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(writer->Write(StatsBatch(4)).code(), StatusCode::kFailedPrecondition);
+  StepBatch bad_raw = StatsBatch(6);
+  bad_raw.raws.push_back(FloatRaw(1, {3, 5}, 14, 0.f));  // 14 elements, shape says 15
+  EXPECT_EQ(writer->Write(bad_raw).code(), StatusCode::kInvalidArgument);
+  StepBatch bad_sample = StatsBatch(6);
+  bad_sample.stats[0].sample = ElementSample{{1, 2}, {0.5}};
+  EXPECT_EQ(writer->Write(bad_sample).code(), StatusCode::kInvalidArgument);
+  StepBatch bad_mode = StatsBatch(6);
+  bad_mode.key.mode = static_cast<Mode>(9);
+  EXPECT_EQ(writer->Write(bad_mode).code(), StatusCode::kInvalidArgument);
+  TSTAT_ASSERT_OK(writer->Write(StatsBatch(6)));
+  TSTAT_ASSERT_OK(writer->Close({}));
+  EXPECT_EQ(writer->records_lost(), 0u);
+  EXPECT_EQ(writer->Write(StatsBatch(7)).code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(writer->Flush({}).code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(writer->Close({}).code(), StatusCode::kFailedPrecondition);
+  auto trial = Trial::Open(dir.path());
+  TSTAT_ASSERT_OK(trial);
+  std::vector<StepKey> steps = (*trial)->steps();
+  ASSERT_EQ(steps.size(), 2u);
+  EXPECT_EQ(steps[0].global_step, 5);
+  EXPECT_EQ(steps[1].global_step, 6);
+}
+
+TEST(WriterTest, DestroyedWithoutCloseDropsTheUnflushedSegment) {
+  TempDir dir;
+  {
+    auto writer = OpenWriterOrDie(dir.path());
+    TSTAT_ASSERT_OK(writer->RegisterTensors({MakeTensorInfo(0, "w")}));
+    TSTAT_ASSERT_OK(writer->Write(StatsBatch(0)));
+    TSTAT_ASSERT_OK(writer->Flush({}));
+    TSTAT_ASSERT_OK(writer->Write(StatsBatch(1)));
+    // The open segment lives in memory until its Flush.
+    EXPECT_EQ(writer->TEST_open_segment_path(), dir.Sub("worker-00000/seg-000000000001.h5.tmp"));
+    EXPECT_EQ(Files(dir.Sub("worker-00000")), std::vector<std::string>{"seg-000000000000.h5"});
+  }
+  EXPECT_EQ(Files(dir.Sub("worker-00000")), std::vector<std::string>{"seg-000000000000.h5"});
+  EXPECT_EQ(OpenH5ObjectCount(), 0);
+  auto trial = Trial::Open(dir.path());
+  TSTAT_ASSERT_OK(trial);
+  EXPECT_EQ((*trial)->steps().size(), 1u);
+  EXPECT_FALSE((*trial)->loaded_all_steps());
+  EXPECT_FALSE((*trial)->workers()[0].closed);
+}
+
+TEST(WriterTest, LargeSegmentsRotateOnWrite) {
+  TempDir dir;
+  auto writer = OpenWriterOrDie(dir.path(), 0, 1, "{}", 0);
+  writer->set_rotate_bytes(1 << 20);
+  TSTAT_ASSERT_OK(
+      writer->RegisterTensors({MakeTensorInfo(0, "big", {}, DType::kFloat32, {131072})}));
+  PipelineCounters counters;
+  counters.steps_captured = 77;
+  TSTAT_ASSERT_OK(writer->Flush(counters));  // nothing to write; remembered for rotation
+  for (std::int64_t g = 0; g < 5; ++g) {     // 512 KiB each: a segment every second step
+    StepBatch b = MakeBatch(g);
+    b.raws.push_back(FloatRaw(0, {131072}, 131072, static_cast<float>(g)));
+    TSTAT_ASSERT_OK(writer->Write(b));
+  }
+  EXPECT_EQ(writer->segments_written(), 2);
+  TSTAT_ASSERT_OK(writer->Close(counters));
+  auto trial = Trial::Open(dir.path());
+  TSTAT_ASSERT_OK(trial);
+  EXPECT_EQ((*trial)->raw_steps("big").size(), 5u);
+  EXPECT_EQ((*trial)->workers()[0].segments, 3);
+  auto last = (*trial)->raw("big", 4);
+  TSTAT_ASSERT_OK(last);
+  EXPECT_EQ(last->bytes, *FloatRaw(0, {131072}, 131072, 4.f).bytes);
+  EXPECT_EQ((*trial)->workers()[0].counters.steps_captured, 77u);
+}
+
+TEST(WriterTest, UnusualRawShapes) {
+  TempDir dir;
+  auto writer = OpenWriterOrDie(dir.path());
+  TSTAT_ASSERT_OK(
+      writer->RegisterTensors({MakeTensorInfo(0, "scalar", {}, DType::kFloat32, {}),
+                               MakeTensorInfo(1, "empty", {}, DType::kFloat32, {0, 5}),
+                               MakeTensorInfo(2, "flat", {}, DType::kFloat32, {}),
+                               MakeTensorInfo(3, "big", {}, DType::kFloat32, {4, 131072})}));
+  StepBatch b = MakeBatch(0);
+  b.raws = {FloatRaw(0, {}, 1, 3.f), FloatRaw(1, {0, 5}, 0, 0.f), FloatRaw(2, {}, 7, 1.f),
+            FloatRaw(3, {4, 131072}, 4 * 131072, 2.f)};  // 2 MiB: several chunks
+  TSTAT_ASSERT_OK(writer->Write(b));
+  TSTAT_ASSERT_OK(writer->Close({}));
+  auto trial = Trial::Open(dir.path());
+  TSTAT_ASSERT_OK(trial);
+  const char* names[] = {"scalar", "empty", "flat", "big"};
+  for (int i = 0; i < 4; ++i) {
+    auto raw = (*trial)->raw(names[i], 0);
+    TSTAT_ASSERT_OK(raw);
+    EXPECT_EQ(raw->shape, b.raws[i].shape) << names[i];
+    EXPECT_EQ(raw->bytes, *b.raws[i].bytes) << names[i];
+  }
+}
+
+TEST(WriterTest, H5dumpReadsASegment) {
+  if (std::system("command -v h5dump > /dev/null 2>&1") != 0) GTEST_SKIP() << "no h5dump";
+  TempDir dir;
+  auto writer = OpenWriterOrDie(dir.path());
+  TSTAT_ASSERT_OK(writer->RegisterTensors({MakeTensorInfo(0, "w")}));
+  StepBatch b = StatsBatch(0);
+  b.stats[0] = ReferenceRecord(0, 0, true);
+  TSTAT_ASSERT_OK(writer->Write(b));
+  TSTAT_ASSERT_OK(writer->Close({}));
+  const std::string cmd = "h5dump -H " + dir.Sub("worker-00000/seg-000000000000.h5") + " 2>&1";
+  FILE* pipe = ::popen(cmd.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  std::string out;
+  char buffer[4096];
+  while (std::size_t n = std::fread(buffer, 1, sizeof(buffer), pipe)) out.append(buffer, n);
+  const int rc = ::pclose(pipe);
+  EXPECT_EQ(rc, 0) << out;
+  for (const char* want : {"DATASET \"stats\"", "DATASET \"exp_hist\"", "DATASET \"channels\"",
+                           "H5T_IEEE_F64LE \"m2\"", "ATTRIBUTE \"format\""}) {
+    EXPECT_NE(out.find(want), std::string::npos) << want << "\n" << out.substr(0, 2000);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Disk failures.
+
+// A tmpfs of `size` mounted on a fresh directory (needs CAP_SYS_ADMIN).
+class Tmpfs {
+ public:
+  explicit Tmpfs(const std::string& size) : options_("size=" + size) {
+    mounted_ = ::mount("tmpfs", dir_.path().c_str(), "tmpfs", 0, options_.c_str()) == 0;
+  }
+  ~Tmpfs() {
+    if (mounted_) ::umount2(dir_.path().c_str(), MNT_DETACH);
+  }
+  bool mounted() const { return mounted_; }
+  const std::string& path() const { return dir_.path(); }
+  bool Remount(bool read_only) {
+    if (::mount("tmpfs", dir_.path().c_str(), "tmpfs", MS_REMOUNT | (read_only ? MS_RDONLY : 0),
+                options_.c_str()) == 0) {
+      return true;
+    }
+    ADD_FAILURE() << "remount: " << std::strerror(errno);
+    return false;
+  }
+
+ private:
+  TempDir dir_;
+  std::string options_;
+  bool mounted_ = false;
+};
+
+// Fills the file system of `path` (writes until ENOSPC).
+void Fill(const std::string& path) {
+  FILE* f = std::fopen(path.c_str(), "wb");
+  ASSERT_NE(f, nullptr);
+  std::vector<char> block(4096, 'x');
+  while (std::fwrite(block.data(), 1, block.size(), f) == block.size()) {
+  }
+  std::fclose(f);
+}
+
+TEST(WriterTest, DiskFullLosesOnlyTheFailedSegment) {
+  Tmpfs fs("256k");
+  if (!fs.mounted()) GTEST_SKIP() << "cannot mount a tmpfs (not root?)";
+  const std::string run = fs.path() + "/run";
+  {
+    auto writer = OpenWriterOrDie(run);
+    TSTAT_ASSERT_OK(writer->RegisterTensors(
+        {MakeTensorInfo(0, "w"), MakeTensorInfo(1, "big", {}, DType::kFloat32, {16384})}));
+    TSTAT_ASSERT_OK(writer->Write(StatsBatch(0)));
+    TSTAT_ASSERT_OK(writer->Flush({}));
+    Fill(fs.path() + "/filler");
+    // Steps 1 and 2: a stats record and a 64 KiB raw each, on a full disk.
+    Status failure;
+    std::uint64_t attempted = 0;
+    for (std::int64_t g = 1; g <= 2 && failure.ok(); ++g) {
+      StepBatch b = StatsBatch(g);
+      b.raws.push_back(FloatRaw(1, {16384}, 16384, static_cast<float>(g)));
+      attempted += 2;
+      failure = writer->Write(b);
+    }
+    if (failure.ok()) failure = writer->Flush({});
+    ASSERT_FALSE(failure.ok());
+    EXPECT_EQ(failure.code(), StatusCode::kResourceExhausted) << failure.ToString();
+    EXPECT_NE(failure.message().find(run + "/worker-00000/seg-000000000001.h5.tmp"),
+              std::string::npos)
+        << failure.message();
+    EXPECT_NE(failure.message().find("No space left on device"), std::string::npos)
+        << failure.message();
+    EXPECT_NE(failure.message().find(std::to_string(attempted) + " records lost"),
+              std::string::npos)
+        << failure.message();
+    EXPECT_EQ(writer->records_lost(), attempted);
+    std::cout << "disk full: " << failure.ToString() << "\n";
+    // The failed segment left nothing behind.
+    EXPECT_EQ(Files(run + "/worker-00000"), std::vector<std::string>{"seg-000000000000.h5"});
+    // Space comes back: the writer carries on with a fresh segment.
+    TSTAT_ASSERT_OK(RemoveFile(fs.path() + "/filler"));
+    TSTAT_ASSERT_OK(writer->Write(StatsBatch(3)));
+    TSTAT_ASSERT_OK(writer->Close({}));
+  }
+  EXPECT_EQ(OpenH5ObjectCount(), 0);  // nothing leaked inside HDF5
+  auto trial = Trial::Open(run);
+  TSTAT_ASSERT_OK(trial);
+  std::vector<StepKey> steps = (*trial)->steps();
+  ASSERT_EQ(steps.size(), 2u);
+  EXPECT_EQ(steps[0].global_step, 0);
+  EXPECT_EQ(steps[1].global_step, 3);
+  ExpectRecordEqual((*trial)->record("w", 3).value(), SyntheticStatsRecord(3, 0), "after");
+  EXPECT_EQ((*trial)->record("w", 1).status().code(), StatusCode::kStepUnavailable);
+  EXPECT_TRUE((*trial)->loaded_all_steps());
+}
+
+TEST(WriterTest, ReadOnlyDirectoryIsReportedAndSurvived) {
+  Tmpfs fs("4m");
+  if (!fs.mounted()) GTEST_SKIP() << "cannot mount a tmpfs (not root?)";
+  const std::string run = fs.path() + "/run";
+  auto writer = OpenWriterOrDie(run);
+  TSTAT_ASSERT_OK(writer->RegisterTensors({MakeTensorInfo(0, "w")}));
+  TSTAT_ASSERT_OK(writer->Write(StatsBatch(0)));
+  TSTAT_ASSERT_OK(writer->Flush({}));
+  TSTAT_ASSERT_OK(writer->Write(StatsBatch(1)));
+  TSTAT_ASSERT_OK(writer->Write(StatsBatch(2)));
+  ASSERT_TRUE(fs.Remount(true));
+  const Status failure = writer->Flush({});
+  ASSERT_TRUE(fs.Remount(false));
+  EXPECT_EQ(failure.code(), StatusCode::kIoError) << failure.ToString();
+  EXPECT_NE(failure.message().find(run + "/worker-00000/seg-000000000001.h5.tmp"),
+            std::string::npos)
+      << failure.message();
+  EXPECT_NE(failure.message().find("Read-only file system"), std::string::npos)
+      << failure.message();
+  EXPECT_NE(failure.message().find("2 records lost"), std::string::npos) << failure.message();
+  std::cout << "read-only: " << failure.ToString() << "\n";
+  EXPECT_EQ(writer->records_lost(), 2u);
+  TSTAT_ASSERT_OK(writer->Write(StatsBatch(3)));
+  TSTAT_ASSERT_OK(writer->Close({}));
+  EXPECT_EQ(Files(run + "/worker-00000"),
+            (std::vector<std::string>{"CLOSED", "seg-000000000000.h5", "seg-000000000002.h5"}));
+  auto trial = Trial::Open(run);
+  TSTAT_ASSERT_OK(trial);
+  std::vector<StepKey> steps = (*trial)->steps();
+  ASSERT_EQ(steps.size(), 2u);
+  EXPECT_EQ(steps[1].global_step, 3);
+}
+
+// Without privileges: RLIMIT_FSIZE makes writes past the limit fail (EFBIG).
+TEST(WriterTest, FileSizeLimitFailsTheSegmentOnly) {
+  TempDir dir;
+  auto writer = OpenWriterOrDie(dir.path(), 0, 1, "{}", 0);
+  TSTAT_ASSERT_OK(writer->RegisterTensors(
+      {MakeTensorInfo(0, "w"), MakeTensorInfo(1, "big", {}, DType::kFloat32, {262144})}));
+  TSTAT_ASSERT_OK(writer->Write(StatsBatch(0)));
+  TSTAT_ASSERT_OK(writer->Flush({}));
+  struct rlimit saved;
+  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &saved), 0);
+  auto* old_handler = ::signal(SIGXFSZ, SIG_IGN);
+  struct rlimit limited = saved;
+  limited.rlim_cur = 256 * 1024;
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &limited), 0);
+  StepBatch big = StatsBatch(1);
+  big.raws.push_back(FloatRaw(1, {262144}, 262144, 1.f));  // 1 MiB > the limit
+  Status failure = writer->Write(big);
+  if (failure.ok()) failure = writer->Flush({});
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &saved), 0);
+  ::signal(SIGXFSZ, old_handler);
+  ASSERT_FALSE(failure.ok());
+  std::cout << "file size limit: " << failure.ToString() << "\n";
+  EXPECT_NE(failure.message().find("seg-000000000001.h5.tmp"), std::string::npos)
+      << failure.message();
+  EXPECT_NE(failure.message().find("2 records lost"), std::string::npos) << failure.message();
+  TSTAT_ASSERT_OK(writer->Write(StatsBatch(2)));
+  TSTAT_ASSERT_OK(writer->Close({}));
+  EXPECT_EQ(Files(dir.Sub("worker-00000")),
+            (std::vector<std::string>{"CLOSED", "seg-000000000000.h5", "seg-000000000002.h5"}));
+  auto trial = Trial::Open(dir.path());
+  TSTAT_ASSERT_OK(trial);
+  EXPECT_EQ((*trial)->steps().size(), 2u);
+  EXPECT_EQ((*trial)->workers()[0].counters.segments_written, 2u);
+  writer.reset();
+  EXPECT_EQ(OpenH5ObjectCount(), 0);
+}
+
+}  // namespace
+}  // namespace tstat::io::testing

@@ -1,0 +1,113 @@
+// The CPU backend: the conformance suite with 1, 2 and 3 OpenMP threads, plus
+// CPU-only checks (kind/description, repeatability per thread count).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "tests/kernels/backend_conformance.h"
+#include "tests/support/backend_under_test.h"
+#include "tests/support/compare.h"
+#include "tests/support/data.h"
+#include "tstat/engine.h"
+
+namespace tstat::testing {
+namespace {
+
+BackendUnderTest CpuBackend(int threads, CpuIsa isa = CpuIsa::kAuto) {
+  BackendUnderTest b;
+  static const char* const kIsaSuffix[] = {"", "Avx512", "Avx2", "Baseline"};
+  b.name = "Cpu" + std::to_string(threads) + "Threads" + kIsaSuffix[static_cast<int>(isa)];
+  b.make = [threads, isa]() {
+    CpuBackendOptions o;
+    o.threads = threads;
+    o.isa = isa;
+    return CreateCpuBackend(o);
+  };
+  b.place = PlaceOnHost;
+  return b;
+}
+
+// The widest ISA with 1-3 threads, and the narrower tile kernels (which a CPU
+// with AVX-512 would otherwise never run) with 2 threads.
+INSTANTIATE_TEST_SUITE_P(Cpu, BackendConformanceTest,
+                         ::testing::Values(CpuBackend(1), CpuBackend(2), CpuBackend(3),
+                                           CpuBackend(2, CpuIsa::kAvx2),
+                                           CpuBackend(2, CpuIsa::kBaseline)),
+                         BackendName);
+
+TEST(CpuBackendTest, ForcedIsaIsNamedInTheDescription) {
+  CpuBackendOptions o;
+  o.isa = CpuIsa::kBaseline;
+  EXPECT_NE(CreateCpuBackend(o)->description().find("x86-64"), std::string::npos);
+}
+
+TEST(CpuBackendTest, KindAndDescription) {
+  for (int threads : {0, 1, 3}) {
+    CpuBackendOptions o;
+    o.threads = threads;
+    std::unique_ptr<Backend> b = CreateCpuBackend(o);
+    ASSERT_NE(b, nullptr);
+    EXPECT_EQ(b->kind(), BackendKind::kCpu);
+    EXPECT_NE(b->description().find("cpu"), std::string::npos) << b->description();
+  }
+}
+
+// Same input, same thread count -> bitwise equal results, on fresh backends
+// too; a large tensor so every thread has work.
+TEST(CpuBackendTest, RepeatedRunsWithTheSameThreadCountAreIdentical) {
+  const std::int64_t n = QuickMode() ? 300001 : 2000003;
+  std::vector<HostTensor> tensors;
+  for (DType t : {DType::kFloat32, DType::kFloat64, DType::kBFloat16, DType::kInt64}) {
+    tensors.push_back(GenerateDefaultTensor(t, n, 17 + static_cast<std::uint64_t>(t), {}, 5));
+  }
+  tensors.push_back(GenerateDefaultTensor(DType::kFloat16, 300000, 3, {100, 30, 100}));
+  std::vector<ReductionRequest> requests;
+  for (const HostTensor& h : tensors) {
+    ReductionRequest r;
+    r.tensor = h.View();
+    r.options.linear_histogram.bins = 257;
+    r.options.sample_count = 33;
+    if (!h.shape().empty()) r.options.per_channel_axis = 1;
+    requests.push_back(r);
+  }
+  for (int threads : {1, 2, 3, 4}) {
+    CpuBackendOptions o;
+    o.threads = threads;
+    std::vector<ReductionResult> first;
+    for (int run = 0; run < 3; ++run) {
+      std::unique_ptr<Backend> b = CreateCpuBackend(o);
+      std::vector<ReductionResult> results;
+      ASSERT_TRUE(b->Reduce(requests, &results).ok());
+      ASSERT_EQ(results.size(), requests.size());
+      std::vector<ReductionResult> again;
+      ASSERT_TRUE(b->Reduce(requests, &again).ok());
+      for (std::size_t i = 0; i < results.size(); ++i) {
+        EXPECT_TRUE(ResultsBitwiseEqual(results[i], again[i]))
+            << threads << " threads, same backend, request " << i;
+        if (run > 0) {
+          EXPECT_TRUE(ResultsBitwiseEqual(results[i], first[i]))
+              << threads << " threads, run " << run << ", request " << i;
+        }
+      }
+      if (run == 0) first = std::move(results);
+    }
+  }
+}
+
+// The CPU backend reads host memory only.
+TEST(CpuBackendTest, RejectsCudaTensors) {
+  HostTensor h = GenerateDefaultTensor(DType::kFloat32, 10, 1);
+  ReductionRequest r;
+  r.tensor = h.View();
+  r.tensor.space = MemorySpace::kCuda;
+  std::vector<ReductionResult> results;
+  ASSERT_TRUE(CreateCpuBackend()->Reduce({r}, &results).ok());
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_EQ(results[0].status.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(results[0].status.message().find("tensor.space"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tstat::testing

@@ -1,0 +1,296 @@
+// loss_not_decreasing, overfit, overtraining, underfitting: each fires at the
+// exact step its definition (rules/RUN_RULES.md) gives, and not otherwise.
+#include <gtest/gtest.h>
+
+#include "tests/rules/run_rules_test_util.h"
+
+namespace tstat::rules::runtest {
+namespace {
+
+// A driver with one scalar "loss" (in collection losses, as the host files it).
+struct LossDriver {
+  explicit LossDriver(const RuleSpec& spec) : d(MakeRuleOrDie(spec)) {
+    loss = d.catalog.Add("loss", {"losses", "scalars"}, TensorKind::kScalar);
+  }
+  std::vector<Finding> At(std::int64_t step, double value, Mode mode = Mode::kGlobal,
+                          std::int64_t mode_step = -1) {
+    return d.Step(Key(step, mode, mode_step), {{loss, value, 0.0}});
+  }
+  // Feeds (step, value) pairs; returns the steps at which findings came.
+  std::vector<std::int64_t> Run(const std::vector<std::pair<std::int64_t, double>>& points,
+                                Mode mode = Mode::kGlobal) {
+    std::vector<std::int64_t> fired;
+    for (const auto& [s, v] : points) {
+      for (const Finding& f : At(s, v, mode)) {
+        fired.push_back(f.step.global_step);
+        findings.push_back(f);
+      }
+    }
+    return fired;
+  }
+  Driver d;
+  std::uint32_t loss = 0;
+  std::vector<Finding> findings;
+};
+
+using Steps = std::vector<std::int64_t>;
+
+TEST(LossNotDecreasingTest, SmdebugRemovedTestFiresAtStep12) {
+  // losses 0.3, 0.33, 0.31, 0.30, 0.28 at 0, 4, 8, 12, 16; num_steps 10:
+  // the first check is at 12 (>= 0 + 10) against step 0: 0.30 is not < 0.3.
+  LossDriver d(Spec("loss_not_decreasing"));
+  EXPECT_EQ(d.Run({{0, 0.3}, {4, 0.33}, {8, 0.31}, {12, 0.30}, {16, 0.28}}), Steps{12});
+  const Finding& f = d.findings[0];
+  EXPECT_EQ(f.tensor, "loss");
+  EXPECT_EQ(f.rule, "loss_not_decreasing");
+  EXPECT_DOUBLE_EQ(Value(f, "base_step"), 0);
+  EXPECT_DOUBLE_EQ(Value(f, "base_loss"), 0.3);
+  EXPECT_DOUBLE_EQ(Value(f, "loss"), 0.30);
+}
+
+TEST(LossNotDecreasingTest, DiffPercentNeedsALargerDrop) {
+  // smdebug: diff_percent 20, 0.2 then 0.42 fires at the check step.
+  LossDriver up(Spec("loss_not_decreasing", {{"diff_percent", "20"}, {"num_steps", "4"}}));
+  EXPECT_EQ(up.Run({{20, 0.2}, {24, 0.42}}), Steps{24});
+  // A 15% drop is not enough for 20%; a 25% drop is.
+  LossDriver small(Spec("loss_not_decreasing", {{"diff_percent", "20"}, {"num_steps", "4"}}));
+  EXPECT_EQ(small.Run({{0, 0.2}, {4, 0.17}}), Steps{4});
+  LossDriver big(Spec("loss_not_decreasing", {{"diff_percent", "20"}, {"num_steps", "4"}}));
+  EXPECT_EQ(big.Run({{0, 0.2}, {4, 0.15}}), Steps{});
+}
+
+TEST(LossNotDecreasingTest, ChecksEveryNumStepsAgainstTheNewestStepThatFarBack) {
+  // smdebug's example: saved every 3, num_steps 10: 21 is compared with 9,
+  // the next check is 33 (31 and 32 are not saved) against 21.
+  LossDriver d(Spec("loss_not_decreasing"));
+  std::vector<std::pair<std::int64_t, double>> points;
+  for (std::int64_t s = 9; s <= 40; s += 3) points.emplace_back(s, 1.0);
+  EXPECT_EQ(d.Run(points), (Steps{21, 33}));
+  EXPECT_DOUBLE_EQ(Value(d.findings[0], "base_step"), 9);
+  EXPECT_DOUBLE_EQ(Value(d.findings[1], "base_step"), 21);
+}
+
+TEST(LossNotDecreasingTest, DecreasingLossNeverFires) {
+  LossDriver d(Spec("loss_not_decreasing", {{"num_steps", "2"}}));
+  std::vector<std::pair<std::int64_t, double>> points;
+  for (std::int64_t s = 0; s < 50; ++s) points.emplace_back(s, 10.0 - 0.1 * s);
+  EXPECT_EQ(d.Run(points), Steps{});
+  EXPECT_EQ(d.d.rule().Diagnostics(), "");
+}
+
+TEST(LossNotDecreasingTest, NonFiniteLossFires) {
+  LossDriver d(Spec("loss_not_decreasing", {{"num_steps", "1"}}));
+  EXPECT_EQ(d.Run({{0, 2.0}, {1, 1.0}, {2, NAN}}), Steps{2});
+  EXPECT_NE(d.findings[0].message.find("not finite"), std::string::npos) << d.findings[0].message;
+}
+
+TEST(LossNotDecreasingTest, ModesAreSeparateSeriesOnModeSteps) {
+  LossDriver d(Spec("loss_not_decreasing", {{"num_steps", "2"}}));
+  // Global steps interleave TRAIN (decreasing) and EVAL (flat) losses.
+  std::vector<Finding> all;
+  for (std::int64_t i = 0; i < 6; ++i) {
+    for (auto& f : d.At(2 * i, 1.0 - 0.1 * i, Mode::kTrain, i)) all.push_back(f);
+    for (auto& f : d.At(2 * i + 1, 0.5, Mode::kEval, i)) all.push_back(f);
+  }
+  // EVAL mode steps 0..5, checks at 2 (vs 0) and 4 (vs 2): global 5 and 9.
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_EQ(all[0].step.mode, Mode::kEval);
+  EXPECT_EQ(all[0].step.mode_step, 2);
+  EXPECT_EQ(all[0].step.global_step, 5);
+  EXPECT_EQ(all[1].step.mode_step, 4);
+}
+
+TEST(LossNotDecreasingTest, ModeParameterSelectsOneMode) {
+  LossDriver d(Spec("loss_not_decreasing", {{"num_steps", "1"}, {"mode", "TRAIN"}}));
+  std::vector<Finding> all;
+  for (std::int64_t i = 0; i < 4; ++i) {
+    for (auto& f : d.At(2 * i, 1.0, Mode::kEval, i)) all.push_back(f);
+  }
+  EXPECT_TRUE(all.empty());
+  EXPECT_FALSE(MakeRule(Spec("loss_not_decreasing", {{"mode", "TRAINING"}})).ok());
+  const Status bad = MakeRule(Spec("loss_not_decreasing", {{"mode", "TRAINING"}})).status();
+  EXPECT_NE(bad.message().find("mode"), std::string::npos) << bad.message();
+}
+
+TEST(LossNotDecreasingTest, LossTensorsUseTheirMean) {
+  Driver d(MakeRuleOrDie(Spec("loss_not_decreasing", {{"num_steps", "1"}})));
+  const auto loss = d.catalog.Add("CrossEntropyLoss_output_0", {"losses"});
+  const auto other = d.catalog.Add("fc1.weight", {"weights"});
+  EXPECT_TRUE(d.Step(Key(0), {}, {StatsRecord(loss, ConstantStats(2.0)),
+                                  StatsRecord(other, ConstantStats(1.0))})
+                  .empty());
+  const auto f = d.Step(Key(1), {}, {StatsRecord(loss, ConstantStats(2.5)),
+                                     StatsRecord(other, ConstantStats(0.5))});
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].tensor, "CrossEntropyLoss_output_0");
+  EXPECT_DOUBLE_EQ(Value(f[0], "loss"), 2.5);
+}
+
+TEST(LossNotDecreasingTest, ARunWithoutLossesSaysSoInsteadOfPassing) {
+  Driver d(MakeRuleOrDie(Spec("loss_not_decreasing")));
+  const auto w = d.catalog.Add("fc1.weight", {"weights"});
+  const auto acc = d.catalog.Add("accuracy", {"scalars"}, TensorKind::kScalar);
+  EXPECT_EQ(d.rule().Diagnostics(), "");  // nothing evaluated yet
+  for (int s = 0; s < 30; ++s) {
+    EXPECT_TRUE(d.Step(Key(s), {{acc, 0.5, 0.0}}, {StatsRecord(w, ConstantStats(1.0))}).empty());
+  }
+  const std::string diag = d.rule().Diagnostics();
+  EXPECT_NE(diag.find("no loss found"), std::string::npos) << diag;
+  EXPECT_NE(diag.find("loss_not_decreasing"), std::string::npos) << diag;
+}
+
+TEST(LossNotDecreasingTest, SelectionWithoutTheLossesCollection) {
+  Driver d(MakeRuleOrDie(Spec("loss_not_decreasing",
+                              {{"num_steps", "1"}, {"use_losses_collection", "false"}})));
+  // use_losses_collection=false and no selection: the scalar "loss" is ignored.
+  const auto loss = d.catalog.Add("loss", {"losses"}, TensorKind::kScalar);
+  d.Step(Key(0), {{loss, 1.0, 0.0}});
+  EXPECT_TRUE(d.Step(Key(1), {{loss, 2.0, 0.0}}).empty());
+  RuleSpec spec = Spec("loss_not_decreasing", {{"num_steps", "1"}});
+  spec.tensor_regex = "^perplexity$";
+  Driver p(MakeRuleOrDie(spec));
+  const auto ppl = p.catalog.Add("perplexity", {}, TensorKind::kScalar);
+  p.Step(Key(0), {{ppl, 10.0, 0.0}});
+  EXPECT_EQ(p.Step(Key(1), {{ppl, 11.0, 0.0}}).size(), 1u);
+}
+
+TEST(LossNotDecreasingTest, IncreaseThresholdFiresBetweenChecks) {
+  LossDriver d(Spec("loss_not_decreasing",
+                    {{"num_steps", "10"}, {"increase_threshold_percent", "10"}}));
+  // 1.0 at 0; 1.05 (+5%) is allowed; 1.2 (+20%) fires once; the check at 10 again.
+  EXPECT_EQ(d.Run({{0, 1.0}, {1, 1.05}, {2, 1.2}, {3, 1.3}, {10, 0.5}}), Steps{2});
+  EXPECT_NEAR(Value(d.findings[0], "increase_percent"), 20.0, 1e-9);
+}
+
+TEST(LossNotDecreasingTest, BadParametersAreNamed) {
+  for (const auto& [key, value] : std::vector<std::pair<std::string, std::string>>{
+           {"num_steps", "ten"}, {"diff_percent", "-1"}, {"threshhold", "1"}}) {
+    const Status s = MakeRule(Spec("loss_not_decreasing", {{key, value}})).status();
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << key;
+    EXPECT_NE(s.message().find(key), std::string::npos) << s.message();
+  }
+}
+
+// ---------------------------------------------------------------------------
+TEST(OverfitTest, FiresWhenValidationLossIsFarAboveTheTrainingPhaseMean) {
+  LossDriver d(Spec("overfit"));
+  std::vector<Finding> all;
+  auto add = [&](const std::vector<Finding>& f) { all.insert(all.end(), f.begin(), f.end()); };
+  // Training phase 1: 1.2, 0.8 (mean 1.0); EVAL at 2: 1.05 (ratio 0.05).
+  add(d.At(0, 1.2, Mode::kTrain, 0));
+  add(d.At(1, 0.8, Mode::kTrain, 1));
+  add(d.At(2, 1.05, Mode::kEval, 0));
+  EXPECT_TRUE(all.empty());
+  // Training phase 2: 0.5, 0.5; EVAL at 5: 0.56 (ratio 0.12 > 0.1) fires.
+  add(d.At(3, 0.5, Mode::kTrain, 2));
+  add(d.At(4, 0.5, Mode::kTrain, 3));
+  add(d.At(5, 0.56, Mode::kEval, 1));
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_EQ(all[0].step.global_step, 5);
+  EXPECT_NEAR(Value(all[0], "ratio"), 0.12, 1e-12);
+  EXPECT_DOUBLE_EQ(Value(all[0], "training_loss"), 0.5);
+  // Still overfitting at the next EVAL step: not reported again; after a good
+  // evaluation it is reported again.
+  add(d.At(6, 0.6, Mode::kEval, 2));
+  EXPECT_EQ(all.size(), 1u);
+  add(d.At(7, 0.5, Mode::kEval, 3));
+  add(d.At(8, 0.7, Mode::kEval, 4));
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_EQ(all[1].step.global_step, 8);
+}
+
+TEST(OverfitTest, PatienceAndStartStep) {
+  LossDriver d(Spec("overfit", {{"patience", "2"}, {"start_step", "3"}}));
+  std::vector<std::int64_t> fired;
+  auto add = [&](const std::vector<Finding>& f) {
+    for (const auto& x : f) fired.push_back(x.step.global_step);
+  };
+  add(d.At(0, 1.0, Mode::kTrain, 0));
+  add(d.At(1, 2.0, Mode::kEval, 0));  // before start_step: ignored
+  add(d.At(2, 2.0, Mode::kEval, 1));
+  add(d.At(3, 2.0, Mode::kEval, 2));  // streak 1
+  EXPECT_TRUE(fired.empty());
+  add(d.At(4, 2.0, Mode::kEval, 3));  // streak 2 = patience
+  EXPECT_EQ(fired, Steps{4});
+}
+
+TEST(OverfitTest, PairsDifferentlyNamedLossesAndExplainsMissingEval) {
+  Driver d(MakeRuleOrDie(Spec("overfit")));
+  const auto train = d.catalog.Add("train_loss", {"losses"}, TensorKind::kScalar);
+  const auto val = d.catalog.Add("val_loss", {"losses"}, TensorKind::kScalar);
+  d.Step(Key(0, Mode::kTrain, 0), {{train, 1.0, 0.0}});
+  const auto f = d.Step(Key(1, Mode::kEval, 0), {{val, 2.0, 0.0}});
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].tensor, "val_loss");
+
+  LossDriver only_train(Spec("overfit"));
+  only_train.Run({{0, 1.0}, {1, 0.9}}, Mode::kTrain);
+  const std::string diag = only_train.d.rule().Diagnostics();
+  EXPECT_NE(diag.find("EVAL"), std::string::npos) << diag;
+}
+
+// ---------------------------------------------------------------------------
+TEST(OvertrainingTest, FiresWhenNeitherLossImprovesForItsPatience) {
+  LossDriver d(Spec("overtraining",
+                    {{"patience_train", "2"}, {"patience_validation", "2"}, {"delta", "0.1"}}));
+  std::vector<std::int64_t> fired;
+  auto add = [&](const std::vector<Finding>& f) {
+    for (const auto& x : f) fired.push_back(x.step.global_step);
+  };
+  add(d.At(0, 1.0, Mode::kTrain, 0));   // train best 1.0
+  add(d.At(1, 1.0, Mode::kEval, 0));    // val best 1.0
+  add(d.At(2, 0.95, Mode::kTrain, 1));  // train 1 without improvement (> 0.9)
+  add(d.At(3, 0.99, Mode::kEval, 1));   // val 1
+  add(d.At(4, 0.96, Mode::kTrain, 2));  // train 2: but val only 1
+  EXPECT_TRUE(fired.empty());
+  add(d.At(5, 0.98, Mode::kEval, 2));   // val 2: both stalled
+  EXPECT_EQ(fired, Steps{5});
+  add(d.At(6, 0.97, Mode::kEval, 3));  // still stalled: once
+  EXPECT_EQ(fired, Steps{5});
+  add(d.At(7, 0.5, Mode::kTrain, 3));  // training improves: resets
+  add(d.At(8, 0.97, Mode::kEval, 4));
+  add(d.At(9, 0.49, Mode::kTrain, 4));
+  add(d.At(10, 0.48, Mode::kTrain, 5));  // train 2 again, val 5: fires again
+  EXPECT_EQ(fired, (Steps{5, 10}));
+}
+
+TEST(OvertrainingTest, ImprovingLossesNeverFire) {
+  LossDriver d(Spec("overtraining", {{"patience_train", "1"}, {"patience_validation", "1"}}));
+  std::vector<Finding> all;
+  for (int i = 0; i < 20; ++i) {
+    for (auto& f : d.At(2 * i, 5.0 - 0.2 * i, Mode::kTrain, i)) all.push_back(f);
+    for (auto& f : d.At(2 * i + 1, 5.5 - 0.2 * i, Mode::kEval, i)) all.push_back(f);
+  }
+  EXPECT_TRUE(all.empty());
+}
+
+// ---------------------------------------------------------------------------
+TEST(UnderfittingTest, FiresAtTheFirstCheckWhenTheLossStaysHigh) {
+  LossDriver d(Spec("underfitting", {{"num_steps", "10"}, {"window", "2"}}));
+  std::vector<std::pair<std::int64_t, double>> points;
+  for (std::int64_t s = 0; s <= 20; ++s) points.emplace_back(s, 1.0 - 0.001 * s);
+  // initial = 0.9995; at step 10 the last two average 0.9905 > 0.9 * 0.9995.
+  EXPECT_EQ(d.Run(points, Mode::kTrain), Steps{10});
+  EXPECT_NEAR(Value(d.findings[0], "initial_loss"), 0.9995, 1e-12);
+  EXPECT_NEAR(Value(d.findings[0], "loss"), 0.9905, 1e-12);
+}
+
+TEST(UnderfittingTest, AFallingLossPassesUnlessAboveTheThreshold) {
+  std::vector<std::pair<std::int64_t, double>> points;
+  for (std::int64_t s = 0; s <= 20; ++s) points.emplace_back(s, 1.0 / (1.0 + s));
+  LossDriver falling(Spec("underfitting", {{"num_steps", "10"}, {"window", "2"}}));
+  EXPECT_EQ(falling.Run(points, Mode::kTrain), Steps{});
+  // With threshold 0.05 the loss (0.087 at step 10) is still too high until
+  // the mean of the last two falls to 0.05 or below (at step 20: 0.0488), which
+  // re-arms it without a second finding.
+  LossDriver threshold(
+      Spec("underfitting", {{"num_steps", "10"}, {"window", "2"}, {"threshold", "0.05"}}));
+  EXPECT_EQ(threshold.Run(points, Mode::kTrain), Steps{10});
+  // EVAL losses are not training losses.
+  LossDriver eval(Spec("underfitting", {{"num_steps", "1"}, {"window", "1"}}));
+  EXPECT_EQ(eval.Run({{0, 1.0}, {1, 1.0}, {2, 1.0}}, Mode::kEval), Steps{});
+  EXPECT_NE(eval.d.rule().Diagnostics().find("training losses"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tstat::rules::runtest

@@ -1,0 +1,170 @@
+// The rules config: parsing (protobuf JSON mapping), conversion to RuleSpecs
+// and actions, and rule creation errors that name the entry and the field.
+#include "rules/rules_config.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "tests/io/io_test_util.h"
+#include "tests/rules/run_rules_test_util.h"
+
+namespace tstat::rules::runtest {
+namespace {
+
+RuleRegistry Registry() {
+  RuleRegistry r;
+  EXPECT_TRUE(RegisterBuiltinRules(&r).ok());
+  return r;
+}
+
+Status CreateFrom(const std::string& json) {
+  Result<RulesConfig> c = ParseRulesConfigJson(json);
+  if (!c.ok()) return c.status();
+  return CreateRules(Registry(), c.value()).status();
+}
+
+void ExpectError(const Status& s, std::vector<std::string> mentions) {
+  EXPECT_FALSE(s.ok());
+  for (const std::string& m : mentions) {
+    EXPECT_NE(s.message().find(m), std::string::npos) << "'" << m << "' not in: " << s.message();
+  }
+}
+
+constexpr char kExample[] = R"({"rules": [
+  {"name": "vg", "type": "vanishing_gradient", "parameters": {"threshold": "1e-7"},
+   "collection_names": "gradients", "tensor_regex": "fc", "modes": ["TRAIN"],
+   "actions": {"stop_training": true, "capture_raw_steps": 5, "print": true}},
+  {"name": "grad_blowup", "collection_names": "gradients",
+   "when": "l2 > 1e3 || nan_count > 0", "for_steps": 3}]})";
+
+TEST(RulesConfigTest, ParsesTheDocumentedExample) {
+  Result<RulesConfig> c = ParseRulesConfigJson(kExample);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  ASSERT_EQ(c->rules.size(), 2u);
+  const ConfiguredRule& vg = c->rules[0];
+  EXPECT_EQ(vg.spec.name, "vg");
+  EXPECT_EQ(vg.spec.type, "vanishing_gradient");
+  EXPECT_EQ(vg.spec.parameters.at("threshold"), "1e-7");
+  EXPECT_EQ(vg.spec.collection_names, std::vector<std::string>{"gradients"});
+  EXPECT_EQ(vg.spec.tensor_regex, "fc");
+  EXPECT_EQ(vg.spec.modes, std::vector<Mode>{Mode::kTrain});
+  EXPECT_TRUE(vg.actions.stop_training);
+  EXPECT_EQ(vg.actions.capture_raw_steps, 5);
+  EXPECT_TRUE(vg.actions.print);
+  EXPECT_TRUE(vg.actions.record);
+  const ConfiguredRule& e = c->rules[1];
+  EXPECT_EQ(e.spec.type, "expression");
+  EXPECT_EQ(e.spec.parameters.at("when"), "l2 > 1e3 || nan_count > 0");
+  EXPECT_EQ(e.spec.parameters.at("for_steps"), "3");
+  EXPECT_FALSE(e.actions.stop_training);
+  Result<std::vector<std::unique_ptr<Rule>>> rules = CreateRules(Registry(), c.value());
+  ASSERT_TRUE(rules.ok()) << rules.status().ToString();
+  EXPECT_EQ(rules->size(), 2u);
+  EXPECT_EQ(ActionsByRule(c.value()).at("vg").capture_raw_steps, 5);
+}
+
+TEST(RulesConfigTest, ParameterValuesMayBeNumbersBooleansAndLists) {
+  Result<RulesConfig> c = ParseRulesConfigJson(R"({"rules": [{"type": "x", "parameters":
+      {"a": 1e-7, "b": 10, "c": true, "d": [0, 1, "x"], "e": 0.1, "f": "s"}}]})");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  const auto& p = c->rules[0].spec.parameters;
+  EXPECT_EQ(p.at("a"), "1e-07");
+  EXPECT_EQ(p.at("b"), "10");
+  EXPECT_EQ(p.at("c"), "true");
+  EXPECT_EQ(p.at("d"), "0,1,x");
+  EXPECT_EQ(p.at("e"), "0.1");
+  EXPECT_EQ(p.at("f"), "s");
+  EXPECT_EQ(c->rules[0].spec.name, "x");  // the name defaults to the type
+}
+
+TEST(RulesConfigTest, SmdebugStyleSelectionInsideParameters) {
+  Result<RulesConfig> c = ParseRulesConfigJson(R"({"rules": [{"type": "loss_not_decreasing",
+      "parameters": {"collection_names": "losses,metrics", "tensor_regex": ["a", "b"]}}]})");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->rules[0].spec.collection_names, (std::vector<std::string>{"losses", "metrics"}));
+  EXPECT_EQ(c->rules[0].spec.tensor_regex, "(?:a)|(?:b)");
+  EXPECT_TRUE(c->rules[0].spec.parameters.empty());
+  ExpectError(ParseRulesConfigJson(R"({"rules": [{"type": "t", "collection_names": "x",
+      "parameters": {"collection_names": "y"}}]})").status(), {"rules[0]", "collection_names"});
+}
+
+TEST(RulesConfigTest, StructuralErrorsNameTheField) {
+  ExpectError(ParseRulesConfigJson(R"({"rulez": []})").status(), {"rulez"});
+  ExpectError(ParseRulesConfigJson(R"({"rules": [{"type": "t", "paramters": {}}]})").status(),
+              {"rules[0]", "paramters"});
+  ExpectError(ParseRulesConfigJson(R"({"rules": [{"when": "l2 > 1", "for_steps": "three"}]})")
+                  .status(),
+              {"for_steps"});
+  ExpectError(ParseRulesConfigJson(R"({"rules": [{"type": "t", "actions": {"stop": true}}]})")
+                  .status(),
+              {"actions", "stop"});
+  ExpectError(ParseRulesConfigJson(R"({"rules": [{"type": "t", "modes": ["TRAINING"]}]})")
+                  .status(),
+              {"rules[0]", "modes[0]", "TRAINING"});
+  ExpectError(ParseRulesConfigJson(R"({"rules": [{"name": "a"}]})").status(),
+              {"rules[0]", "type"});
+  ExpectError(ParseRulesConfigJson(R"({"rules": [{"type": "t"}, {"type": "t"}]})").status(),
+              {"rules[1]", "unique"});
+  ExpectError(ParseRulesConfigJson(R"({"rules": [{"type": "overfit", "when": "l2 > 1"}]})")
+                  .status(),
+              {"rules[0]", "when"});
+  ExpectError(ParseRulesConfigJson(R"({"rules": [{"type": "t", "parameters": {"x": {"a": 1}}}]})")
+                  .status(),
+              {"rules[0]", "parameters.x"});
+  ExpectError(ParseRulesConfigJson(R"({"rules": [{"type": "t", "collection_names": 3}]})")
+                  .status(),
+              {"collection_names"});
+  ExpectError(ParseRulesConfigJson(R"({"rules": [{"type": "t",
+      "actions": {"capture_raw_steps": -1}}]})").status(), {"capture_raw_steps"});
+  ExpectError(ParseRulesConfigJson("{\"rules\": [").status(), {"rules config"});
+}
+
+TEST(RulesConfigTest, RuleCreationErrorsNameTheRuleAndField) {
+  Status unknown = CreateFrom(R"({"rules": [{"name": "a", "type": "vanishing_gradiant"}]})");
+  EXPECT_EQ(unknown.code(), StatusCode::kNotFound);
+  ExpectError(unknown, {"rules[0] \"a\"", "vanishing_gradiant", "known:", "vanishing_gradient"});
+  ExpectError(CreateFrom(R"({"rules": [{"name": "b", "type": "loss_not_decreasing",
+      "parameters": {"num_step": 3}}]})"), {"rules[0] \"b\"", "num_step"});
+  ExpectError(CreateFrom(R"({"rules": [{"name": "c", "type": "loss_not_decreasing",
+      "parameters": {"num_steps": "three"}}]})"), {"\"c\"", "num_steps", "three"});
+  ExpectError(CreateFrom(R"({"rules": [{"name": "d", "type": "overfit",
+      "tensor_regex": "loss("}]})"), {"\"d\"", "tensor_regex", "loss("});
+  const Status syntax = CreateFrom(R"({"rules": [{"type": "vanishing_gradient"},
+      {"name": "grad_blowup", "when": "l2 >> 3"}]})");
+  ExpectError(syntax, {"rules[1] \"grad_blowup\"", "when", "column", "^"});
+}
+
+TEST(RulesConfigTest, StalledTrainingStopOnFireTurnsOnTheStopAction) {
+  Result<RulesConfig> c = ParseRulesConfigJson(R"({"rules": [{"type": "stalled_training",
+      "parameters": {"threshold": 60, "stop_training_on_fire": "True"}}]})");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_TRUE(c->rules[0].actions.stop_training);
+  EXPECT_TRUE(CreateRules(Registry(), c.value()).ok());
+}
+
+TEST(RulesConfigTest, DefaultSetAndFiles) {
+  const RulesConfig d = DefaultRulesConfig(Registry());
+  EXPECT_TRUE(d.is_default);
+  std::vector<std::string> types;
+  for (const auto& r : d.rules) types.push_back(r.spec.type);
+  EXPECT_EQ(types, (std::vector<std::string>{"exploding_tensor", "vanishing_gradient",
+                                             "loss_not_decreasing", "stalled_training"}));
+  EXPECT_TRUE(CreateRules(Registry(), d).ok());
+  // Only known types: a registry with the run rules alone drops the tensor rules.
+  RuleRegistry run_only;
+  ASSERT_TRUE(RegisterRunRules(&run_only).ok());
+  EXPECT_EQ(DefaultRulesConfig(run_only).rules.size(), 2u);
+
+  io::testing::TempDir dir;
+  EXPECT_EQ(LoadRulesConfigFile(dir.Sub("none.json")).status().code(), StatusCode::kIoError);
+  std::ofstream(dir.Sub("r.json")) << kExample;
+  Result<LoadedRules> loaded = LoadRules(Registry(), dir.Sub("r.json"));
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  EXPECT_EQ(loaded->rules.size(), 2u);
+  std::ofstream(dir.Sub("bad.json")) << R"({"rules": [{"type": "nope"}]})";
+  ExpectError(LoadRules(Registry(), dir.Sub("bad.json")).status(), {"bad.json", "nope"});
+}
+
+}  // namespace
+}  // namespace tstat::rules::runtest

@@ -1,0 +1,381 @@
+// Tests of the tensor rules over per-channel stats, value counts and
+// histograms: dead_relu, saturated_activation, check_input_images,
+// nlp_sequence_ratio and low_precision_range.
+#include <gtest/gtest.h>
+
+#include "tests/rules/tensor_rules_test_util.h"
+
+namespace tstat::rules::test {
+namespace {
+
+// A per-channel record with `positive` of `total` elements positive (the rest
+// zero) in each channel.
+TensorStatsRecord ReluRecord(std::uint32_t id, const std::vector<std::uint64_t>& positive,
+                             std::uint64_t total) {
+  TensorStatsRecord r;
+  r.tensor_id = id;
+  r.per_channel.emplace();
+  r.per_channel->axis = 1;
+  for (std::uint64_t p : positive) {
+    TensorStats s;
+    s.count = s.finite_count = total;
+    s.zero_count = total - p;
+    s.min = 0;
+    s.max = p ? 1.0 : 0.0;
+    r.per_channel->channels.push_back(s);
+  }
+  return r;
+}
+
+StatsOptions PerChannel(int axis = 1) {
+  StatsOptions o;
+  o.per_channel_axis = axis;
+  return o;
+}
+
+// ---------------------------------------------------------------- dead_relu
+class DeadReluTest : public ::testing::Test {
+ protected:
+  DeadReluTest() { cat_.Add(0, "layer1_relu_output", {"activations"}, {2, 4}); }
+  MapCatalog cat_;
+};
+
+TEST_F(DeadReluTest, ZeroInitializedNetFiresAtStepZero) {
+  auto rule = MustCreate("dead_relu");
+  auto f = Feed(rule.get(), cat_, Batch(0, {RecordOf(0, Fill(8, 0.0), PerChannel(), {2, 4})}));
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].step.global_step, 0);
+  EXPECT_DOUBLE_EQ(Value(f[0], "dead_units"), 4);
+  EXPECT_DOUBLE_EQ(Value(f[0], "dead_percent"), 100);
+  EXPECT_DOUBLE_EQ(Value(f[0], "threshold_layer"), 50);
+}
+
+TEST_F(DeadReluTest, LayerThresholdIsStrict) {
+  auto rule = MustCreate("dead_relu");
+  // Channel c of [2, 4] holds elements c and 4 + c. Channels 0, 1 dead: 50%, not > 50%.
+  EXPECT_TRUE(Feed(rule.get(), cat_,
+                   Batch(0, {RecordOf(0, {0, 0, 1, 1, 0, 0, 2, 0}, PerChannel(), {2, 4})}))
+                  .empty());
+  auto rule2 = MustCreate("dead_relu");
+  auto f = Feed(rule2.get(), cat_,
+                Batch(0, {RecordOf(0, {0, 0, 0, 1, 0, 0, -1, 0}, PerChannel(), {2, 4})}));
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_TRUE(Contains(f[0].message, "channels 0, 1, 2")) << f[0].message;
+}
+
+TEST_F(DeadReluTest, ActivityAccumulatesOverSteps) {
+  auto rule = MustCreate("dead_relu");
+  // Step 0: half of each channel's 100 outputs positive; then all zero. Activity
+  // after step k is 50 / (100 (k + 1)): 1% at k = 49, below 1% from k = 50.
+  std::vector<std::int64_t> steps;
+  for (int s = 0; s <= 52; ++s) {
+    const std::uint64_t p = s == 0 ? 50 : 0;
+    for (const Finding& f : Feed(rule.get(), cat_, Batch(s, {ReluRecord(0, {p, p}, 100)}))) {
+      steps.push_back(f.step.global_step);
+    }
+  }
+  EXPECT_EQ(steps, (std::vector<std::int64_t>{50, 51, 52}));
+}
+
+TEST_F(DeadReluTest, HealthyReluDoesNotFire) {
+  auto rule = MustCreate("dead_relu", {{{"threshold_inactivity", "10"}}, {}, "", {}});
+  for (int s = 0; s < 5; ++s) {
+    EXPECT_TRUE(Feed(rule.get(), cat_, Batch(s, {ReluRecord(0, {20, 50, 90, 11}, 100)})).empty());
+  }
+}
+
+TEST_F(DeadReluTest, NeedsPerChannelStats) {
+  auto rule = MustCreate("dead_relu");
+  EXPECT_TRUE(Feed(rule.get(), cat_, Batch(0, {RecordOf(0, Fill(8, 0.0))})).empty());
+  EXPECT_TRUE(Contains(rule->Diagnostics(), "per-channel")) << rule->Diagnostics();
+  auto r = Create("dead_relu", {{{"threshold_layer", "101"}}, {}, "", {}});
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(Contains(r.status().message(), "threshold_layer")) << r.status().message();
+}
+
+// ----------------------------------------------------- saturated_activation
+class SaturatedActivationTest : public ::testing::Test {
+ protected:
+  SaturatedActivationTest() {
+    cat_.Add(0, "lstm_tanh_input", {}, {2, 4});
+    cat_.Add(1, "gate_sigmoid_input", {}, {2, 4});
+    cat_.Add(2, "fc_input", {}, {2, 4});
+  }
+  // Channel c of [2, 4] gets {a[c], b[c]}.
+  static std::vector<double> Channels(const double (&a)[4], const double (&b)[4]) {
+    return {a[0], a[1], a[2], a[3], b[0], b[1], b[2], b[3]};
+  }
+  MapCatalog cat_;
+};
+
+TEST_F(SaturatedActivationTest, OneSidedChannelsFromMinMax) {
+  auto rule = MustCreate("saturated_activation");
+  const auto healthy = Channels({0, 1, -2, 3}, {0.5, 9, -9, 0});
+  const auto saturated = Channels({10, -10, 9.4999, 0}, {12, -30, 50, 1});  // 3 of 4
+  EXPECT_TRUE(
+      Feed(rule.get(), cat_, Batch(0, {RecordOf(0, healthy, PerChannel(), {2, 4})})).empty());
+  auto rule2 = MustCreate("saturated_activation");
+  auto f = Feed(rule2.get(), cat_, Batch(0, {RecordOf(0, saturated, PerChannel(), {2, 4})}));
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_DOUBLE_EQ(Value(f[0], "saturated_units"), 3);
+  EXPECT_DOUBLE_EQ(Value(f[0], "threshold_max"), 9.4999);
+  EXPECT_TRUE(Contains(f[0].message, "tanh input")) << f[0].message;
+}
+
+TEST_F(SaturatedActivationTest, SigmoidUsesItsOwnBounds) {
+  auto rule = MustCreate("saturated_activation");
+  const auto x = Channels({10, 10, 10, 10}, {12, 12, 12, 12});  // saturates tanh, not sigmoid
+  EXPECT_TRUE(Feed(rule.get(), cat_, Batch(0, {RecordOf(1, x, PerChannel(), {2, 4})})).empty());
+  EXPECT_EQ(Feed(rule.get(), cat_, Batch(0, {RecordOf(0, x, PerChannel(), {2, 4})})).size(), 1u);
+  const auto y = Channels({17, 17, 17, 17}, {-24, 18, 20, 30});
+  EXPECT_EQ(Feed(rule.get(), cat_, Batch(1, {RecordOf(1, y, PerChannel(), {2, 4})})).size(), 0u)
+      << "channel 0 is two-sided: min/max cannot tell, and activity accumulates";
+  auto rule2 = MustCreate("saturated_activation");
+  EXPECT_EQ(Feed(rule2.get(), cat_, Batch(1, {RecordOf(1, y, PerChannel(), {2, 4})})).size(), 1u);
+}
+
+TEST_F(SaturatedActivationTest, BandCountsSeeTwoSidedSaturation) {
+  StatsOptions opt = PerChannel();
+  opt.band_lo = -9.4999;
+  opt.band_hi = 9.4999;
+  const auto x = Channels({-20, 10, -10, 0}, {20, 12, -11, 1});  // channel 0 two-sided
+  auto minmax = MustCreate("saturated_activation");
+  EXPECT_TRUE(Feed(minmax.get(), cat_, Batch(0, {RecordOf(0, x, opt, {2, 4})})).empty());
+  auto bands = MustCreate("saturated_activation", {{{"band_counts", "true"}}, {}, "", {}});
+  auto f = Feed(bands.get(), cat_, Batch(0, {RecordOf(0, x, opt, {2, 4})}));
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_DOUBLE_EQ(Value(f[0], "saturated_percent"), 75);
+}
+
+TEST_F(SaturatedActivationTest, ActivityAccumulatesOverSteps) {
+  auto rule = MustCreate("saturated_activation");
+  const auto ok = Channels({0, 0, 0, 0}, {1, 1, 1, 1});
+  const auto sat = Channels({10, 10, 10, 10}, {12, 12, 12, 12});
+  std::vector<std::int64_t> steps;
+  for (int s = 0; s <= 101; ++s) {
+    for (const Finding& f :
+         Feed(rule.get(), cat_, Batch(s, {RecordOf(0, s == 0 ? ok : sat, PerChannel(), {2, 4})}))) {
+      steps.push_back(f.step.global_step);
+    }
+  }
+  // Activity after step k is 1 / (k + 1): below 1% from k = 100.
+  EXPECT_EQ(steps, (std::vector<std::int64_t>{100, 101}));
+}
+
+TEST_F(SaturatedActivationTest, ParametersAndDiagnostics) {
+  auto rule =
+      MustCreate("saturated_activation", {{{"threshold_tanh", "-1,1"}}, {}, ".*_input", {}});
+  const auto x = Channels({2, 2, 2, 2}, {3, 3, 3, 3});
+  EXPECT_EQ(Feed(rule.get(), cat_, Batch(0, {RecordOf(0, x, PerChannel(), {2, 4})})).size(), 1u);
+  EXPECT_TRUE(Feed(rule.get(), cat_, Batch(0, {RecordOf(2, x, PerChannel(), {2, 4})})).empty());
+  EXPECT_TRUE(Contains(rule->Diagnostics(), "neither")) << rule->Diagnostics();
+  auto r = Create("saturated_activation",
+                  {{{"threshold_tanh", "-1,1"}, {"threshold_tanh_min", "-2"}}, {}, "", {}});
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(Contains(r.status().message(), "threshold_tanh")) << r.status().message();
+  r = Create("saturated_activation", {{{"threshold_sigmoid_min", "20"}}, {}, "", {}});
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(Contains(r.status().message(), "threshold_sigmoid_min")) << r.status().message();
+  auto no_pc = MustCreate("saturated_activation");
+  EXPECT_TRUE(Feed(no_pc.get(), cat_, Batch(0, {RecordOf(0, x)})).empty());
+  EXPECT_TRUE(Contains(no_pc->Diagnostics(), "per-channel")) << no_pc->Diagnostics();
+}
+
+// ------------------------------------------------------- check_input_images
+class CheckInputImagesTest : public ::testing::Test {
+ protected:
+  CheckInputImagesTest() { cat_.Add(0, "images_input_0", {"inputs"}, {10, 3, 1, 1}); }
+  // 10 samples of 3 channels: channel c is mean[c] +- 1.
+  static std::vector<double> Images(const double (&mean)[3]) {
+    std::vector<double> v;
+    for (int n = 0; n < 10; ++n) {
+      for (int c = 0; c < 3; ++c) v.push_back(mean[c] + (n % 2 ? 1.0 : -1.0));
+    }
+    return v;
+  }
+  MapCatalog cat_;
+};
+
+TEST_F(CheckInputImagesTest, FiresOnceThresholdSamplesWereSeen) {
+  auto rule = MustCreate("check_input_images",
+                         {{{"regex", "images"}, {"threshold_samples", "50"}}, {}, "", {}});
+  std::vector<std::int64_t> steps;
+  for (int s = 0; s < 6; ++s) {
+    auto f = Feed(rule.get(), cat_,
+                  Batch(s, {RecordOf(0, Images({0.0, 120.0, 0.1}), PerChannel(), {10, 3, 1, 1})}));
+    for (const Finding& x : f) {
+      steps.push_back(x.step.global_step);
+      EXPECT_DOUBLE_EQ(Value(x, "channel_index"), 1);
+      EXPECT_DOUBLE_EQ(Value(x, "mean"), 120);
+      EXPECT_DOUBLE_EQ(Value(x, "channels_off"), 1);
+    }
+  }
+  EXPECT_EQ(steps, (std::vector<std::int64_t>{4, 5}));  // 50 samples after 5 steps
+}
+
+TEST_F(CheckInputImagesTest, NormalizedInputsDoNotFire) {
+  auto rule = MustCreate("check_input_images", {{{"threshold_samples", "10"}}, {"inputs"}, "", {}});
+  for (int s = 0; s < 4; ++s) {
+    EXPECT_TRUE(
+        Feed(rule.get(), cat_,
+             Batch(s, {RecordOf(0, Images({0.0, 0.15, -0.19}), PerChannel(), {10, 3, 1, 1})}))
+            .empty());
+  }
+}
+
+TEST_F(CheckInputImagesTest, DiagnosticsAndParameters) {
+  auto default_regex = MustCreate("check_input_images");
+  EXPECT_TRUE(Feed(default_regex.get(), cat_, Batch(0, {RecordOf(0, Images({5, 5, 5}))})).empty());
+  EXPECT_TRUE(Contains(default_regex->Diagnostics(), "hybridsequential0_input_0"))
+      << default_regex->Diagnostics();
+  auto wrong_axis = MustCreate("check_input_images", {{{"regex", "images"}}, {}, "", {}});
+  EXPECT_TRUE(Feed(wrong_axis.get(), cat_,
+                   Batch(0, {RecordOf(0, Images({5, 5, 5}), PerChannel(0), {10, 3, 1, 1})}))
+                  .empty());
+  EXPECT_TRUE(Contains(wrong_axis->Diagnostics(), "axis 0")) << wrong_axis->Diagnostics();
+  auto r = Create("check_input_images", {{{"regex", "a"}}, {}, "b", {}});
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(Contains(r.status().message(), "regex")) << r.status().message();
+  r = Create("check_input_images", {{{"channel", "-1"}}, {}, "", {}});
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(Contains(r.status().message(), "channel")) << r.status().message();
+}
+
+// ------------------------------------------------------- nlp_sequence_ratio
+TensorStatsRecord TokenRecord(std::uint32_t id, std::uint64_t count,
+                              std::vector<std::int64_t> values, std::vector<std::uint64_t> counts) {
+  TensorStatsRecord r;
+  r.tensor_id = id;
+  r.stats.count = r.stats.finite_count = count;
+  r.count_values = std::move(values);
+  r.value_counts = std::move(counts);
+  return r;
+}
+
+TEST(NlpSequenceRatioTest, FiresPerTokenAboveItsThreshold) {
+  MapCatalog cat;
+  cat.Add(0, "embedding0_input_0", {"inputs"}, {4, 25});
+  auto rule =
+      MustCreate("nlp_sequence_ratio",
+                 {{{"token_values", "0, 1"}, {"token_thresholds_percent", "50,4"}}, {}, "", {}});
+  EXPECT_TRUE(Feed(rule.get(), cat, Batch(0, {TokenRecord(0, 100, {0, 1}, {50, 4})})).empty());
+  auto f = Feed(rule.get(), cat, Batch(1, {TokenRecord(0, 100, {1, 0}, {5, 60})}));
+  ASSERT_EQ(f.size(), 2u);
+  EXPECT_DOUBLE_EQ(Value(f[0], "token_value"), 0);
+  EXPECT_DOUBLE_EQ(Value(f[0], "percent"), 60);
+  EXPECT_DOUBLE_EQ(Value(f[0], "threshold_percent"), 50);
+  EXPECT_DOUBLE_EQ(Value(f[1], "token_value"), 1);
+  EXPECT_DOUBLE_EQ(Value(f[1], "threshold_percent"), 4);
+  EXPECT_TRUE(rule->Diagnostics().empty()) << rule->Diagnostics();
+  // Without a stat set the registered shape gives the token count.
+  TensorStatsRecord no_stats = TokenRecord(0, 0, {0}, {51});
+  no_stats.has_stats = false;
+  EXPECT_EQ(Feed(rule.get(), cat, Batch(2, {no_stats})).size(), 1u);
+}
+
+TEST(NlpSequenceRatioTest, MissingCountsAndBadParameters) {
+  MapCatalog cat;
+  cat.Add(0, "embedding0_input_0", {"inputs"});
+  auto rule = MustCreate("nlp_sequence_ratio");
+  EXPECT_TRUE(Feed(rule.get(), cat, Batch(0, {TokenRecord(0, 100, {3}, {99})})).empty());
+  EXPECT_TRUE(Contains(rule->Diagnostics(), "count_values")) << rule->Diagnostics();
+  for (const auto& params : std::vector<std::map<std::string, std::string>>{
+           {{"token_values", "0,1"}, {"token_thresholds_percent", "1,2,3"}},
+           {{"token_values", "pad"}},
+           {{"token_thresholds_percent", "150"}}}) {
+    auto r = Create("nlp_sequence_ratio", {params, {}, "", {}});
+    ASSERT_FALSE(r.ok());
+    EXPECT_TRUE(Contains(r.status().message(), params.rbegin()->first)) << r.status().message();
+  }
+}
+
+// ------------------------------------------------------ low_precision_range
+TensorStatsRecord HistRecord(std::uint32_t id, const std::map<int, std::uint64_t>& by_exponent) {
+  TensorStatsRecord r;
+  r.tensor_id = id;
+  r.exponent_histogram.emplace();
+  for (const auto& [e, n] : by_exponent) {
+    r.exponent_histogram->counts[ExponentHistogram::BinOf(e)] = n;
+  }
+  return r;
+}
+
+class LowPrecisionRangeTest : public ::testing::Test {
+ protected:
+  LowPrecisionRangeTest() { cat_.Add(0, "gradient/w", {"gradients"}); }
+  MapCatalog cat_;
+  // 1000 values: 10% at 2^-30, 10% at 2^-20, 70% at 2^0, 10% at 2^16.
+  const std::map<int, std::uint64_t> mixed_ = {{-30, 100}, {-20, 100}, {0, 700}, {16, 100}};
+};
+
+TEST_F(LowPrecisionRangeTest, Fp16UnderflowAndOverflowAtTheStep) {
+  auto rule = MustCreate("low_precision_range");
+  EXPECT_TRUE(
+      Feed(rule.get(), cat_, Batch(0, {RecordOf(0, {0.5, -1, 3, 1e-3, 0, 60000, -1e-7})})).empty());
+  auto f = Feed(rule.get(), cat_, Batch(1, {HistRecord(0, mixed_)}));
+  ASSERT_EQ(f.size(), 1u);  // bf16 holds all of it
+  EXPECT_EQ(f[0].step.global_step, 1);
+  EXPECT_DOUBLE_EQ(Value(f[0], "fp16_underflow_percent"), 10);
+  EXPECT_DOUBLE_EQ(Value(f[0], "fp16_subnormal_percent"), 20);
+  EXPECT_DOUBLE_EQ(Value(f[0], "fp16_overflow_percent"), 10);
+  EXPECT_DOUBLE_EQ(Value(f[0], "underflow_percent"), 1);
+  EXPECT_TRUE(Contains(f[0].message, "in fp16")) << f[0].message;
+  EXPECT_TRUE(Contains(f[0].message, "flush to zero")) << f[0].message;
+  EXPECT_TRUE(Contains(f[0].message, "overflow")) << f[0].message;
+}
+
+TEST_F(LowPrecisionRangeTest, PowerOfTwoScaleShiftsExactly) {
+  auto rule = MustCreate("low_precision_range",
+                         {{{"scale", "256"}, {"subnormal_percent", "5"}}, {}, "", {}});
+  auto f = Feed(rule.get(), cat_, Batch(0, {HistRecord(0, mixed_)}));
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_DOUBLE_EQ(Value(f[0], "fp16_underflow_percent"), 0);   // 2^-22 is subnormal, kept
+  EXPECT_DOUBLE_EQ(Value(f[0], "fp16_subnormal_percent"), 10);  // 2^-22 < 2^-14
+  EXPECT_DOUBLE_EQ(Value(f[0], "fp16_overflow_percent"), 10);   // 2^24
+  EXPECT_DOUBLE_EQ(Value(f[0], "scale"), 256);
+}
+
+TEST_F(LowPrecisionRangeTest, NonPowerOfTwoScaleCountsWholeBinsOnly) {
+  auto rule =
+      MustCreate("low_precision_range",
+                 {{{"scale", "3"}, {"formats", "fp16"}, {"underflow_percent", "0"}}, {}, "", {}});
+  // x3: 2^-25 -> [1.5, 3) 2^-24 (kept); 2^-26 -> [0.75, 1.5) 2^-24 (straddles: kept);
+  // 2^-27 -> [0.375, 0.75) 2^-24 (all below the smallest subnormal).
+  EXPECT_TRUE(
+      Feed(rule.get(), cat_, Batch(0, {HistRecord(0, {{-25, 5}, {-26, 5}, {0, 10}})})).empty());
+  auto f = Feed(rule.get(), cat_, Batch(1, {HistRecord(0, {{-27, 5}, {-26, 5}, {0, 10}})}));
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_DOUBLE_EQ(Value(f[0], "fp16_underflow_percent"), 25);
+}
+
+TEST_F(LowPrecisionRangeTest, Fp8Formats) {
+  auto rule = MustCreate("low_precision_range", {{{"formats", "fp8_e4m3,fp8_e5m2"}}, {}, "", {}});
+  // e4m3: normal from 2^-6, subnormal down to 2^-9, max 448 in the 2^8 octave.
+  EXPECT_TRUE(Feed(rule.get(), cat_, Batch(0, {HistRecord(0, {{-6, 10}, {8, 10}})})).empty());
+  auto f = Feed(rule.get(), cat_, Batch(1, {HistRecord(0, {{-10, 10}, {9, 10}, {0, 80}})}));
+  ASSERT_EQ(f.size(), 1u);  // e5m2 (2^-16 .. 57344) holds both
+  EXPECT_DOUBLE_EQ(Value(f[0], "fp8_e4m3_underflow_percent"), 10);
+  EXPECT_DOUBLE_EQ(Value(f[0], "fp8_e4m3_overflow_percent"), 10);
+  f = Feed(rule.get(), cat_, Batch(2, {HistRecord(0, {{-17, 10}, {16, 10}, {0, 80}})}));
+  ASSERT_EQ(f.size(), 2u);
+  EXPECT_DOUBLE_EQ(Value(f[1], "fp8_e5m2_underflow_percent"), 10);
+  EXPECT_DOUBLE_EQ(Value(f[1], "fp8_e5m2_overflow_percent"), 10);
+}
+
+TEST_F(LowPrecisionRangeTest, DiagnosticsAndParameters) {
+  auto rule = MustCreate("low_precision_range");
+  TensorStatsRecord r = RecordOf(0, {1, 2});
+  r.exponent_histogram.reset();
+  EXPECT_TRUE(Feed(rule.get(), cat_, Batch(0, {r})).empty());
+  EXPECT_TRUE(Contains(rule->Diagnostics(), "exponent histogram")) << rule->Diagnostics();
+  auto bad = Create("low_precision_range", {{{"formats", "fp16,fp4"}}, {}, "", {}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_TRUE(Contains(bad.status().message(), "fp4")) << bad.status().message();
+  EXPECT_TRUE(Contains(bad.status().message(), "formats")) << bad.status().message();
+  bad = Create("low_precision_range", {{{"scale", "0"}}, {}, "", {}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_TRUE(Contains(bad.status().message(), "scale")) << bad.status().message();
+}
+
+}  // namespace
+}  // namespace tstat::rules::test

@@ -1,0 +1,247 @@
+// Tests of the tensor rules about training updates and initialization:
+// unchanged_tensor, weight_update_ratio (both from DeltaStats) and
+// poor_weight_initialization.
+#include <gtest/gtest.h>
+
+#include "tests/rules/tensor_rules_test_util.h"
+
+namespace tstat::rules::test {
+namespace {
+
+// Steps of a weight: record s carries the delta against record s-1.
+class WeightSeries {
+ public:
+  explicit WeightSeries(std::uint32_t id) : id_(id) {}
+  TensorStatsRecord Next(const std::vector<double>& w, bool with_delta = true) {
+    TensorStatsRecord r = RecordOf(id_, w, {}, {}, with_delta && !prev_.empty() ? &prev_ : nullptr);
+    prev_ = w;
+    return r;
+  }
+
+ private:
+  std::uint32_t id_;
+  std::vector<double> prev_;
+};
+
+// --------------------------------------------------------- unchanged_tensor
+class UnchangedTensorTest : public ::testing::Test {
+ protected:
+  UnchangedTensorTest() { cat_.Add(0, "fc.weight", {"weights"}); }
+  MapCatalog cat_;
+};
+
+TEST_F(UnchangedTensorTest, IdenticalAtThreeSavedStepsFiresAtTheThird) {
+  auto rule = MustCreate("unchanged_tensor");
+  WeightSeries w(0);
+  EXPECT_TRUE(Feed(rule.get(), cat_, Batch(0, {w.Next({1, 2, 3})})).empty());
+  EXPECT_TRUE(Feed(rule.get(), cat_, Batch(10, {w.Next({1, 2, 3})})).empty());
+  auto f = Feed(rule.get(), cat_, Batch(20, {w.Next({1, 2, 3 + 1e-9})}));  // within tolerance
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].step.global_step, 20);
+  EXPECT_DOUBLE_EQ(Value(f[0], "unchanged_steps"), 3);
+  EXPECT_DOUBLE_EQ(Value(f[0], "num_steps"), 3);
+  EXPECT_TRUE(Contains(f[0].message, "since step 0")) << f[0].message;
+  EXPECT_EQ(Feed(rule.get(), cat_, Batch(30, {w.Next({1, 2, 3})})).size(), 1u);
+  // A change starts over.
+  EXPECT_TRUE(Feed(rule.get(), cat_, Batch(40, {w.Next({1, 2, 4})})).empty());
+  EXPECT_TRUE(Feed(rule.get(), cat_, Batch(50, {w.Next({1, 2, 4})})).empty());
+  EXPECT_EQ(Feed(rule.get(), cat_, Batch(60, {w.Next({1, 2, 4})})).size(), 1u);
+  EXPECT_TRUE(rule->Diagnostics().empty()) << rule->Diagnostics();
+}
+
+TEST_F(UnchangedTensorTest, TrainingWeightsAndEvalStepsDoNotFire) {
+  auto rule = MustCreate("unchanged_tensor", {{{"num_steps", "2"}}, {}, "", {}});
+  WeightSeries w(0);
+  for (int s = 0; s < 5; ++s) {
+    EXPECT_TRUE(Feed(rule.get(), cat_, Batch(s, {w.Next({1.0 + s * 1e-3, 2})})).empty());
+  }
+  // EVAL steps (weights constant) are not judged unless modes say so.
+  EXPECT_TRUE(Feed(rule.get(), cat_, Batch(5, {w.Next({1, 2})}, Mode::kEval)).empty());
+  EXPECT_TRUE(Feed(rule.get(), cat_, Batch(6, {w.Next({1, 2})}, Mode::kEval)).empty());
+}
+
+TEST_F(UnchangedTensorTest, NanNeedsEqualNan) {
+  for (const bool equal_nan : {false, true}) {
+    auto rule =
+        MustCreate("unchanged_tensor", {{{"equal_nan", equal_nan ? "true" : "false"}}, {}, "", {}});
+    WeightSeries w(0);
+    std::size_t n = 0;
+    for (int s = 0; s < 3; ++s) n += Feed(rule.get(), cat_, Batch(s, {w.Next({1, NAN})})).size();
+    EXPECT_EQ(n, equal_nan ? 1u : 0u);
+  }
+}
+
+TEST_F(UnchangedTensorTest, WithoutDeltaItSaysSoInsteadOfGuessing) {
+  auto rule = MustCreate("unchanged_tensor");
+  WeightSeries w(0);
+  for (int s = 0; s < 5; ++s) {
+    EXPECT_TRUE(Feed(rule.get(), cat_, Batch(s, {w.Next({1, 2}, /*with_delta=*/false)})).empty());
+  }
+  EXPECT_TRUE(Contains(rule->Diagnostics(), "delta")) << rule->Diagnostics();
+  EXPECT_TRUE(Contains(rule->Diagnostics(), "fc.weight")) << rule->Diagnostics();
+}
+
+TEST_F(UnchangedTensorTest, Parameters) {
+  EXPECT_TRUE(
+      Create("unchanged_tensor", {{{"rtol", "1e-05"}, {"atol", "1e-08"}}, {}, "", {}}).ok());
+  auto r = Create("unchanged_tensor", {{{"rtol", "1e-3"}}, {}, "", {}});
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(Contains(r.status().message(), "rtol")) << r.status().message();
+  r = Create("unchanged_tensor", {{{"num_steps", "1"}}, {}, "", {}});
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(Contains(r.status().message(), "num_steps")) << r.status().message();
+}
+
+// ------------------------------------------------------ weight_update_ratio
+class WeightUpdateRatioTest : public ::testing::Test {
+ protected:
+  WeightUpdateRatioTest() { cat_.Add(0, "fc.weight", {"weights"}); }
+  MapCatalog cat_;
+};
+
+TEST_F(WeightUpdateRatioTest, HealthyUpdatesDoNotFire) {
+  auto rule = MustCreate("weight_update_ratio");
+  WeightSeries w(0);
+  for (int s = 0; s < 5; ++s) {
+    EXPECT_TRUE(Feed(rule.get(), cat_, Batch(s, {w.Next({3.0 + s * 1e-3, 4.0})})).empty());
+  }
+  EXPECT_TRUE(rule->Diagnostics().empty()) << rule->Diagnostics();
+}
+
+TEST_F(WeightUpdateRatioTest, TinyUpdatesFireAtTheStep) {
+  auto rule = MustCreate("weight_update_ratio");
+  WeightSeries w(0);
+  EXPECT_TRUE(Feed(rule.get(), cat_, Batch(0, {w.Next({3, 4})})).empty());
+  EXPECT_TRUE(Feed(rule.get(), cat_, Batch(1, {w.Next({3.01, 4})})).empty());
+  auto f = Feed(rule.get(), cat_, Batch(2, {w.Next({3.01 + 1e-10, 4})}));  // lr ~ 1e-10
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].step.global_step, 2);
+  EXPECT_LT(Value(f[0], "ratio"), 1e-8);
+  EXPECT_DOUBLE_EQ(Value(f[0], "small_threshold"), 1e-8);
+  EXPECT_TRUE(Contains(f[0].message, "too small")) << f[0].message;
+}
+
+TEST_F(WeightUpdateRatioTest, LargeUpdatesFire) {
+  auto rule = MustCreate("weight_update_ratio", {{{"large_threshold", "0.4"}}, {}, "", {}});
+  WeightSeries w(0);
+  EXPECT_TRUE(Feed(rule.get(), cat_, Batch(0, {w.Next({3, 4})})).empty());
+  auto f = Feed(rule.get(), cat_, Batch(1, {w.Next({6, 8})}));  // |dw| = 5, |w| = 10
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_NEAR(Value(f[0], "ratio"), 0.5, 1e-9);
+  EXPECT_DOUBLE_EQ(Value(f[0], "large_threshold"), 0.4);
+  EXPECT_TRUE(std::isnan(Value(f[0], "small_threshold")));
+  f = Feed(rule.get(), cat_, Batch(2, {w.Next({60, 80})}));
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_NEAR(Value(f[0], "ratio"), 0.9, 1e-9);
+  EXPECT_TRUE(Contains(f[0].message, "too large")) << f[0].message;
+}
+
+TEST_F(WeightUpdateRatioTest, NumStepsSkipsDeltasSpanningLongGaps) {
+  auto rule = MustCreate("weight_update_ratio", {{{"num_steps", "2"}}, {}, "", {}});
+  WeightSeries w(0);
+  EXPECT_TRUE(Feed(rule.get(), cat_, Batch(0, {w.Next({3, 4})})).empty());
+  EXPECT_TRUE(Feed(rule.get(), cat_, Batch(5, {w.Next({3, 4})})).empty());   // gap 5 > 2
+  EXPECT_EQ(Feed(rule.get(), cat_, Batch(7, {w.Next({3, 4})})).size(), 1u);  // gap 2, ratio 0
+}
+
+TEST_F(WeightUpdateRatioTest, NeedsDeltaAndValidParameters) {
+  auto rule = MustCreate("weight_update_ratio");
+  WeightSeries w(0);
+  EXPECT_TRUE(Feed(rule.get(), cat_, Batch(0, {w.Next({3, 4}, false)})).empty());
+  EXPECT_TRUE(Feed(rule.get(), cat_, Batch(1, {w.Next({3, 4}, false)})).empty());
+  EXPECT_TRUE(Contains(rule->Diagnostics(), "needs delta")) << rule->Diagnostics();
+  auto r = Create("weight_update_ratio", {{{"large_threshold", "1e-9"}}, {}, "", {}});
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(Contains(r.status().message(), "large_threshold")) << r.status().message();
+  r = Create("weight_update_ratio", {{{"epsilon", "x"}}, {}, "", {}});
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(Contains(r.status().message(), "epsilon")) << r.status().message();
+}
+
+// ----------------------------------------------- poor_weight_initialization
+class PoorWeightInitializationTest : public ::testing::Test {
+ protected:
+  PoorWeightInitializationTest() {
+    cat_.Add(0, "layer1_relu_input", {});
+    cat_.Add(1, "layer2_relu_input", {});
+    cat_.Add(2, "gradient/layer1.weight", {"gradients"});
+    cat_.Add(3, "loss", {"losses"}, {}, TensorKind::kScalar);
+  }
+  // Activation inputs with stds a and b; a healthy gradient.
+  StepBatch Step(std::int64_t s, double a, double b, double g = 0.1) {
+    return Batch(s, {RecordOf(0, {-a, a}), RecordOf(1, {-b, b}), RecordOf(2, {-g, 0, g})});
+  }
+  MapCatalog cat_;
+};
+
+TEST_F(PoorWeightInitializationTest, LayerVarianceRatioFiresWithinTheFirstSteps) {
+  auto rule = MustCreate("poor_weight_initialization", {{{"steps", "3"}}, {}, "", {}});
+  EXPECT_TRUE(Feed(rule.get(), cat_, Step(0, 1, 3)).empty());  // variance ratio 9
+  auto f = Feed(rule.get(), cat_, Step(1, 1, 4));              // 16 > 10
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].step.global_step, 1);
+  EXPECT_EQ(f[0].tensor, "layer2_relu_input");
+  EXPECT_DOUBLE_EQ(Value(f[0], "variance_ratio"), 16);
+  EXPECT_DOUBLE_EQ(Value(f[0], "threshold"), 10);
+  EXPECT_TRUE(Feed(rule.get(), cat_, Step(3, 1, 100)).empty());  // past `steps`
+  EXPECT_TRUE(rule->Diagnostics().empty()) << rule->Diagnostics();
+}
+
+TEST_F(PoorWeightInitializationTest, NarrowGradientsFire) {
+  auto rule = MustCreate("poor_weight_initialization");
+  EXPECT_TRUE(Feed(rule.get(), cat_, Step(0, 1, 1, 0.01)).empty());
+  // std of {-g, 0, g} = g*sqrt(2/3); 3.29 * 1e-4 * 0.816 = 2.7e-4 < 0.001.
+  auto f = Feed(rule.get(), cat_, Step(1, 1, 1, 1e-4));
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].tensor, "gradient/layer1.weight");
+  EXPECT_NEAR(Value(f[0], "p95_minus_p5"), 2 * 1.6448536269514722 * 1e-4 * std::sqrt(2.0 / 3),
+              1e-12);
+  EXPECT_TRUE(Contains(f[0].message, "estimated")) << f[0].message;
+}
+
+TEST_F(PoorWeightInitializationTest, NarrowGradientsFromTheLinearHistogram) {
+  auto rule = MustCreate("poor_weight_initialization");
+  StatsOptions opt;
+  opt.linear_histogram.bins = 10;  // over [min, max] = [0, 1]
+  // 100 values: 0.0 x 50, 1.0 x 50: p5 = 0.05 * 100 = 5th value, in bucket 0 -> 0.01;
+  // p95 = rank 95 in bucket 9 (values 51..100) -> 0.9 + 0.1 * 45 / 50 = 0.99.
+  std::vector<double> v(100, 0.0);
+  std::fill(v.begin() + 50, v.end(), 1.0);
+  StepBatch b = Batch(0, {RecordOf(2, v, opt)});
+  EXPECT_TRUE(Feed(rule.get(), cat_, b).empty());  // spread 0.98
+  auto rule2 =
+      MustCreate("poor_weight_initialization", {{{"distribution_range", "0.99"}}, {}, "", {}});
+  auto f = Feed(rule2.get(), cat_, b);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_NEAR(Value(f[0], "p95_minus_p5"), 0.98, 1e-12);
+  EXPECT_FALSE(Contains(f[0].message, "estimated")) << f[0].message;
+}
+
+TEST_F(PoorWeightInitializationTest, LossNotDecreasingForPatienceSaves) {
+  auto rule = MustCreate("poor_weight_initialization", {{{"patience", "3"}}, {}, "", {}});
+  const double loss[] = {2.0, 1.5, 1.6, 1.5, 1.7, 1.4};
+  std::vector<std::int64_t> steps;
+  for (int s = 0; s < 6; ++s) {
+    StepBatch b = Step(s, 1, 1);
+    b.scalars.push_back({3, loss[s], 0.0});
+    for (const Finding& f : Feed(rule.get(), cat_, b)) steps.push_back(f.step.global_step);
+  }
+  // Best 1.5 at step 1; steps 2, 3, 4 do not go below it: the third (step 4) fires.
+  EXPECT_EQ(steps, (std::vector<std::int64_t>{4}));
+}
+
+TEST_F(PoorWeightInitializationTest, ParameterErrorsAndDiagnostics) {
+  auto r = Create("poor_weight_initialization", {{{"activation_inputs_regex", "(["}}, {}, "", {}});
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(Contains(r.status().message(), "activation_inputs_regex")) << r.status().message();
+  r = Create("poor_weight_initialization", {{{"steps", "0"}}, {}, "", {}});
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(Contains(r.status().message(), "steps")) << r.status().message();
+  auto rule = MustCreate("poor_weight_initialization",
+                         {{{"activation_inputs_regex", "tanh_input"}}, {}, "", {}});
+  EXPECT_TRUE(Feed(rule.get(), cat_, Step(0, 1, 1)).empty());
+  EXPECT_TRUE(Contains(rule->Diagnostics(), "activation_inputs_regex")) << rule->Diagnostics();
+}
+
+}  // namespace
+}  // namespace tstat::rules::test

@@ -1,0 +1,126 @@
+// `tstat bench stats` and `tstat bench rules`: flag parsing only; the
+// measurements are tstat::bench::RunStatsBench (benchmarks/stats_bench.h) and
+// tstat::bench::RunRulesBench (benchmarks/rules_bench.h).
+#include <cstdint>
+#include <iostream>
+#include <memory>
+#include <string>
+
+#include "benchmarks/rules_bench.h"
+#include "benchmarks/stats_bench.h"
+#include "tools/cli/command.h"
+
+namespace tstat::cli {
+namespace {
+
+struct StatsFlags {
+  double size_mib = 256.0;
+  std::string dtype = "f32";
+  std::int64_t tensors = 1;
+  int threads = 0;
+  std::string backend = "cpu";
+  int repeats = 5;
+  std::string input;
+  bool json = false;
+  // Set by CLI11; a flag given on the command line selects the single case.
+  CLI::Option* size_opt = nullptr;
+  CLI::Option* dtype_opt = nullptr;
+  CLI::Option* tensors_opt = nullptr;
+  CLI::Option* repeats_opt = nullptr;
+};
+
+// CLI::PositiveNumber's message prints DBL_MAX in full; this one is short.
+const CLI::Validator kPositive(
+    [](std::string& value) -> std::string {
+      double v = 0.0;
+      if (CLI::detail::lexical_cast(value, v) && v > 0.0) return "";
+      return "must be a positive number, not '" + value + "'";
+    },
+    "POSITIVE");
+
+int RunStats(const StatsFlags& f) {
+  bench::StatsBenchOptions o;
+  if (f.size_opt->count() > 0) o.size_mib = f.size_mib;
+  if (f.dtype_opt->count() > 0) {
+    DType t;
+    if (!ParseDType(f.dtype, &t)) return ReportError(Status::InvalidArgument("bad --dtype"));
+    o.dtype = t;
+  }
+  if (f.tensors_opt->count() > 0) o.tensors = f.tensors;
+  if (f.repeats_opt->count() > 0) o.repeats = f.repeats;
+  o.input_path = f.input;
+  o.threads = f.threads;
+  o.backend = f.backend == "cuda" ? BackendKind::kCuda : BackendKind::kCpu;
+  o.json = f.json;
+  return ReportError(bench::RunStatsBench(o, std::cout, std::cerr));
+}
+
+}  // namespace
+
+Command AddBenchCommand(CLI::App& root) {
+  CLI::App* bench = root.add_subcommand("bench", "Measure tstat's throughput on this machine");
+  bench->require_subcommand(1);
+
+  auto flags = std::make_shared<StatsFlags>();
+  CLI::App* stats = bench->add_subcommand(
+      "stats",
+      "Stat-set throughput (GB/s) against the machine's read bandwidth. Without "
+      "--size-mib/--dtype/--tensors/--input: a table of standard cases");
+  flags->size_opt = stats->add_option("--size-mib", flags->size_mib, "Total input size in MiB")
+                        ->check(kPositive)
+                        ->default_str("256");
+  flags->dtype_opt = stats->add_option("--dtype", flags->dtype, "Element type")
+                         ->check(CLI::IsMember({"f32", "f16", "bf16", "f64"}))
+                         ->default_str("f32");
+  flags->tensors_opt =
+      stats
+          ->add_option("--tensors", flags->tensors,
+                       "Split the bytes into this many equal tensors, reduced in one call")
+          ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 32))
+          ->default_str("1");
+  stats->add_option("--threads", flags->threads, "CPU threads (0: OpenMP's default)")
+      ->check(CLI::Range(0, 4096))
+      ->default_str("0");
+  stats->add_option("--backend", flags->backend, "Backend to measure")
+      ->check(CLI::IsMember({"cpu", "cuda"}))
+      ->default_str("cpu");
+  flags->repeats_opt =
+      stats->add_option("--repeats", flags->repeats, "Timed repeats per case (median and best)")
+          ->check(CLI::Range(1, 1000))
+          ->default_str("5");
+  stats
+      ->add_option("--input", flags->input,
+                   "Read raw little-endian values of --dtype from this file instead of "
+                   "generating data")
+      ->check(CLI::ExistingFile)
+      ->excludes(flags->size_opt);
+  stats->add_flag("--json", flags->json, "One JSON object per line per case");
+
+  auto rules_flags = std::make_shared<bench::RulesBenchOptions>();
+  CLI::App* rules = bench->add_subcommand(
+      "rules",
+      "Rule engine throughput (records/s/core) with every built-in rule over a synthetic "
+      "run, and the latency of following a live run (flush to logged finding)");
+  rules->add_option("--tensors", rules_flags->tensors, "Tensors per step")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{10000000}))
+      ->default_str("10000");
+  rules->add_option("--steps", rules_flags->steps, "Steps fed to the engine")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{100000000}))
+      ->default_str("1000");
+  rules->add_option("--follow-steps", rules_flags->follow_steps,
+                    "Steps written to a live run for the follow case (0: skip it)")
+      ->check(CLI::Range(std::int64_t{0}, std::int64_t{100000}))
+      ->default_str("20");
+  rules->add_flag("--json", rules_flags->json, "One JSON object per line per case");
+
+  Command c;
+  c.app = bench;
+  c.run = [stats, flags, rules, rules_flags]() {
+    if (stats->parsed()) return RunStats(*flags);
+    if (rules->parsed()) return ReportError(bench::RunRulesBench(*rules_flags, std::cout, std::cerr));
+    return kExitUsage;  // unreachable: require_subcommand(1)
+  };
+  return c;
+}
+
+}  // namespace tstat::cli

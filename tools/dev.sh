@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Developer entry points (see README.md):
+#   ./tools/dev.sh demo    set up, build, run the main job
+#   ./tools/dev.sh test    set up, build, run every test; then the same tests
+#                          under AddressSanitizer + UndefinedBehaviorSanitizer
+#   ./tools/dev.sh bench   set up, build, print throughput numbers
+# Works without a terminal (CI): nothing here reads stdin. Environment:
+# TSTAT_BUILD_DIR (default build), TSTAT_ASAN_BUILD_DIR (default build-asan),
+# TSTAT_JOBS (default 2).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+JOBS="${TSTAT_JOBS:-2}"
+BUILD="${TSTAT_BUILD_DIR:-build}"            # Release build (setup.sh)
+ASAN_BUILD="${TSTAT_ASAN_BUILD_DIR:-build-asan}"
+export TSTAT_BUILD_DIR="$BUILD"
+PY=/usr/bin/python3  # Debian's, which has numpy and h5py
+
+usage() {
+  sed -n '2,6p' "$0" | sed 's/^# \{0,1\}//'
+  exit 2
+}
+
+setup() { bash tools/setup.sh; }
+
+cmd_demo() {
+  setup
+  "$BUILD/bin/tstat" bench stats
+}
+
+# Runs both suites even when the first fails, then fails if anything did.
+cmd_test() {
+  setup
+  local failed=()
+  echo "== ctest ($BUILD/, Release)"
+  ctest --test-dir "$BUILD" --output-on-failure --timeout 1200 -j "$JOBS" ||
+    failed+=("tests in $BUILD/")
+
+  echo "== AddressSanitizer + UndefinedBehaviorSanitizer build ($ASAN_BUILD/, CPU only)"
+  mkdir -p "$ASAN_BUILD"
+  if ! cmake -S . -B "$ASAN_BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+      -DTSTAT_SANITIZER=address,undefined -DTSTAT_ENABLE_CUDA=OFF \
+      >"$ASAN_BUILD/configure.log" 2>&1; then
+    cat "$ASAN_BUILD/configure.log" >&2
+    failed+=("configure of $ASAN_BUILD/")
+  elif ! cmake --build "$ASAN_BUILD" -j "$JOBS"; then
+    failed+=("build of $ASAN_BUILD/")
+  else
+    echo "== ctest ($ASAN_BUILD/)"
+    # The build uses -fno-sanitize-recover=all, so any report fails its test.
+    UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ASAN_OPTIONS=detect_leaks=1 \
+      ctest --test-dir "$ASAN_BUILD" --output-on-failure --timeout 1200 -j "$JOBS" ||
+      failed+=("tests in $ASAN_BUILD/ (ASan+UBSan)")
+  fi
+
+  if ((${#failed[@]} > 0)); then
+    local f
+    echo "dev.sh test: FAILED:" >&2
+    for f in "${failed[@]}"; do echo "  - $f" >&2; done
+    exit 1
+  fi
+  echo "dev.sh test: all tests passed (Release and ASan+UBSan)"
+}
+
+cmd_bench() {
+  setup
+  "$BUILD/bin/tstat" bench stats
+  echo
+  "$PY" benchmarks/stats_numpy.py --tstat "$BUILD/bin/tstat"
+}
+
+case "${1:-}" in
+  demo) cmd_demo ;;
+  test) cmd_test ;;
+  bench) cmd_bench ;;
+  *) usage ;;
+esac

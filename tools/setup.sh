@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Makes this machine ready to build tstat and builds it.
+#
+# 1. Installs the Debian packages the build and the tests need, if any are
+#    missing (dpkg-query first, so this is fast and quiet when all are there;
+#    apt-get update only when something must be installed).
+# 2. Configures and builds Release into build/ (with CUDA when nvcc exists).
+#
+# Idempotent. Environment: TSTAT_BUILD_DIR (default build), TSTAT_JOBS
+# (default 2), TSTAT_ENABLE_CUDA (default ON), TSTAT_SKIP_BUILD=1 (packages only).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# The one list of packages; add new dependencies here.
+PACKAGES=(
+  cmake
+  ninja-build
+  g++
+  libgtest-dev
+  libgmock-dev
+  libbenchmark-dev
+  libhdf5-dev
+  hdf5-tools
+  protobuf-compiler
+  libprotobuf-dev
+  libre2-dev
+  libcli11-dev
+  libfmt-dev
+  python3-h5py
+  python3-numpy
+  libopenblas-dev
+)
+
+die() {
+  echo "setup.sh: error: $*" >&2
+  exit 1
+}
+
+install_missing_packages() {
+  local missing=() p
+  for p in "${PACKAGES[@]}"; do
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q '^install ok installed$'; then
+      missing+=("$p")
+    fi
+  done
+  ((${#missing[@]} == 0)) && return 0
+
+  echo "setup.sh: installing missing packages: ${missing[*]}"
+  local sudo=()
+  if ((EUID != 0)); then
+    command -v sudo >/dev/null ||
+      die "packages missing (${missing[*]}) and not root, and sudo is not installed"
+    sudo=(sudo -n)
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  "${sudo[@]}" apt-get update -q ||
+    die "apt-get update failed (network or apt sources?); could not install: ${missing[*]}"
+  "${sudo[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}" ||
+    die "apt-get install failed for: ${missing[*]}"
+}
+
+configure_and_build() {
+  local build_dir="${TSTAT_BUILD_DIR:-build}"
+  local args=(-S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release
+              "-DTSTAT_ENABLE_CUDA=${TSTAT_ENABLE_CUDA:-ON}")
+  # nvcc is often installed but not on PATH.
+  if ! command -v nvcc >/dev/null && [[ -x /usr/local/cuda/bin/nvcc ]]; then
+    args+=(-DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc)
+  fi
+  mkdir -p "$build_dir"
+  cmake "${args[@]}" >"$build_dir/configure.log" 2>&1 || {
+    cat "$build_dir/configure.log" >&2
+    die "cmake configure of $build_dir/ failed (log above)"
+  }
+  echo "setup.sh: building $build_dir/ (Release)"
+  cmake --build "$build_dir" -j "${TSTAT_JOBS:-2}" || die "build of $build_dir/ failed"
+}
+
+install_missing_packages
+[[ "${TSTAT_SKIP_BUILD:-0}" == 1 ]] || configure_and_build
