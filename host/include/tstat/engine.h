@@ -1,10 +1,12 @@
 // The reduction engine: many tensors in, their statistics out, in one call.
 //
 // A Backend reduces a batch of tensors. The CPU backend (OpenMP) runs the
-// whole batch in one parallel region; the CUDA backend runs it as one kernel
-// launch over a work table of all tensors (plus a small merge launch, and a
-// second pair when linear histograms are asked for), stream-ordered on the
-// caller's stream.
+// stat set of the whole batch in one parallel region; the CUDA backend runs it
+// as one kernel launch over a work table of all tensors, plus a fixed number
+// of small launches for the optional passes (merge, linear histogram,
+// per-channel, labels, sample, delta, confusion, value counts: at most 9 per
+// batch, whatever the number of tensors), stream-ordered on the caller's
+// stream.
 //
 // Errors: a request that is invalid (null data, bad axis, zero bins, ...) gets
 // its own non-OK ReductionResult::status naming the argument, and the other

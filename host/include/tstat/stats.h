@@ -98,6 +98,7 @@ struct DeltaOptions {
   double atol = 1e-8;              // changed: |x - p| > atol + rtol * |p|
   double rtol = 1e-5;
 };
+// float64 pairs whose difference exceeds DBL_MAX give +Inf norms.
 struct DeltaStats {
   std::uint64_t count = 0;
   std::uint64_t changed_count = 0;
@@ -108,7 +109,7 @@ struct DeltaStats {
 // Confusion matrix of this (label) tensor against predictions. `predictions`
 // holds integer class ids with the labels' numel, or floating logits of shape
 // [numel, classes] whose argmax (first maximum; a row with NaN is invalid) is
-// the prediction. Needs label_classes > 0 (the number of classes).
+// the prediction. Needs 0 < label_classes <= 2048 (the matrix is classes^2).
 struct ConfusionOptions {
   const void* predictions = nullptr;  // null = off; same memory space as the labels
   DType predictions_dtype = DType::kInt64;
