@@ -16,9 +16,13 @@
 // kIoError (a directory or file that cannot be read right now) leaves the
 // affected segments to be retried by the next Refresh().
 //
-// Step queries follow trial.h: kStepUnavailable when the worker has passed
-// the step (a later step of that mode is loaded, or it closed) without saving
-// the record, kUnavailable while it may still come.
+// Step queries follow trial.h: kStepUnavailable when the data can no longer
+// come -- for a given worker: it saved that step without the data, saved a
+// later step of that mode, or closed; for worker = -1: every rank of the
+// world has passed the step that way -- else kUnavailable (it may still
+// come). WaitForStep polls Refresh() every 20 ms; when the run has passed the
+// step without it and segments were skipped as damaged, it returns that
+// kCorruption instead of kStepUnavailable (the step may have been in them).
 // Thread safety: one thread at a time (Trial contract); HDF5 reads take the
 // process-wide HDF5 lock, so a writer may run in another thread.
 #pragma once

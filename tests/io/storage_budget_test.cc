@@ -105,7 +105,9 @@ double BytesPerTensorStep(const Records& records, int steps_per_segment) {
     StepBatch b = MakeBatch(g, Mode::kTrain, g);
     b.stats = records.by_step[g];
     EXPECT_TRUE(writer->Write(b).ok());
-    if ((g + 1) % steps_per_segment == 0) EXPECT_TRUE(writer->Flush({}).ok());
+    if ((g + 1) % steps_per_segment == 0) {
+      EXPECT_TRUE(writer->Flush({}).ok());
+    }
   }
   EXPECT_TRUE(writer->Close({}).ok());
   return static_cast<double>(writer->bytes_written()) / (kTensors * kSteps);

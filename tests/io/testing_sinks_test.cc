@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <thread>
 
 #include "tests/io/io_test_util.h"
@@ -113,14 +115,18 @@ TEST(FaultInjectionSinkTest, ControlFromAnotherThread) {
       (void)sink.Flush({});
     }
   });
-  for (int i = 0; i < 100; ++i) {
+  // Inject faults until the writer thread has run into a few of them.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  int injected = 0;
+  while (sink.failures() < 5 && std::chrono::steady_clock::now() < deadline) {
     sink.FailNext(SinkOp::kFlush);
-    std::this_thread::yield();
+    ++injected;
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
   stop = true;
   writer.join();
-  EXPECT_GT(sink.failures(), 0);
-  EXPECT_LE(sink.failures(), 100);
+  EXPECT_GE(sink.failures(), 5);
+  EXPECT_LE(sink.failures(), injected);
 }
 
 }  // namespace
