@@ -16,8 +16,9 @@ namespace tstat::rules {
 
 class ParamReader {
  public:
-  ParamReader(std::string rule_type, const std::map<std::string, std::string>& params)
-      : type_(std::move(rule_type)), params_(params) {}
+  // Keeps its own copy of `params`, so a temporary map is fine.
+  ParamReader(std::string rule_type, std::map<std::string, std::string> params)
+      : type_(std::move(rule_type)), params_(std::move(params)) {}
 
   // Each getter returns the default when the parameter is absent and records
   // the first error (see status()).
@@ -42,7 +43,7 @@ class ParamReader {
   const std::string* Raw(const std::string& key);
 
   std::string type_;
-  const std::map<std::string, std::string>& params_;
+  const std::map<std::string, std::string> params_;
   std::set<std::string> known_;
   Status status_;
 };
