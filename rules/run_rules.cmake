@@ -18,7 +18,4 @@ list(APPEND TSTAT_RULES_RUN_SOURCES
   ${CMAKE_CURRENT_SOURCE_DIR}/rules_config.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/trial_runner.cc
 )
-# The rules config and findings log use the generated tstat_rules.pb.h of
-# tstat_proto (proto/). tstat_rules does not exist yet at this point, so the
-# link is deferred to the end of this directory.
-cmake_language(DEFER CALL target_link_libraries tstat_rules PRIVATE tstat_proto)
+
