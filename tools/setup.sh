@@ -29,6 +29,8 @@ PACKAGES=(
   python3-h5py
   python3-numpy
   libopenblas-dev
+  libopenblas0-pthread  # libblas.so.3 -> OpenBLAS for libtorch (bench overhead)
+  libtorch-dev          # LibTorch adapter (host/torch), its tests, bench overhead
 )
 
 die() {

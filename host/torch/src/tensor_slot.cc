@@ -1,0 +1,117 @@
+// TensorSlot, ModuleCapture, ClassificationCapture: tensors produced by the
+// forward pass, registered once and read at the steps their collections save.
+#include <mutex>
+#include <string>
+#include <utility>
+
+#include "host/torch/src/capture_view.h"
+#include "tstat_torch/adapter.h"
+
+namespace tstat::torch_adapter {
+
+struct TensorSlot::State {
+  std::mutex mu;
+  torch::Tensor latest;  // detached; undefined until Set (or after the slot died)
+  torch::Tensor keep;    // contiguous copy of a non-contiguous `latest`
+};
+
+TensorSlot::TensorSlot(Session* session, std::string name, std::vector<std::string> collections)
+    : session_(session),
+      name_(std::move(name)),
+      collections_(std::move(collections)),
+      state_(std::make_shared<State>()) {}
+
+TensorSlot::~TensorSlot() {
+  // The session may outlive the slot: its callback then sees no tensor.
+  std::lock_guard<std::mutex> lock(state_->mu);
+  state_->latest = torch::Tensor();
+  state_->keep = torch::Tensor();
+}
+
+Status TensorSlot::Set(const torch::Tensor& t) {
+  Status s;
+  if (!t.defined()) {
+    s = Status::InvalidArgument("undefined tensor");
+  } else if (!registered_ && first_error_.ok()) {
+    TensorView view;
+    torch::Tensor keep;
+    s = internal::CaptureView(t, &keep, &view);
+    if (s.ok() && session_ == nullptr) s = Status::FailedPrecondition("no session");
+    if (s.ok()) {
+      view.data = nullptr;
+      TensorSpec spec(name_, view, collections_);
+      std::shared_ptr<State> state = state_;
+      spec.view_fn = [state](TensorView* v) {
+        std::lock_guard<std::mutex> lock(state->mu);
+        return internal::CaptureView(state->latest, &state->keep, v);
+      };
+      Result<std::uint32_t> id = session_->RegisterTensor(spec);
+      s = id.status();
+      registered_ = id.ok();
+    }
+  }
+  if (!s.ok()) {
+    s = s.WithContext("tensor \"" + name_ + "\"");
+    if (first_error_.ok()) first_error_ = s;
+    return s;
+  }
+  if (!registered_) return first_error_;
+  std::lock_guard<std::mutex> lock(state_->mu);
+  state_->latest = t.detach();
+  return Status::OK();
+}
+
+ModuleCapture::ModuleCapture(Session* session, const std::string& name, Which which)
+    : which_(which),
+      input_(session, name + "_input", {"inputs"}),
+      output_(session, name + "_output", {"activations"}) {}
+
+Status ModuleCapture::Capture(const torch::Tensor& input, const torch::Tensor& output) {
+  Status in = (which_ & kInputs) ? input_.Set(input) : Status::OK();
+  Status out = (which_ & kOutputs) ? output_.Set(output) : Status::OK();
+  return in.ok() ? out : in;
+}
+
+Status ModuleCapture::status() const {
+  return input_.status().ok() ? output_.status() : input_.status();
+}
+
+CollectionConfig LabelsCollection(int num_classes, const std::string& predictions_name,
+                                  bool argmax) {
+  CollectionConfig c;
+  c.name = "labels";
+  c.stats.label_classes = num_classes;
+  c.stats.confusion_predictions = predictions_name;
+  c.stats.confusion_argmax = argmax;
+  return c;
+}
+
+ClassificationCapture::ClassificationCapture(Session* session, const std::string& labels_name,
+                                             const std::string& predictions_name)
+    : labels_(session, labels_name, {"labels"}), predictions_(session, predictions_name) {}
+
+Status ClassificationCapture::Capture(const torch::Tensor& labels,
+                                      const torch::Tensor& predictions) {
+  if (!labels.defined() || !predictions.defined()) {
+    return Status::InvalidArgument("labels and predictions must be defined tensors");
+  }
+  const c10::ScalarType t = labels.scalar_type();
+  if (t != torch::kLong && t != torch::kInt && t != torch::kByte) {
+    return Status::InvalidArgument(std::string("labels must be int64, int32 or uint8 class ids, got ") +
+                                   c10::toString(t));
+  }
+  if (labels.dim() != 1 || predictions.dim() < 1 || predictions.size(0) != labels.size(0)) {
+    return Status::InvalidArgument("labels must be [n] and predictions [n] or [n, classes]; got " +
+                                   c10::str(labels.sizes()) + " and " +
+                                   c10::str(predictions.sizes()));
+  }
+  Status l = labels_.Set(labels);
+  Status p = predictions_.Set(predictions);
+  return l.ok() ? p : l;
+}
+
+Status ClassificationCapture::status() const {
+  return labels_.status().ok() ? predictions_.status() : labels_.status();
+}
+
+}  // namespace tstat::torch_adapter
