@@ -28,6 +28,31 @@ constexpr CounterField kCounterFields[] = {
     {"segments_written", &PipelineCounters::segments_written},
 };
 
+// The capture totals (PipelineCounters::capture), named as in the counters
+// table. Optional when parsing: a marker without them reads as zero totals.
+struct CaptureCountField {
+  const char* name;
+  std::uint64_t CaptureTotals::*member;
+};
+constexpr CaptureCountField kCaptureCountFields[] = {
+    {"capture_steps", &CaptureTotals::steps},
+    {"capture_steps_saved", &CaptureTotals::steps_saved},
+};
+struct CaptureSecondsField {
+  const char* name;
+  double CaptureTotals::*member;
+};
+constexpr CaptureSecondsField kCaptureSecondsFields[] = {
+    {"capture_step_seconds", &CaptureTotals::step_seconds},
+    {"capture_seconds", &CaptureTotals::capture_seconds},
+};
+
+std::string ExactDouble(double v) {
+  char text[64];
+  std::snprintf(text, sizeof(text), "%.17g", v);
+  return text;
+}
+
 std::string Quote(const std::string& s) {
   std::string out = "\"";
   for (unsigned char c : s) {
@@ -136,9 +161,13 @@ std::string ClosedMarkerToJson(const ClosedMarker& m) {
   for (const CounterField& f : kCounterFields) {
     json += Quote(f.name) + ": " + std::to_string(m.counters.*f.member) + ", ";
   }
-  char seconds[64];
-  std::snprintf(seconds, sizeof(seconds), "%.17g", m.counters.stats_wait_seconds);
-  json += "\"stats_wait_seconds\": " + std::string(seconds) + "}}\n";
+  for (const CaptureCountField& f : kCaptureCountFields) {
+    json += Quote(f.name) + ": " + std::to_string(m.counters.capture.*f.member) + ", ";
+  }
+  for (const CaptureSecondsField& f : kCaptureSecondsFields) {
+    json += Quote(f.name) + ": " + ExactDouble(m.counters.capture.*f.member) + ", ";
+  }
+  json += "\"stats_wait_seconds\": " + ExactDouble(m.counters.stats_wait_seconds) + "}}\n";
   return json;
 }
 
@@ -165,6 +194,14 @@ Result<ClosedMarker> ParseClosedMarker(const std::string& json, const std::strin
     m.counters.*f.member = std::strtoull(it->second.c_str(), nullptr, 10);
   }
   m.counters.stats_wait_seconds = std::strtod(v["counters.stats_wait_seconds"].c_str(), nullptr);
+  for (const CaptureCountField& f : kCaptureCountFields) {
+    auto it = v.find(std::string("counters.") + f.name);
+    if (it != v.end()) m.counters.capture.*f.member = std::strtoull(it->second.c_str(), nullptr, 10);
+  }
+  for (const CaptureSecondsField& f : kCaptureSecondsFields) {
+    auto it = v.find(std::string("counters.") + f.name);
+    if (it != v.end()) m.counters.capture.*f.member = std::strtod(it->second.c_str(), nullptr);
+  }
   return m;
 }
 

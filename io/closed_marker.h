@@ -4,7 +4,9 @@
 //   {"format": "tstat-run", "format_version": 1, "rank": 0, "world_size": 2,
 //    "host": "node-1", "segments": 12, "counters": {"steps_captured": 100, ...}}
 //
-// Counter names are the PipelineCounters member names. Readers treat a worker
+// Counter names are the PipelineCounters member names; PipelineCounters::capture
+// is flattened as in the counters table (capture_steps, capture_steps_saved,
+// capture_step_seconds, capture_seconds). Readers treat a worker
 // with a CLOSED file as finished: no segment will be added after it.
 // Thread safety: pure functions.
 #pragma once

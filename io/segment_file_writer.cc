@@ -151,7 +151,8 @@ Status WriteSegmentTables(hid_t file, const SegmentHeader& header,
   std::vector<CountersRow> counter_row{CountersRow{
       c.steps_captured, c.records_written, c.bytes_written, c.raw_dropped, c.raw_dropped_bytes,
       c.records_lost, c.write_errors, c.stats_waits, c.stats_wait_seconds, c.queue_high_water,
-      c.queue_high_water_bytes, c.segments_written}};
+      c.queue_high_water_bytes, c.segments_written, c.capture.steps, c.capture.steps_saved,
+      c.capture.step_seconds, c.capture.capture_seconds}};
   TSTAT_ASSIGN_OR_RETURN(H5Type counters_type, CountersRowType());
   return WriteTable(file, kCountersTable, counters_type.get(), counter_row, level, path);
 }

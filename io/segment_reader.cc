@@ -247,10 +247,21 @@ Result<SegmentContents> ReadOpenSegment(hid_t file, const std::string& path) {
   TSTAT_RETURN_IF_ERROR(ReadTable(file, kCountersTable, counters_type.get(), &counters, path));
   if (!counters.empty()) {
     const CountersRow& c = counters.back();
-    s.counters = PipelineCounters{
-        c.steps_captured,     c.records_written,  c.bytes_written,          c.raw_dropped,
-        c.raw_dropped_bytes,  c.records_lost,     c.write_errors,           c.stats_waits,
-        c.stats_wait_seconds, c.queue_high_water, c.queue_high_water_bytes, c.segments_written};
+    PipelineCounters& p = s.counters.emplace();
+    p.steps_captured = c.steps_captured;
+    p.records_written = c.records_written;
+    p.bytes_written = c.bytes_written;
+    p.raw_dropped = c.raw_dropped;
+    p.raw_dropped_bytes = c.raw_dropped_bytes;
+    p.records_lost = c.records_lost;
+    p.write_errors = c.write_errors;
+    p.stats_waits = c.stats_waits;
+    p.stats_wait_seconds = c.stats_wait_seconds;
+    p.queue_high_water = c.queue_high_water;
+    p.queue_high_water_bytes = c.queue_high_water_bytes;
+    p.segments_written = c.segments_written;
+    p.capture = CaptureTotals{c.capture_steps, c.capture_steps_saved, c.capture_step_seconds,
+                              c.capture_seconds};
   }
   TSTAT_RETURN_IF_ERROR(Validate(s, path));
   return s;

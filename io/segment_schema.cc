@@ -236,7 +236,11 @@ Result<H5Type> CountersRowType() {
       .TSTAT_IO_MEMBER(CountersRow, stats_wait_seconds, H5T_NATIVE_DOUBLE)
       .TSTAT_IO_MEMBER(CountersRow, queue_high_water, H5T_NATIVE_UINT64)
       .TSTAT_IO_MEMBER(CountersRow, queue_high_water_bytes, H5T_NATIVE_UINT64)
-      .TSTAT_IO_MEMBER(CountersRow, segments_written, H5T_NATIVE_UINT64);
+      .TSTAT_IO_MEMBER(CountersRow, segments_written, H5T_NATIVE_UINT64)
+      .TSTAT_IO_MEMBER(CountersRow, capture_steps, H5T_NATIVE_UINT64)
+      .TSTAT_IO_MEMBER(CountersRow, capture_steps_saved, H5T_NATIVE_UINT64)
+      .TSTAT_IO_MEMBER(CountersRow, capture_step_seconds, H5T_NATIVE_DOUBLE)
+      .TSTAT_IO_MEMBER(CountersRow, capture_seconds, H5T_NATIVE_DOUBLE);
   return b.Build();
 }
 

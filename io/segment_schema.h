@@ -167,6 +167,9 @@ struct CountersRow {
       records_lost, write_errors, stats_waits;
   double stats_wait_seconds;
   std::uint64_t queue_high_water, queue_high_water_bytes, segments_written;
+  // CaptureTotals (PipelineCounters::capture): steps, steps_saved, step_seconds, capture_seconds.
+  std::uint64_t capture_steps, capture_steps_saved;
+  double capture_step_seconds, capture_seconds;
 };
 // dtype names ("f32", "bf16", "f8e4m3", ...) as fixed 8-byte NUL-padded strings.
 inline constexpr std::size_t kDTypeChars = 8;

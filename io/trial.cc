@@ -8,6 +8,7 @@
 #include "io/posix_file.h"
 #include "io/run_layout.h"
 #include "io/segment_reader.h"
+#include "io/segment_schema.h"
 #include "io/trial_impl.h"
 
 namespace tstat {
@@ -179,6 +180,10 @@ std::vector<WorkerSummary> RunTrial::workers() const {
     const WorkerIndex& w = entry.second.index;
     WorkerSummary s;
     s.rank = w.rank;
+    s.world_size = w.world_size;
+    // The reader loads only kFormatVersion (segments and CLOSED markers).
+    s.format_version =
+        w.segments > 0 || entry.second.marker_seen ? static_cast<int>(kFormatVersion) : 0;
     s.host = w.host;
     s.closed = w.closed;
     s.segments = w.segments;

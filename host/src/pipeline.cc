@@ -104,6 +104,14 @@ void Pipeline::CountStepCaptured() {
   ++counters_.steps_captured;
 }
 
+void Pipeline::CountStepTime(double step_seconds, double capture_seconds, bool saved) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++counters_.capture.steps;
+  counters_.capture.steps_saved += saved ? 1 : 0;
+  counters_.capture.step_seconds += step_seconds;
+  counters_.capture.capture_seconds += capture_seconds;
+}
+
 void Pipeline::CountWait(double seconds) {
   std::lock_guard<std::mutex> lock(mu_);
   ++counters_.stats_waits;

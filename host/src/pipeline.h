@@ -90,6 +90,8 @@ class Pipeline {
   // Counts a raw snapshot that did not fit.
   void CountRawDrop(std::uint64_t bytes);
   void CountStepCaptured();
+  // Adds one ended step (saved or not) to counters().capture.
+  void CountStepTime(double step_seconds, double capture_seconds, bool saved);
   // Counts a wait of the training thread for something else (a GPU buffer).
   void CountWait(double seconds);
   void CountRecordsLost(std::uint64_t n);

@@ -199,10 +199,7 @@ StepTiming Session::last_step_timing() const {
   return impl_->last_timing;
 }
 
-CaptureTotals Session::capture_totals() const {
-  std::lock_guard<std::mutex> lock(impl_->info_mu);
-  return impl_->totals;
-}
+CaptureTotals Session::capture_totals() const { return impl_->pipeline->counters().capture; }
 
 Result<TensorInfo> Session::tensor_info(const std::string& name) const {
   std::lock_guard<std::mutex> lock(impl_->mu);

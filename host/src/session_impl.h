@@ -60,7 +60,6 @@ struct __attribute__((visibility("hidden"))) Session::Impl {
   mutable std::mutex info_mu;
   StepKey info_key;
   StepTiming last_timing;
-  CaptureTotals totals;
 
   // CaptureRawFor requests (any thread), applied at the next EndStep.
   std::mutex raw_requests_mu;

@@ -299,11 +299,9 @@ Status Session::Impl::EndStepLocked(CUstream_st* stream, bool capture_registered
   {
     std::lock_guard<std::mutex> lock(info_mu);
     last_timing = timing;
-    ++totals.steps;
-    totals.steps_saved += queued ? 1 : 0;
-    totals.step_seconds += timing.step_seconds;
-    totals.capture_seconds += timing.capture_seconds;
   }
+  // Every step, saved or not: the run's capture overhead (stored with the counters).
+  pipeline->CountStepTime(timing.step_seconds, timing.capture_seconds, queued);
   step_open = false;
   ++epoch;
   capture_seconds = 0.0;

@@ -31,6 +31,8 @@ struct Command {
 // Every subcommand, in the order `tstat --help` lists them. One line each.
 // clang-format off
 #define TSTAT_CLI_COMMANDS(X) \
+  X(Inspect) \
+  X(Dump) \
   X(Bench) \
   X(Rules) \
   X(Check)

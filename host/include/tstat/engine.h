@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "tstat/export.h"
 #include "tstat/stats.h"
 #include "tstat/status.h"
 #include "tstat/tensor_view.h"
@@ -50,7 +51,7 @@ struct ReductionResult {
 
 enum class BackendKind : std::uint8_t { kCpu = 0, kCuda = 1 };
 
-class Backend {
+class TSTAT_EXPORT Backend {
  public:
   virtual ~Backend() = default;
   virtual BackendKind kind() const = 0;
@@ -77,18 +78,18 @@ struct CpuBackendOptions {
 };
 
 // Always available.
-std::unique_ptr<Backend> CreateCpuBackend(const CpuBackendOptions& options = {});
+TSTAT_EXPORT std::unique_ptr<Backend> CreateCpuBackend(const CpuBackendOptions& options = {});
 
 // kNotSupported when tstat was built without CUDA, kUnavailable when no CUDA
 // device is present.
-Result<std::unique_ptr<Backend>> CreateCudaBackend(int device = 0);
+TSTAT_EXPORT Result<std::unique_ptr<Backend>> CreateCudaBackend(int device = 0);
 
 // True when this build contains the CUDA backend.
-bool BuiltWithCuda();
+TSTAT_EXPORT bool BuiltWithCuda();
 // Number of usable CUDA devices (0 without CUDA or without a device).
-int CudaDeviceCount();
+TSTAT_EXPORT int CudaDeviceCount();
 
 // Library version, "MAJOR.MINOR.PATCH".
-const char* Version();
+TSTAT_EXPORT const char* Version();
 
 }  // namespace tstat

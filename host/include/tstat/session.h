@@ -116,14 +116,6 @@ struct StepTiming {
   double capture_seconds = 0.0;  // time inside tstat calls during the step
 };
 
-// Totals over every step ended so far: the capture overhead of the run.
-struct CaptureTotals {
-  std::uint64_t steps = 0;        // steps ended
-  std::uint64_t steps_saved = 0;  // steps that queued a batch
-  double step_seconds = 0.0;      // sum of StepTiming::step_seconds
-  double capture_seconds = 0.0;   // sum of StepTiming::capture_seconds
-};
-
 class TSTAT_EXPORT Session {
  public:
   // Validates `config` (kInvalidArgument naming the field), creates the run
@@ -198,6 +190,8 @@ class TSTAT_EXPORT Session {
   // The step being captured (or the last one ended) and the last step's timing.
   StepKey current_step() const;
   StepTiming last_step_timing() const;
+  // Totals over every step ended so far, saved or not (stored in the run with
+  // the counters: counters().capture).
   CaptureTotals capture_totals() const;
   // The registered tensor (or scalar) called `name`, with its collections.
   Result<TensorInfo> tensor_info(const std::string& name) const;

@@ -111,6 +111,17 @@ struct StepBatch {
   std::vector<DropRecord> drops;
 };
 
+// Totals over every step ended so far, saved or not: the capture overhead
+// of the run is capture_seconds / step_seconds. A step's time runs from
+// BeginStep (or the previous EndStep) to its EndStep; its capture time is
+// what the training thread spent inside tstat calls during it.
+struct CaptureTotals {
+  std::uint64_t steps = 0;        // steps ended
+  std::uint64_t steps_saved = 0;  // steps that queued a batch
+  double step_seconds = 0.0;      // sum of the steps' wall times
+  double capture_seconds = 0.0;   // sum of their capture times
+};
+
 // Pipeline counters, readable through the API and stored in the run.
 struct PipelineCounters {
   std::uint64_t steps_captured = 0;     // steps with at least one record
@@ -125,6 +136,7 @@ struct PipelineCounters {
   std::uint64_t queue_high_water = 0;   // most batches queued at once
   std::uint64_t queue_high_water_bytes = 0;
   std::uint64_t segments_written = 0;
+  CaptureTotals capture;  // the session's, carried to storage with the counters
 };
 
 }  // namespace tstat

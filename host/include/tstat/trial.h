@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "tstat/export.h"
 #include "tstat/stats_record.h"
 #include "tstat/status.h"
 
@@ -35,9 +36,9 @@ enum class StatField : std::uint8_t {
 // pos_inf_count, neg_inf_count, zero_count, neg_count, subnormal_count,
 // band_lo_count, band_hi_count, small_count, min, max, sum, mean, variance, std,
 // l1, l2, amax.
-const char* StatFieldName(StatField f);
-bool ParseStatField(const std::string& name, StatField* out);
-double StatValue(const TensorStats& s, StatField f);
+TSTAT_EXPORT const char* StatFieldName(StatField f);
+TSTAT_EXPORT bool ParseStatField(const std::string& name, StatField* out);
+TSTAT_EXPORT double StatValue(const TensorStats& s, StatField f);
 
 struct TensorQuery {
   std::string regex;       // RE2, partial match; empty = all
@@ -50,7 +51,7 @@ struct SeriesPoint {
   double value = 0.0;
 };
 
-struct RawTensor {
+struct TSTAT_EXPORT RawTensor {
   DType dtype = DType::kFloat32;
   std::vector<std::int64_t> shape;
   std::vector<std::uint8_t> bytes;
@@ -61,14 +62,19 @@ struct RawTensor {
 
 struct WorkerSummary {
   int rank = 0;
+  int world_size = 0;      // as the worker recorded it (0: nothing loaded yet)
+  int format_version = 0;  // storage format of its files (0: nothing loaded yet)
   std::string host;
   bool closed = false;  // the writer closed cleanly
   std::int64_t segments = 0;
   std::uint64_t bytes = 0;
-  PipelineCounters counters;  // as last flushed
+  // As last flushed (final once closed). counters.capture holds the capture
+  // totals over every step the worker ended, saved or not: its capture
+  // overhead is counters.capture.capture_seconds / counters.capture.step_seconds.
+  PipelineCounters counters;
 };
 
-class Trial {
+class TSTAT_EXPORT Trial {
  public:
   virtual ~Trial() = default;
 
