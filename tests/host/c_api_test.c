@@ -3,6 +3,8 @@
  * several modes, scalars, ad-hoc tensors, should_stop (request and STOP
  * file), counters, errors with their last-error text, and the real run on
  * disk (the worker's CLOSED marker).
+ * With an argument RUN_DIR the run is written there and kept, for
+ * c_api_readback_test.cc to read back through Trial.
  * Exit status 0 when every check passes. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
@@ -205,13 +207,14 @@ static void test_dry_run_without_close(void) {
   tstat_session_destroy(s); /* closes */
 }
 
-int main(void) {
+int main(int argc, char** argv) {
   char tmpl[] = "/tmp/tstat_c_api_XXXXXX";
   const char* dir = mkdtemp(tmpl);
   CHECK(dir != NULL);
   if (dir == NULL) return EXIT_FAILURE;
   char run_dir[4096];
   snprintf(run_dir, sizeof(run_dir), "%s/run", dir);
+  if (argc > 1) snprintf(run_dir, sizeof(run_dir), "%s", argv[1]);
   printf("tstat %s\n", tstat_version());
   test_errors();
   test_session(run_dir);

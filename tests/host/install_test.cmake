@@ -29,6 +29,28 @@ if(internal)
   message(FATAL_ERROR "install test: internal headers were installed: ${internal}")
 endif()
 
+# The public C++ API leaves libtstat.so (TSTAT_EXPORT); the reader's
+# internals (tstat::io::) do not.
+find_program(NM_PROGRAM nm)
+file(GLOB installed_libs ${prefix}/lib*/libtstat.so)
+if(NM_PROGRAM AND installed_libs)
+  list(GET installed_libs 0 lib)
+  execute_process(COMMAND ${NM_PROGRAM} -DC --defined-only ${lib} OUTPUT_VARIABLE symbols
+                  RESULT_VARIABLE nm_rc)
+  if(nm_rc EQUAL 0)
+    foreach(want "tstat::Trial::Open(" "tstat::StatValue(" "tstat::Version()"
+                 "tstat::CreateCpuBackend(" "tstat::Session::Create(")
+      string(FIND "${symbols}" "${want}" at)
+      if(at EQUAL -1)
+        message(FATAL_ERROR "install test: ${lib} does not export ${want}")
+      endif()
+    endforeach()
+    if(symbols MATCHES "tstat::io::[A-Za-z]")
+      message(FATAL_ERROR "install test: ${lib} exports internals: ${CMAKE_MATCH_0}")
+    endif()
+  endif()
+endif()
+
 run("configure the consumer" ${CMAKE_COMMAND} -S ${CONSUMER_DIR} -B ${WORK_DIR}/build
     -G ${GENERATOR} -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_BUILD_TYPE=Release
     -DCMAKE_C_COMPILER=${C_COMPILER} -DCMAKE_CXX_COMPILER=${CXX_COMPILER})

@@ -148,10 +148,19 @@ def check_worker(worker_dir, must_have, closed):
         if g % 5 == 0:
             np.testing.assert_array_equal(
                 raws[g], (g * 100 + np.arange(16, dtype=np.float32)).reshape(4, 4))
+    if counters is not None:
+        # crash_writer's capture totals: two steps ended per saved step.
+        n = len(steps)
+        assert (counters["capture_steps"], counters["capture_steps_saved"]) == (2 * n, n), counters
+        assert counters["capture_step_seconds"] == 0.5 * n, counters
+        assert counters["capture_seconds"] == 0.0625 * n, counters
     if closed:
         marker = open(os.path.join(worker_dir, "CLOSED")).read()
         assert '"segments": %d' % len(names) in marker, marker
         assert counters["segments_written"] == len(names)
+        n = len(steps)
+        assert ('"capture_steps": %d, "capture_steps_saved": %d, "capture_step_seconds": %.17g, '
+                '"capture_seconds": %.17g' % (2 * n, n, 0.5 * n, 0.0625 * n)) in marker, marker
     return len(steps), len(names)
 
 

@@ -100,6 +100,7 @@ class RoundTripTest : public ::testing::Test {
     final_counters.raw_dropped_bytes = 4096;
     final_counters.stats_wait_seconds = 0.125;
     final_counters.queue_high_water = 3;
+    final_counters.capture = CaptureTotals{9, 6, 0.1, 1.0 / 3.0};
     TSTAT_ASSERT_OK(writer->Close(final_counters));
     bytes_ = writer->bytes_written();
     auto trial = Trial::Open(dir_.path());
@@ -298,7 +299,69 @@ TEST_F(RoundTripTest, DropsAndCounters) {
   EXPECT_EQ(w.counters.queue_high_water, 3u);
   EXPECT_EQ(w.counters.segments_written, 2u);
   EXPECT_EQ(w.counters.bytes_written, on_disk);
+  // Capture totals, exactly (the marker stores doubles with 17 digits).
+  EXPECT_EQ(w.counters.capture.steps, 9u);
+  EXPECT_EQ(w.counters.capture.steps_saved, 6u);
+  EXPECT_EQ(w.counters.capture.step_seconds, 0.1);
+  EXPECT_EQ(w.counters.capture.capture_seconds, 1.0 / 3.0);
+  EXPECT_EQ(w.world_size, 1);
+  EXPECT_EQ(w.format_version, 1);
   EXPECT_TRUE(trial_->loaded_all_steps());
+}
+
+// The capture totals travel with the counters: in each segment (a live run)
+// and in CLOSED (the final ones); a CLOSED marker without them (written
+// before they existed) reads as zero totals.
+TEST(CaptureTotalsTest, StoredInSegmentsAndInTheClosedMarker) {
+  TempDir dir;
+  auto writer = OpenWriterOrDie(dir.path(), 0, 1, "{}");
+  ASSERT_NE(writer, nullptr);
+  TSTAT_ASSERT_OK(writer->RegisterTensors({MakeScalarInfo(0, "loss")}));
+  StepBatch b = MakeBatch(0, Mode::kTrain, 0);
+  b.scalars = {ScalarRecord{0, 0.5, 1.7e9}};
+  TSTAT_ASSERT_OK(writer->Write(b));
+  PipelineCounters c;
+  c.steps_captured = 1;
+  c.capture = CaptureTotals{10, 1, 1.5, 0.03};  // 9 steps were not saved
+  TSTAT_ASSERT_OK(writer->Flush(c));
+
+  auto trial = Trial::Open(dir.path());
+  ASSERT_TRUE(trial.ok()) << trial.status().ToString();
+  ASSERT_EQ((*trial)->workers().size(), 1u);
+  CaptureTotals got = (*trial)->workers()[0].counters.capture;  // from the segment
+  EXPECT_EQ(got.steps, 10u);
+  EXPECT_EQ(got.steps_saved, 1u);
+  EXPECT_EQ(got.step_seconds, 1.5);
+  EXPECT_EQ(got.capture_seconds, 0.03);
+  EXPECT_FALSE((*trial)->workers()[0].closed);
+
+  c.capture = CaptureTotals{20, 1, 3.25, 0.0625};  // more unsaved steps, then Close
+  TSTAT_ASSERT_OK(writer->Close(c));
+  TSTAT_ASSERT_OK((*trial)->Refresh());
+  got = (*trial)->workers()[0].counters.capture;  // from CLOSED
+  EXPECT_EQ(got.steps, 20u);
+  EXPECT_EQ(got.step_seconds, 3.25);
+  EXPECT_EQ(got.capture_seconds, 0.0625);
+  EXPECT_TRUE((*trial)->loaded_all_steps());
+  const std::string marker = ReadWholeFile(dir.Sub("worker-00000/CLOSED")).value();
+  EXPECT_NE(marker.find("\"capture_steps\": 20, \"capture_steps_saved\": 1, "
+                        "\"capture_step_seconds\": 3.25, \"capture_seconds\": 0.0625"),
+            std::string::npos)
+      << marker;
+
+  // A marker from before capture totals existed: still valid, zero totals.
+  std::string old = marker;
+  const std::size_t from = old.find("\"capture_steps\"");
+  const std::size_t to = old.find("\"stats_wait_seconds\"");
+  ASSERT_TRUE(from != std::string::npos && to != std::string::npos && from < to);
+  old.erase(from, to - from);
+  TSTAT_ASSERT_OK(WriteFileAtomically(dir.Sub("worker-00000/CLOSED"), old));
+  auto old_trial = Trial::Open(dir.path());
+  ASSERT_TRUE(old_trial.ok()) << old_trial.status().ToString();
+  TSTAT_EXPECT_OK((*old_trial)->Refresh());  // the marker parses
+  EXPECT_TRUE((*old_trial)->workers()[0].closed);
+  EXPECT_EQ((*old_trial)->workers()[0].counters.capture.steps, 0u);
+  EXPECT_EQ((*old_trial)->workers()[0].counters.steps_captured, 1u);
 }
 
 TEST_F(RoundTripTest, ErrorCodes) {
