@@ -176,9 +176,26 @@ StepBatch& Prepare(SyntheticRun* run, std::int64_t s, double t0) {
   return b;
 }
 
+// The rule types that read something besides the scalar stat rows
+// (TensorStats, DeltaStats, scalars): histograms, per-channel stats, label
+// counts, confusion matrices, value counts. The others are "stats-only".
+bool NeedsMoreThanStats(const std::string& type) {
+  static const char* const kTypes[] = {
+      "low_precision_range",  // exponent histogram
+      "dead_relu", "saturated_activation", "check_input_images",  // per-channel stats
+      "class_imbalance", "confusion",  // label counts, confusion matrix
+      "nlp_sequence_ratio",  // value counts
+  };
+  for (const char* t : kTypes) {
+    if (type == t) return true;
+  }
+  return false;
+}
+
 // Every registered rule type with its defaults (neutral values where one is
-// required) plus an expression rule `bench_nan` (nan_count > 0).
-Result<std::vector<std::unique_ptr<Rule>>> AllRules(const std::string& other_run,
+// required), or only the stats-only ones, plus an expression rule `bench_nan`
+// (nan_count > 0).
+Result<std::vector<std::unique_ptr<Rule>>> AllRules(const std::string& other_run, bool stats_only,
                                                     std::ostream& err) {
   RuleRegistry registry;
   TSTAT_RETURN_IF_ERROR(RegisterBuiltinRules(&registry));
@@ -189,6 +206,7 @@ Result<std::vector<std::unique_ptr<Rule>>> AllRules(const std::string& other_run
   std::vector<std::unique_ptr<Rule>> rules;
   for (const std::string& type : registry.types()) {
     if (type == "stalled_training_rule" || type == "expression") continue;  // alias / below
+    if (stats_only && NeedsMoreThanStats(type)) continue;
     RuleSpec spec;
     spec.name = spec.type = type;
     auto it = needs.find(type);
@@ -243,10 +261,14 @@ Status WriteSteps(const std::string& dir, SyntheticRun* run, std::int64_t steps)
 }
 
 Result<RulesBenchResult> EngineCase(const RulesBenchOptions& o, SyntheticRun* run,
-                                    const std::string& other_run, std::ostream& err) {
-  TSTAT_ASSIGN_OR_RETURN(std::vector<std::unique_ptr<Rule>> rules, AllRules(other_run, err));
+                                    const std::string& other_run, bool stats_only,
+                                    std::ostream& err) {
+  TSTAT_ASSIGN_OR_RETURN(std::vector<std::unique_ptr<Rule>> rules,
+                         AllRules(other_run, stats_only, err));
   RulesBenchResult r;
-  r.name = "engine_" + std::to_string(o.tensors) + "x" + std::to_string(o.steps);
+  r.name = stats_only ? "stats_only" : "all_rules";
+  r.tensors = o.tensors;
+  r.steps = o.steps;
   r.rules = static_cast<int>(rules.size());
   rules::RuleEngine engine(std::move(rules));
   Catalog catalog(run->tensors);
@@ -270,9 +292,12 @@ Result<RulesBenchResult> EngineCase(const RulesBenchOptions& o, SyntheticRun* ru
 Result<RulesBenchResult> FollowCase(const RulesBenchOptions& o, SyntheticRun* run,
                                     const std::string& other_run, std::ostream& err) {
   TSTAT_ASSIGN_OR_RETURN(std::string dir, TempRunDir("follow"));
-  TSTAT_ASSIGN_OR_RETURN(std::vector<std::unique_ptr<Rule>> rules, AllRules(other_run, err));
+  TSTAT_ASSIGN_OR_RETURN(std::vector<std::unique_ptr<Rule>> rules,
+                         AllRules(other_run, /*stats_only=*/false, err));
   RulesBenchResult r;
-  r.name = "follow_" + std::to_string(o.tensors) + "x" + std::to_string(o.follow_steps);
+  r.name = "follow";
+  r.tensors = o.tensors;
+  r.steps = o.follow_steps;
   r.rules = static_cast<int>(rules.size());
   using Clock = std::chrono::steady_clock;
   std::mutex mu;
@@ -358,15 +383,17 @@ Result<RulesBenchResult> FollowCase(const RulesBenchOptions& o, SyntheticRun* ru
 }  // namespace
 
 std::string FormatRulesJsonLine(const RulesBenchResult& r) {
-  char buf[512];
+  char buf[640];
   char latency[32] = "null";
   if (r.follow_latency_s) std::snprintf(latency, sizeof latency, "%.4f", *r.follow_latency_s);
   std::snprintf(buf, sizeof buf,
                 "{\"case\": \"%s\", \"records\": %llu, \"seconds\": %.4f, "
-                "\"records_per_s_per_core\": %.1f, \"follow_latency_s\": %s, \"rules\": %d, "
-                "\"findings\": %llu}",
+                "\"records_per_s_per_core\": %.1f, \"follow_latency_s\": %s, "
+                "\"cpu_seconds\": %.4f, \"records_counted\": \"per_record\", "
+                "\"tensors\": %lld, \"steps\": %lld, \"rules\": %d, \"findings\": %llu}",
                 r.name.c_str(), static_cast<unsigned long long>(r.records), r.seconds,
-                r.records_per_s_per_core, latency, r.rules,
+                r.records_per_s_per_core, latency, r.cpu_seconds,
+                static_cast<long long>(r.tensors), static_cast<long long>(r.steps), r.rules,
                 static_cast<unsigned long long>(r.findings));
   return buf;
 }
@@ -380,8 +407,9 @@ Status RunRulesBench(const RulesBenchOptions& o, std::ostream& out, std::ostream
   Status wrote = WriteSteps(other, &run, 3);  // similar_across_runs compares with it
   std::vector<RulesBenchResult> results;
   Status status = wrote;
-  if (status.ok()) {
-    Result<RulesBenchResult> engine = EngineCase(o, &run, other, err);
+  for (bool stats_only : {true, false}) {
+    if (!status.ok()) break;
+    Result<RulesBenchResult> engine = EngineCase(o, &run, other, stats_only, err);
     status = engine.status();
     if (engine.ok()) results.push_back(engine.value());
   }
@@ -398,7 +426,8 @@ Status RunRulesBench(const RulesBenchOptions& o, std::ostream& out, std::ostream
       continue;
     }
     char line[256];
-    std::snprintf(line, sizeof line, "%-22s %12llu records %9.3f s %14.0f records/s/core", r.name.c_str(),
+    std::snprintf(line, sizeof line, "%-11s %6lldx%-5lld %11llu records %9.3f s %14.0f records/s/core",
+                  r.name.c_str(), static_cast<long long>(r.tensors), static_cast<long long>(r.steps),
                   static_cast<unsigned long long>(r.records), r.seconds, r.records_per_s_per_core);
     out << line;
     if (r.follow_latency_s) out << "  follow latency " << *r.follow_latency_s << " s";

@@ -1,16 +1,23 @@
 // `tstat bench rules`: throughput of the rule engine with every built-in rule,
 // and the latency of following a live run.
 //
-// engine case: a synthetic run of T tensors x S steps (default 10,000 x
+// engine cases: a synthetic run of T tensors x S steps (default 10,000 x
 // 1,000: weights, gradients, biases and ReLU outputs with exponent histograms,
 // deltas and per-channel stats as a default capture gives them, plus a loss
 // scalar and a labels tensor with label counts and a confusion matrix) is fed
-// step by step through one RuleEngine holding every registered rule type
-// (with its default parameters; the few that need one get a neutral value)
-// and one expression rule. The steps are prepared before timing (a few
-// distinct value sets, reused), so only Feed() is timed. Reported: records
-// (stats + scalar records fed), wall seconds, and records per second per core
-// = records / the engine thread's CPU seconds (the engine is one thread).
+// step by step through one RuleEngine holding
+//   all_rules:  every registered rule type (with its default parameters; the
+//               few that need one get a neutral value) and one expression rule;
+//   stats_only: the same minus the rules that read more than the scalar stat
+//               rows (low_precision_range: exponent histogram; dead_relu,
+//               saturated_activation, check_input_images: per-channel stats;
+//               class_imbalance, confusion: label counts / confusion matrix;
+//               nlp_sequence_ratio: value counts).
+// The steps are prepared before timing (a few distinct value sets, reused),
+// so only Feed() is timed. Reported: records = stats + scalar records fed to
+// the engine, each counted once however many rules look at it (per record,
+// not per rule); wall seconds; records per second per core = records / the
+// engine thread's CPU seconds (the engine is one thread).
 //
 // follow case: a writer thread writes the same kind of steps (T tensors) to
 // an HDF5 run, flushing every step, while a TrialRunner follows the run with
@@ -39,7 +46,9 @@ struct RulesBenchOptions {
 };
 
 struct RulesBenchResult {
-  std::string name;  // "engine_10000x1000", "follow_10000x20"
+  std::string name;  // "stats_only", "all_rules", "follow"
+  std::int64_t tensors = 0;
+  std::int64_t steps = 0;
   std::uint64_t records = 0;
   double seconds = 0.0;
   double cpu_seconds = 0.0;

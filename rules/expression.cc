@@ -70,11 +70,32 @@ double ReadVar(const VarRef& v, const ExpressionInput& in) {
 
 // ----------------------------------------------------------------------------
 // Tree.
+// Operators and functions, decoded from their text once at parse time (no
+// string comparison per evaluation).
+enum class Op {
+  kOr, kAnd, kAdd, kSub, kMul, kDiv, kLt, kLe, kGt, kGe, kEq, kNe,
+  kAbs, kSqrt, kLog10, kLog2, kMin, kMax,
+};
+
+Op OpOf(const std::string& op) {
+  static const std::pair<const char*, Op> kOps[] = {
+      {"||", Op::kOr},    {"&&", Op::kAnd},     {"+", Op::kAdd},     {"-", Op::kSub},
+      {"*", Op::kMul},    {"/", Op::kDiv},      {"<", Op::kLt},      {"<=", Op::kLe},
+      {">", Op::kGt},     {">=", Op::kGe},      {"==", Op::kEq},     {"!=", Op::kNe},
+      {"abs", Op::kAbs},  {"sqrt", Op::kSqrt},  {"log10", Op::kLog10}, {"log2", Op::kLog2},
+      {"min", Op::kMin},  {"max", Op::kMax},
+  };
+  for (const auto& o : kOps) {
+    if (op == o.first) return o.second;
+  }
+  return Op::kMax;  // the parser makes no other text
+}
+
 struct Node {
   enum Kind { kNum, kVar, kNeg, kNot, kBin, kCall } kind;
   double num = 0.0;
   VarRef var{};
-  std::string op;  // for kBin / kCall
+  Op op = Op::kAdd;  // for kBin / kCall
   std::vector<std::unique_ptr<Node>> kids;
 };
 
@@ -86,29 +107,37 @@ double Eval(const Node& n, const ExpressionInput& in) {
     case Node::kNot: return Eval(*n.kids[0], in) != 0.0 ? 0.0 : 1.0;
     case Node::kCall: {
       const double a = Eval(*n.kids[0], in);
-      if (n.op == "abs") return std::fabs(a);
-      if (n.op == "sqrt") return std::sqrt(a);
-      if (n.op == "log10") return std::log10(a);
-      if (n.op == "log2") return std::log2(a);
+      switch (n.op) {
+        case Op::kAbs: return std::fabs(a);
+        case Op::kSqrt: return std::sqrt(a);
+        case Op::kLog10: return std::log10(a);
+        case Op::kLog2: return std::log2(a);
+        default: break;
+      }
       const double b = Eval(*n.kids[1], in);
-      if (n.op == "min") return std::fmin(a, b);
-      return std::fmax(a, b);  // "max"
+      if (n.op == Op::kMin) return std::fmin(a, b);
+      return std::fmax(a, b);  // max
     }
     case Node::kBin: {
-      const std::string& op = n.op;
-      if (op == "||") return (Eval(*n.kids[0], in) != 0.0 || Eval(*n.kids[1], in) != 0.0) ? 1.0 : 0.0;
-      if (op == "&&") return (Eval(*n.kids[0], in) != 0.0 && Eval(*n.kids[1], in) != 0.0) ? 1.0 : 0.0;
+      if (n.op == Op::kOr) {
+        return (Eval(*n.kids[0], in) != 0.0 || Eval(*n.kids[1], in) != 0.0) ? 1.0 : 0.0;
+      }
+      if (n.op == Op::kAnd) {
+        return (Eval(*n.kids[0], in) != 0.0 && Eval(*n.kids[1], in) != 0.0) ? 1.0 : 0.0;
+      }
       const double a = Eval(*n.kids[0], in), b = Eval(*n.kids[1], in);
-      if (op == "+") return a + b;
-      if (op == "-") return a - b;
-      if (op == "*") return a * b;
-      if (op == "/") return a / b;
-      if (op == "<") return a < b;
-      if (op == "<=") return a <= b;
-      if (op == ">") return a > b;
-      if (op == ">=") return a >= b;
-      if (op == "==") return a == b;
-      return a != b;  // "!="
+      switch (n.op) {
+        case Op::kAdd: return a + b;
+        case Op::kSub: return a - b;
+        case Op::kMul: return a * b;
+        case Op::kDiv: return a / b;
+        case Op::kLt: return a < b;
+        case Op::kLe: return a <= b;
+        case Op::kGt: return a > b;
+        case Op::kGe: return a >= b;
+        case Op::kEq: return a == b;
+        default: return a != b;  // !=
+      }
     }
   }
   return 0.0;
@@ -177,7 +206,7 @@ class Parser {
   std::unique_ptr<Node> Bin(std::string op, std::unique_ptr<Node> a, std::unique_ptr<Node> b) {
     auto n = std::make_unique<Node>();
     n->kind = Node::kBin;
-    n->op = std::move(op);
+    n->op = OpOf(op);
     n->kids.push_back(std::move(a));
     n->kids.push_back(std::move(b));
     return n;
@@ -311,7 +340,7 @@ class Parser {
     Eat("(");
     auto n = std::make_unique<Node>();
     n->kind = Node::kCall;
-    n->op = name;
+    n->op = OpOf(name);
     for (int i = 0; i < arity && error_.empty(); ++i) {
       if (i > 0 && !Eat(",")) {
         SetError("expected ',' (" + name + " takes " + std::to_string(arity) + " arguments)");

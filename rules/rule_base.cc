@@ -47,16 +47,96 @@ bool RuleBase::Matches(const TensorInfo& t) const {
   return regex_ != nullptr && RE2::PartialMatch(t.name, *regex_);
 }
 
-bool RuleBase::Selected(const StepView& step, std::uint32_t tensor_id) {
-  const std::uint64_t key = (static_cast<std::uint64_t>(step.worker) << 32) | tensor_id;
-  auto it = cache_.find(key);
-  if (it != cache_.end()) return it->second;
+RuleBase::WorkerSelection& RuleBase::ForWorker(int worker) {
+  if (last_worker_ < workers_.size() && workers_[last_worker_].worker == worker) {
+    return workers_[last_worker_];
+  }
+  for (std::size_t i = 0; i < workers_.size(); ++i) {
+    if (workers_[i].worker == worker) {
+      last_worker_ = i;
+      return workers_[i];
+    }
+  }
+  workers_.emplace_back();
+  workers_.back().worker = worker;
+  last_worker_ = workers_.size() - 1;
+  return workers_.back();
+}
+
+bool RuleBase::Resolve(int worker, std::uint32_t tensor_id, const StepView& step) {
+  WorkerSelection& w = ForWorker(worker);
+  if (tensor_id < kDenseIds) {
+    if (tensor_id < w.dense.size() && w.dense[tensor_id] >= 0) return w.dense[tensor_id] != 0;
+    if (tensor_id >= w.dense.size()) {
+      w.dense.resize(std::max<std::size_t>(tensor_id + 1, w.dense.size() * 2), -1);
+    }
+    const TensorInfo* t = Info(step, tensor_id);
+    const bool sel = t != nullptr && Matches(*t);
+    w.dense[tensor_id] = sel ? 1 : 0;
+    return sel;
+  }
+  auto it = w.sparse.find(tensor_id);
+  if (it != w.sparse.end()) return it->second;
   const TensorInfo* t = Info(step, tensor_id);
   const bool sel = t != nullptr && Matches(*t);
-  saw_tensors_ = true;
-  matched_any_ = matched_any_ || sel;
-  cache_.emplace(key, sel);
+  w.sparse.emplace(tensor_id, sel);
   return sel;
+}
+
+const std::vector<std::uint32_t>& RuleBase::SelectedRecords(const IndexedStep& step) {
+  WorkerSelection& w = ForWorker(step.view->worker);
+  if (w.indexer == step.indexer && w.layout == step.layout && step.layout != 0) return w.records;
+  w.records.clear();
+  for (std::size_t i = 0; i < step.size; ++i) {
+    // Resolve() may grow w's tables but never moves `w` itself.
+    if (Resolve(step.view->worker, step.ids[i], *step.view)) {
+      w.records.push_back(static_cast<std::uint32_t>(i));
+    }
+  }
+  w.indexer = step.indexer;
+  w.layout = step.layout;
+  return w.records;
+}
+
+IndexedStep StepIndexer::Index(const StepView& view) {
+  IndexedStep out;
+  out.view = &view;
+  out.indexer = this;
+  const std::size_t n = view.records ? view.records->size() : 0;
+  scratch_.resize(n);
+  infos_.resize(n);
+  bool all_known = true;
+  // Records are kilobytes apart: ask for the ids a few records ahead.
+  constexpr std::size_t kAhead = 8;
+  const TensorStatsRecord* records = n ? view.records->data() : nullptr;
+  for (std::size_t i = 0; i < n && i < kAhead; ++i) __builtin_prefetch(&records[i].tensor_id);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (i + kAhead < n) __builtin_prefetch(&records[i + kAhead].tensor_id);
+    const std::uint32_t id = records[i].tensor_id;
+    scratch_[i] = id;
+    infos_[i] = view.catalog ? view.catalog->Find(id) : nullptr;
+    all_known = all_known && infos_[i] != nullptr;
+  }
+  WorkerLayout* w = nullptr;
+  for (WorkerLayout& l : layouts_) w = l.worker == view.worker ? &l : w;
+  if (w == nullptr) {
+    layouts_.emplace_back();
+    w = &layouts_.back();
+    w->worker = view.worker;
+  }
+  // An unknown id may become known later, and what rules derive from a
+  // catalog entry must then be derived anew: such a step shares no layout.
+  const bool same = all_known && w->layout != 0 && w->catalog == view.catalog && w->ids == scratch_;
+  if (!same) {
+    w->ids.swap(scratch_);
+    w->catalog = view.catalog;
+    w->layout = all_known ? next_layout_++ : 0;
+  }
+  out.ids = w->ids.data();
+  out.infos = infos_.data();
+  out.size = n;
+  out.layout = w->layout;
+  return out;
 }
 
 std::string RuleBase::Diagnostics() const {

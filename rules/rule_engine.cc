@@ -7,6 +7,7 @@ namespace tstat::rules {
 RuleEngine::RuleEngine(std::vector<std::unique_ptr<Rule>> rules, EngineOptions options)
     : rules_(std::move(rules)), options_(options) {
   if (options_.world_size < 1) options_.world_size = 1;
+  for (const auto& rule : rules_) bases_.push_back(dynamic_cast<RuleBase*>(rule.get()));
 }
 
 void RuleEngine::Evaluate(int worker, const StepBatch& batch, const TensorCatalog* catalog,
@@ -18,7 +19,14 @@ void RuleEngine::Evaluate(int worker, const StepBatch& batch, const TensorCatalo
   view.records = &batch.stats;
   view.scalars = &batch.scalars;
   view.catalog = catalog;
-  for (auto& rule : rules_) rule->Evaluate(view, out);
+  const IndexedStep indexed = indexer_.Index(view);
+  for (std::size_t k = 0; k < rules_.size(); ++k) {
+    if (bases_[k] != nullptr) {
+      bases_[k]->EvaluateStep(indexed, out);
+    } else {
+      rules_[k]->Evaluate(view, out);
+    }
+  }
   ++steps_evaluated_;
   records_evaluated_ += batch.stats.size() + batch.scalars.size();
 }

@@ -2,6 +2,8 @@
 // workers, evaluating each step once it is complete — every worker reported
 // it, a later step exists, or the run ended — in global step order.
 //
+// Each step is indexed once (StepIndexer) and handed to every RuleBase rule
+// in that form; other Rule implementations get the StepView.
 // The same engine is fed by the in-process rules thread (from the capture
 // pipeline) and by the out-of-process runners (from a Trial).
 // Thread safety: one thread drives an engine.
@@ -13,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "rules/rule_base.h"
 #include "tstat/rule.h"
 
 namespace tstat::rules {
@@ -50,6 +53,10 @@ class RuleEngine {
   void EvaluateCompleteSteps(std::vector<Finding>* out, bool all);
 
   std::vector<std::unique_ptr<Rule>> rules_;
+  // rules_[k] as a RuleBase (fed the step indexed once for all of them), or
+  // null for other Rule implementations (fed the plain StepView).
+  std::vector<RuleBase*> bases_;
+  StepIndexer indexer_;
   EngineOptions options_;
   std::map<std::int64_t, std::vector<Pending>> pending_;  // by global step
   std::int64_t max_step_seen_ = -1;

@@ -9,12 +9,12 @@
 namespace tstat::rules {
 namespace {
 
-class AllZeroRule final : public TensorRule {
+class AllZeroRule final : public TensorRuleT<AllZeroRule> {
  public:
   AllZeroRule(const RuleSpec& spec, double threshold)
-      : TensorRule(spec, {"weights", "gradients", "activations"}), threshold_(threshold) {}
+      : TensorRuleT(spec, {"weights", "gradients", "activations"}), threshold_(threshold) {}
 
- protected:
+ public:
   void Check(const StepView& step, const TensorInfo& info, const TensorStatsRecord& r,
              std::vector<Finding>* findings) override {
     if (!r.has_stats || r.stats.count == 0) return;

@@ -23,15 +23,15 @@ struct InputImageParams {
   std::int64_t channel = 1;
 };
 
-class CheckInputImagesRule final : public TensorRule {
+class CheckInputImagesRule final : public TensorRuleT<CheckInputImagesRule> {
  public:
   CheckInputImagesRule(const RuleSpec& spec, InputImageParams p)
-      : TensorRule(spec, {},
+      : TensorRuleT(spec, {},
                    "per-channel statistics along axis " + std::to_string(p.channel) +
                        " (capture with per_channel_axis = channel)"),
         p_(p) {}
 
- protected:
+ public:
   void Check(const StepView& step, const TensorInfo& info, const TensorStatsRecord& r,
              std::vector<Finding>* findings) override {
     const bool axis_ok = r.per_channel && r.per_channel->axis == p_.channel;
@@ -43,7 +43,7 @@ class CheckInputImagesRule final : public TensorRule {
     }
     if (!axis_ok) return;
     const std::vector<TensorStats>& ch = r.per_channel->channels;
-    State& st = state_[TensorKey(step.worker, info.id)];
+    State& st = state_.Get(PerTensor<State>::WorkerGroup(step.worker), info.id);
     if (st.sum.size() != ch.size())
       st = State{std::vector<double>(ch.size(), 0.0), std::vector<std::uint64_t>(ch.size(), 0), 0};
     for (std::size_t c = 0; c < ch.size(); ++c) {
@@ -87,7 +87,7 @@ class CheckInputImagesRule final : public TensorRule {
     std::int64_t samples = 0;
   };
   InputImageParams p_;
-  std::unordered_map<std::uint64_t, State> state_;
+  PerTensor<State> state_;
 };
 
 }  // namespace

@@ -6,6 +6,7 @@
 // `threshold_inactivity` percent (default 1). Fires at every step where the
 // layer condition holds (a zero-initialized net fires at its first step).
 // Needs per-channel stats. Default selection: tensor_regex ".*relu_output".
+#include <cstddef>
 #include <unordered_map>
 
 #include "rules/builtin/tensor_rule.h"
@@ -14,22 +15,28 @@
 namespace tstat::rules {
 namespace {
 
-class DeadReluRule final : public TensorRule {
+class DeadReluRule final : public TensorRuleT<DeadReluRule> {
  public:
   DeadReluRule(const RuleSpec& spec, double threshold_inactivity, double threshold_layer)
-      : TensorRule(WithDefaultRegex(spec, ".*relu_output"), {},
+      : TensorRuleT(WithDefaultRegex(spec, ".*relu_output"), {},
                    "per-channel statistics (capture with per_channel_axis)"),
         inactivity_(threshold_inactivity),
         layer_(threshold_layer) {}
 
- protected:
+ public:
+  // Check() reads the stats and the per_channel.
+  static void Prefetch(const TensorStatsRecord* r) {
+    TensorRuleT::Prefetch(r);
+    PrefetchRecordBytes(r, offsetof(TensorStatsRecord, per_channel), sizeof(r->per_channel));
+  }
+
   void Check(const StepView& step, const TensorInfo& info, const TensorStatsRecord& r,
              std::vector<Finding>* findings) override {
     NoteNeeded(step, info, r.per_channel.has_value());
     if (!r.per_channel || r.per_channel->channels.empty()) return;
     const std::vector<TensorStats>& ch = r.per_channel->channels;
-    auto [it, first] = activity_.try_emplace(TensorKey(step.worker, info.id));
-    State& st = it->second;
+    bool first = false;
+    State& st = activity_.Get(PerTensor<State>::WorkerGroup(step.worker), info.id, &first);
     if (first || st.activity.channels() != ch.size()) {
       st.activity.Reset(ch.size());
       st.since = step.key.global_step;
@@ -64,7 +71,7 @@ class DeadReluRule final : public TensorRule {
     std::int64_t since = 0;
   };
   double inactivity_, layer_;
-  std::unordered_map<std::uint64_t, State> activity_;
+  PerTensor<State> activity_;
 };
 
 }  // namespace

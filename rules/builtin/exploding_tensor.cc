@@ -23,12 +23,12 @@ struct ExplodingParams {
   std::string growth_stat_name = "l2";
 };
 
-class ExplodingTensorRule final : public TensorRule {
+class ExplodingTensorRule final : public TensorRuleT<ExplodingTensorRule> {
  public:
   ExplodingTensorRule(const RuleSpec& spec, ExplodingParams p)
-      : TensorRule(WithDefaultRegex(spec, ".*"), {}), p_(std::move(p)) {}
+      : TensorRuleT(WithDefaultRegex(spec, ".*"), {}), p_(std::move(p)) {}
 
- protected:
+ public:
   void Check(const StepView& step, const TensorInfo& info, const TensorStatsRecord& r,
              std::vector<Finding>* findings) override {
     if (!r.has_stats) return;
@@ -54,7 +54,9 @@ class ExplodingTensorRule final : public TensorRule {
                    std::vector<Finding>* findings) {
     const double v = StatValue(s, p_.growth_stat);
     if (!std::isfinite(v) || v == 0) return;
-    std::deque<double>& hist = history_[TensorModeKey(step.worker, info.id, step.key.mode)];
+    std::deque<double>& hist =
+        history_.Get(PerTensor<std::deque<double>>::WorkerModeGroup(step.worker, step.key.mode),
+                     info.id);
     if (static_cast<std::int64_t>(hist.size()) == p_.growth_window) {
       const double base = hist.front();
       const double ratio = v / base;
@@ -76,7 +78,7 @@ class ExplodingTensorRule final : public TensorRule {
   }
 
   ExplodingParams p_;
-  std::unordered_map<std::uint64_t, std::deque<double>> history_;
+  PerTensor<std::deque<double>> history_;
 };
 
 }  // namespace

@@ -18,7 +18,9 @@
 // subnormal_percent (default 100: off). Needs the exponent histogram
 // (captured by default). Default selection: collections "weights",
 // "gradients" and "activations".
+#include <algorithm>
 #include <cmath>
+#include <cstddef>
 
 #include "rules/builtin/tensor_rule.h"
 #include "rules/builtin/tensor_rules.h"
@@ -47,32 +49,83 @@ struct RangeParams {
   double subnormal_percent = 100.0;
 };
 
-class LowPrecisionRangeRule final : public TensorRule {
+// The bins each check of a format counts, fixed by the format and the scale:
+// bin e spans [2^e, 2^(e+1)) before scaling, [2^(e+l), 2^(e+1+l)) after
+// (l = log2 scale), so "all of the bin past the boundary" holds for a prefix
+// (underflow, subnormal) or a suffix (overflow) of the bins.
+struct FormatBins {
+  int under_end = 0;   // bins [0, under_end) underflow
+  int sub_end = 0;     // bins [0, sub_end) are subnormal
+  int over_begin = 0;  // bins [over_begin, kExpHistBins) overflow
+};
+
+FormatBins BinsOf(const Format& f, double log2_scale) {
+  FormatBins b;
+  b.over_begin = kExpHistBins;
+  for (int bin = 0; bin < kExpHistBins; ++bin) {
+    const double e = ExponentHistogram::BinExponent(bin) + log2_scale;
+    if (e + 1 <= f.min_subnormal_exp) b.under_end = bin + 1;
+    if (e + 1 <= f.min_normal_exp) b.sub_end = bin + 1;
+    if (e >= f.max_exp + 1 && b.over_begin == kExpHistBins) b.over_begin = bin;
+  }
+  return b;
+}
+
+std::uint64_t SumBins(const std::uint64_t* counts, int begin, int end) {
+  std::uint64_t t = 0;
+  for (int b = begin; b < end; ++b) t += counts[b];
+  return t;
+}
+
+class LowPrecisionRangeRule final : public TensorRuleT<LowPrecisionRangeRule> {
  public:
   LowPrecisionRangeRule(const RuleSpec& spec, RangeParams p)
-      : TensorRule(spec, {"weights", "gradients", "activations"},
-                   "the exponent histogram (capture with exponent_histogram)"),
+      : TensorRuleT(spec, {"weights", "gradients", "activations"},
+                    "the exponent histogram (capture with exponent_histogram)"),
         p_(std::move(p)),
-        log2_scale_(std::log2(p_.scale)) {}
+        log2_scale_(std::log2(p_.scale)) {
+    // A percentage never exceeds 100, so a check at threshold 100 cannot
+    // fire: only the bins of the checks that can ("live") need reading to
+    // know that a record fires nothing.
+    const bool under_live = p_.underflow_percent < 100;
+    const bool sub_live = p_.subnormal_percent < 100;
+    const bool over_live = p_.overflow_percent < 100;
+    for (const Format& f : p_.formats) {
+      bins_.push_back(BinsOf(f, log2_scale_));
+      const FormatBins& b = bins_.back();
+      if (under_live) low_end_ = std::max(low_end_, b.under_end);
+      if (sub_live) low_end_ = std::max(low_end_, b.sub_end);
+      if (over_live) high_begin_ = std::min(high_begin_, b.over_begin);
+    }
+    high_begin_ = std::max(high_begin_, low_end_);
+  }
 
- protected:
+  // Check() reads the exponent histogram (and no stats).
+  static void Prefetch(const TensorStatsRecord* r) {
+    PrefetchRecordBytes(r, offsetof(TensorStatsRecord, exponent_histogram),
+                        sizeof(r->exponent_histogram));
+  }
+
   void Check(const StepView& step, const TensorInfo& info, const TensorStatsRecord& r,
              std::vector<Finding>* findings) override {
     NoteNeeded(step, info, r.exponent_histogram.has_value());
     if (!r.exponent_histogram) return;
     const ExponentHistogram& h = *r.exponent_histogram;
+    const std::uint64_t* counts = h.counts.data();
+    // The usual case: no value in any bin a live check counts, so no check
+    // of any format fires (each would compare 0 > threshold >= 0).
+    std::uint64_t any = 0;
+    for (int b = 0; b < low_end_; ++b) any |= counts[b];
+    for (int b = high_begin_; b < kExpHistBins; ++b) any |= counts[b];
+    if (any == 0) return;
     const double total = static_cast<double>(h.total());
     if (total == 0) return;
-    for (const Format& f : p_.formats) {
-      // Bin e spans [2^e, 2^(e+1)) before scaling, [2^(e+l), 2^(e+1+l)) after.
-      std::uint64_t under = 0, sub = 0, over = 0;
-      for (int b = 0; b < kExpHistBins; ++b) {
-        if (h.counts[b] == 0) continue;
-        const double e = ExponentHistogram::BinExponent(b) + log2_scale_;
-        if (e + 1 <= f.min_subnormal_exp) under += h.counts[b];
-        if (e + 1 <= f.min_normal_exp) sub += h.counts[b];
-        if (e >= f.max_exp + 1) over += h.counts[b];
-      }
+    for (std::size_t k = 0; k < p_.formats.size(); ++k) {
+      const Format& f = p_.formats[k];
+      const FormatBins& fb = bins_[k];
+      const std::uint64_t under = SumBins(counts, 0, fb.under_end);
+      const std::uint64_t sub = SumBins(counts, 0, fb.sub_end);
+      const std::uint64_t over = SumBins(counts, fb.over_begin, kExpHistBins);
       const double u = 100.0 * static_cast<double>(under) / total;
       const double s = 100.0 * static_cast<double>(sub) / total;
       const double o = 100.0 * static_cast<double>(over) / total;
@@ -111,6 +164,9 @@ class LowPrecisionRangeRule final : public TensorRule {
  private:
   RangeParams p_;
   double log2_scale_;
+  std::vector<FormatBins> bins_;  // of p_.formats
+  int low_end_ = 0;               // bins [0, low_end_) and [high_begin_, end) are
+  int high_begin_ = kExpHistBins;  // the ones some live check counts
 };
 
 }  // namespace

@@ -14,12 +14,12 @@
 namespace tstat::rules {
 namespace {
 
-class NanOriginRule final : public TensorRule {
+class NanOriginRule final : public TensorRuleT<NanOriginRule> {
  public:
   NanOriginRule(const RuleSpec& spec, bool only_nan, bool once)
-      : TensorRule(WithDefaultRegex(spec, ".*"), {}), only_nan_(only_nan), once_(once) {}
+      : TensorRuleT(WithDefaultRegex(spec, ".*"), {}), only_nan_(only_nan), once_(once) {}
 
- protected:
+ public:
   void Check(const StepView& step, const TensorInfo& info, const TensorStatsRecord& r,
              std::vector<Finding>* findings) override {
     (void)step;

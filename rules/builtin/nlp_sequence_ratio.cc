@@ -15,16 +15,16 @@
 namespace tstat::rules {
 namespace {
 
-class NlpSequenceRatioRule final : public TensorRule {
+class NlpSequenceRatioRule final : public TensorRuleT<NlpSequenceRatioRule> {
  public:
   NlpSequenceRatioRule(const RuleSpec& spec, std::vector<std::int64_t> tokens,
                        std::vector<double> thresholds)
-      : TensorRule(WithDefaultRegex(spec, ".*embedding0_input_0"), {},
+      : TensorRuleT(WithDefaultRegex(spec, ".*embedding0_input_0"), {},
                    "value counts of the token_values (capture with count_values)"),
         tokens_(std::move(tokens)),
         thresholds_(std::move(thresholds)) {}
 
- protected:
+ public:
   void Check(const StepView& step, const TensorInfo& info, const TensorStatsRecord& r,
              std::vector<Finding>* findings) override {
     std::uint64_t n = r.has_stats ? r.stats.count : 0;

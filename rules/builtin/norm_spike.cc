@@ -9,8 +9,7 @@
 // until the window has absorbed it. Default selection: collection
 // "gradients".
 #include <cmath>
-#include <deque>
-#include <unordered_map>
+#include <memory>
 
 #include "rules/builtin/tensor_rule.h"
 #include "rules/builtin/tensor_rules.h"
@@ -26,24 +25,34 @@ struct SpikeParams {
   std::int64_t min_steps = 5;
 };
 
-class NormSpikeRule final : public TensorRule {
+class NormSpikeRule final : public TensorRuleT<NormSpikeRule> {
  public:
-  NormSpikeRule(const RuleSpec& spec, SpikeParams p) : TensorRule(spec, {"gradients"}), p_(p) {}
+  NormSpikeRule(const RuleSpec& spec, SpikeParams p) : TensorRuleT(spec, {"gradients"}), p_(p) {}
 
- protected:
+ public:
   void Check(const StepView& step, const TensorInfo& info, const TensorStatsRecord& r,
              std::vector<Finding>* findings) override {
     if (!r.has_stats) return;
     const double v = StatValue(r.stats, p_.stat);
     if (!std::isfinite(v)) return;
-    std::deque<double>& hist = history_[TensorModeKey(step.worker, info.id, step.key.mode)];
-    if (static_cast<std::int64_t>(hist.size()) >= p_.min_steps) {
+    History& hist = history_.Get(PerTensor<History>::WorkerModeGroup(step.worker, step.key.mode),
+                                 info.id);
+    if (hist.values == nullptr) hist.values = std::make_unique<double[]>(window_);
+    if (static_cast<std::int64_t>(hist.size) >= p_.min_steps) {
+      // Oldest to newest, as the sums were always taken.
+      // The ring is values[head, size) then values[0, head) when full.
+      const double* v0 = hist.values.get() + hist.head;
+      const double* v1 = hist.values.get();
+      const std::size_t n0 = hist.size == window_ ? window_ - hist.head : hist.size;
+      const std::size_t n1 = hist.size - n0;
       double mean = 0;
-      for (double h : hist) mean += h;
-      mean /= static_cast<double>(hist.size());
+      for (std::size_t k = 0; k < n0; ++k) mean += v0[k];
+      for (std::size_t k = 0; k < n1; ++k) mean += v1[k];
+      mean /= static_cast<double>(hist.size);
       double m2 = 0;
-      for (double h : hist) m2 += (h - mean) * (h - mean);
-      const double sd = std::sqrt(m2 / static_cast<double>(hist.size()));
+      for (std::size_t k = 0; k < n0; ++k) m2 += (v0[k] - mean) * (v0[k] - mean);
+      for (std::size_t k = 0; k < n1; ++k) m2 += (v1[k] - mean) * (v1[k] - mean);
+      const double sd = std::sqrt(m2 / static_cast<double>(hist.size));
       if (v > mean + p_.k * sd) {
         const double z = sd > 0 ? (v - mean) / sd : INFINITY;
         findings->push_back(MakeFinding(
@@ -52,19 +61,34 @@ class NormSpikeRule final : public TensorRule {
                 (sd > 0 ? Num(z) + " standard deviations above its mean " + Num(mean) + " (std " +
                               Num(sd) + ")"
                         : "above its constant value " + Num(mean)) +
-                " over the last " + std::to_string(hist.size()) + " saved steps (k " + Num(p_.k) +
+                " over the last " + std::to_string(hist.size) + " saved steps (k " + Num(p_.k) +
                 "): a bad batch, a learning-rate jump or the start of divergence; consider "
                 "gradient clipping and inspect this step's inputs",
             {{p_.stat_name, v}, {"window_mean", mean}, {"window_std", sd}, {"z", z}, {"k", p_.k}}));
       }
     }
-    hist.push_back(v);
-    if (static_cast<std::int64_t>(hist.size()) > p_.window) hist.pop_front();
+    hist.Push(v, window_);
   }
 
  private:
+  // The last `window` values of a (worker, tensor, mode), in a ring.
+  struct History {
+    std::unique_ptr<double[]> values;
+    std::size_t head = 0;  // the oldest value
+    std::size_t size = 0;
+    // Until full, head stays 0 and values fill [0, size).
+    void Push(double v, std::size_t window) {
+      if (size < window) {
+        values[size++] = v;
+      } else {
+        values[head] = v;
+        head = head + 1 == window ? 0 : head + 1;
+      }
+    }
+  };
   SpikeParams p_;
-  std::unordered_map<std::uint64_t, std::deque<double>> history_;
+  std::size_t window_ = static_cast<std::size_t>(p_.window);
+  PerTensor<History> history_;
 };
 
 }  // namespace

@@ -35,14 +35,15 @@ struct PoorInitParams {
   std::int64_t steps = 10;
 };
 
-class PoorWeightInitializationRule final : public TensorRule {
+class PoorWeightInitializationRule final : public TensorRuleT<PoorWeightInitializationRule> {
  public:
   PoorWeightInitializationRule(const RuleSpec& spec, PoorInitParams p, std::unique_ptr<RE2> act)
-      : TensorRule(spec, {"gradients"}), p_(std::move(p)), act_(std::move(act)) {}
+      : TensorRuleT(spec, {"gradients"}), p_(std::move(p)), act_(std::move(act)) {}
 
-  void Evaluate(const StepView& step, std::vector<Finding>* findings) override {
+  void EvaluateStep(const IndexedStep& indexed, std::vector<Finding>* findings) override {
+    const StepView& step = *indexed.view;
     if (!ModeAllowed(step.key.mode) || step.key.mode_step >= p_.steps) return;
-    TensorRule::Evaluate(step, findings);  // (b), through Check()
+    TensorRule::EvaluateStep(indexed, findings);  // (b), through Check()
     CheckActivationVariance(step, findings);
     CheckLoss(step, findings);
   }
@@ -57,7 +58,7 @@ class PoorWeightInitializationRule final : public TensorRule {
     return out;
   }
 
- protected:
+ public:
   bool ModeAllowed(Mode m) const override { return TrainModeAllowed(m); }
 
   void Check(const StepView& step, const TensorInfo& info, const TensorStatsRecord& r,
@@ -83,9 +84,11 @@ class PoorWeightInitializationRule final : public TensorRule {
 
  private:
   bool IsActivationInput(const StepView& step, const TensorInfo& info) {
-    auto [it, inserted] = act_cache_.try_emplace(TensorKey(step.worker, info.id), false);
-    if (inserted) it->second = RE2::PartialMatch(info.name, *act_);
-    return it->second;
+    bool created = false;
+    std::uint8_t& is_input =
+        act_cache_.Get(PerTensor<std::uint8_t>::WorkerGroup(step.worker), info.id, &created);
+    if (created) is_input = RE2::PartialMatch(info.name, *act_) ? 1 : 0;
+    return is_input != 0;
   }
 
   void CheckActivationVariance(const StepView& step, std::vector<Finding>* findings) {
@@ -162,7 +165,7 @@ class PoorWeightInitializationRule final : public TensorRule {
   };
   PoorInitParams p_;
   std::unique_ptr<RE2> act_;
-  std::unordered_map<std::uint64_t, bool> act_cache_;
+  PerTensor<std::uint8_t> act_cache_;  // 1: matches activation_inputs_regex
   std::unordered_map<std::uint64_t, Loss> loss_;
   bool saw_records_ = false;
   bool act_matched_ = false;

@@ -37,26 +37,29 @@ bool NameContains(const std::string& name, const char* word) {
   return lower.find(word) != std::string::npos;
 }
 
-class SaturatedActivationRule final : public TensorRule {
+class SaturatedActivationRule final : public TensorRuleT<SaturatedActivationRule> {
  public:
   SaturatedActivationRule(const RuleSpec& spec, SaturationParams p)
-      : TensorRule(WithDefaultRegex(spec, ".*tanh_input|.*sigmoid_input"), {},
+      : TensorRuleT(WithDefaultRegex(spec, ".*tanh_input|.*sigmoid_input"), {},
                    "per-channel statistics (capture with per_channel_axis)"),
         p_(p) {}
 
- protected:
+ public:
   void Check(const StepView& step, const TensorInfo& info, const TensorStatsRecord& r,
              std::vector<Finding>* findings) override {
-    auto [it, first] = state_.try_emplace(TensorKey(step.worker, info.id));
-    State& st = it->second;
+    bool first = false;
+    State& st = state_.Get(PerTensor<State>::WorkerGroup(step.worker), info.id, &first);
     if (first) {
       st.kind = NameContains(info.name, "tanh")      ? Kind::kTanh
                 : NameContains(info.name, "sigmoid") ? Kind::kSigmoid
                                                      : Kind::kUnknown;
     }
     if (st.kind == Kind::kUnknown) {
-      NoteProblem("cannot tell whether " + info.name +
-                  " feeds tanh or sigmoid (its name contains neither); it is skipped");
+      // Noted at the first sight only (the same text each time after it).
+      if (first) {
+        NoteProblem("cannot tell whether " + info.name +
+                    " feeds tanh or sigmoid (its name contains neither); it is skipped");
+      }
       return;
     }
     NoteNeeded(step, info, r.per_channel.has_value());
@@ -110,7 +113,7 @@ class SaturatedActivationRule final : public TensorRule {
     ChannelActivity activity;
   };
   SaturationParams p_;
-  std::unordered_map<std::uint64_t, State> state_;
+  PerTensor<State> state_;
 };
 
 // Reads the newer (threshold_<act>_min/max) or the older tuple form

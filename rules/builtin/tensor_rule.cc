@@ -36,31 +36,6 @@ bool ParseStatKind(const std::string& name, StatKind* out) {
   return false;
 }
 
-double StatValue(const TensorStats& s, StatKind kind) {
-  const double nan = std::numeric_limits<double>::quiet_NaN();
-  switch (kind) {
-    case StatKind::kL1:
-      return s.l1;
-    case StatKind::kL2:
-      return s.l2;
-    case StatKind::kAmax:
-      return s.amax;
-    case StatKind::kMean:
-      return s.mean;
-    case StatKind::kMeanAbs:
-      return s.finite_count ? s.l1 / static_cast<double>(s.finite_count) : nan;
-    case StatKind::kVariance:
-      return s.variance();
-    case StatKind::kStd:
-      return s.stddev();
-    case StatKind::kMin:
-      return s.min;
-    case StatKind::kMax:
-      return s.max;
-  }
-  return nan;
-}
-
 Status ReadStatKind(ParamReader* params, const std::string& label, const std::string& key,
                     const std::string& def, StatKind* out) {
   const std::string name = params->String(key, def);
@@ -127,25 +102,18 @@ TensorRule::TensorRule(RuleSpec spec, std::vector<std::string> default_collectio
                        std::string needs)
     : RuleBase(std::move(spec), std::move(default_collections)), needs_(std::move(needs)) {}
 
-void TensorRule::Evaluate(const StepView& step, std::vector<Finding>* findings) {
-  if (!ModeAllowed(step.key.mode) || step.records == nullptr) return;
-  for (const TensorStatsRecord& r : *step.records) {
-    if (!Selected(step, r.tensor_id)) continue;
-    const TensorInfo* info = Info(step, r.tensor_id);
-    if (info != nullptr) Check(step, *info, r, findings);
-  }
-  EndStep(step, findings);
+void TensorRule::EvaluateStep(const IndexedStep& step, std::vector<Finding>* findings) {
+  const StepView& view = *step.view;
+  if (!ModeAllowed(view.key.mode) || view.records == nullptr) return;
+  const std::vector<std::uint32_t>& selected = SelectedRecords(step);
+  NoteSelection(step.size > 0, !selected.empty());
+  CheckRecords(step, selected, findings);
+  EndStep(view, findings);
 }
 
 bool TensorRule::TrainModeAllowed(Mode m) const {
   if (!spec().modes.empty()) return ModeSelected(m);
   return m == Mode::kTrain || m == Mode::kGlobal;
-}
-
-void TensorRule::NoteNeeded(const StepView& step, const TensorInfo& info, bool present) {
-  auto [it, inserted] = need_.try_emplace(TensorKey(step.worker, info.id));
-  if (inserted) it->second.name = info.name;
-  it->second.ever_present = it->second.ever_present || present;
 }
 
 void TensorRule::NoteProblem(const std::string& problem) {
@@ -160,8 +128,9 @@ std::string TensorRule::Diagnostics() const {
   std::string out = RuleBase::Diagnostics();
   auto append = [&out](const std::string& s) { out += (out.empty() ? "" : "; ") + s; };
   std::vector<std::string> missing;
-  for (const auto& kv : need_) {
-    if (!kv.second.ever_present) missing.push_back(kv.second.name);
+  for (const Need& n : need_names_) {
+    const std::uint8_t* flags = need_.Find(n.key >> 32, static_cast<std::uint32_t>(n.key));
+    if (flags != nullptr && (*flags & 2u) == 0) missing.push_back(n.name);
   }
   if (!missing.empty()) {
     std::sort(missing.begin(), missing.end());

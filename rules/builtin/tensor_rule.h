@@ -1,18 +1,21 @@
 // TensorRule: the frame shared by the built-in tensor rules (rules/builtin/).
 //
-// A TensorRule walks the records of each step of a selected mode in capture
-// order, skips tensors outside its selection (RuleBase::Selected) and hands
-// each selected record to Check(). It also keeps the second kind of one-time
+// A TensorRule walks the selected records of each step of a selected mode in
+// capture order (RuleBase::SelectedRecords: the other records are not even
+// touched) and hands each to Check(). Rules derive from TensorRuleT<Self>,
+// which calls Self::Check directly (no virtual call per record). It also keeps the second kind of one-time
 // warning next to RuleBase's "matched nothing": a selected tensor that never
 // carried the statistic the rule needs (per-channel stats, delta, ...), and
 // other configuration problems a rule notices while running.
 //
-// Also here: the per-(worker, tensor[, mode]) state keys, the statistic names
+// Also here: per-(worker, tensor[, mode]) state (PerTensor), the statistic names
 // some rules accept as a parameter, per-channel activity accumulation (dead
 // and saturated units) and linear-histogram percentiles.
 // Thread safety: like Rule, driven by one thread.
 #pragma once
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <limits>
 #include <memory>
@@ -55,7 +58,31 @@ inline constexpr const char* kStatKindNames =
     "l1, l2, amax, mean, mean_abs, variance, std, min, max";
 // The statistic (NaN when the tensor has no finite value and the statistic
 // needs one).
-double StatValue(const TensorStats& s, StatKind kind);
+inline double StatValue(const TensorStats& s, StatKind kind) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  switch (kind) {
+    case StatKind::kL1:
+      return s.l1;
+    case StatKind::kL2:
+      return s.l2;
+    case StatKind::kAmax:
+      return s.amax;
+    case StatKind::kMean:
+      return s.mean;
+    case StatKind::kMeanAbs:
+      return s.finite_count ? s.l1 / static_cast<double>(s.finite_count) : nan;
+    case StatKind::kVariance:
+      return s.variance();
+    case StatKind::kStd:
+      return s.stddev();
+    case StatKind::kMin:
+      return s.min;
+    case StatKind::kMax:
+      return s.max;
+  }
+  return nan;
+}
+
 
 // Reads a statistic-name parameter into *out; kInvalidArgument naming the
 // rule (`label`) and `key` on an unknown name.
@@ -103,12 +130,25 @@ class TensorRule : public RuleBase {
   // empty when the default stat set suffices.
   TensorRule(RuleSpec spec, std::vector<std::string> default_collections, std::string needs = {});
 
-  void Evaluate(const StepView& step, std::vector<Finding>* findings) override;
+  void Evaluate(const StepView& step, std::vector<Finding>* findings) override {
+    EvaluateViaIndex(step, findings);
+  }
+  void EvaluateStep(const IndexedStep& step, std::vector<Finding>* findings) override;
   std::string Diagnostics() const override;
 
  protected:
   // Whether steps of mode `m` are judged; ModeSelected(m) unless overridden.
   virtual bool ModeAllowed(Mode m) const { return ModeSelected(m); }
+  // The selected records of a judged step (indices into records, capture
+  // order): each one with a catalog entry goes to Check(). TensorRuleT
+  // overrides it with a direct call.
+  virtual void CheckRecords(const IndexedStep& step, const std::vector<std::uint32_t>& selected,
+                            std::vector<Finding>* findings) {
+    const std::vector<TensorStatsRecord>& records = *step.view->records;
+    for (std::uint32_t i : selected) {
+      if (step.infos[i] != nullptr) Check(*step.view, *step.infos[i], records[i], findings);
+    }
+  }
   // One selected record of a step (in capture order).
   virtual void Check(const StepView& step, const TensorInfo& info, const TensorStatsRecord& record,
                      std::vector<Finding>* findings) = 0;
@@ -122,19 +162,69 @@ class TensorRule : public RuleBase {
   bool TrainModeAllowed(Mode m) const;
 
   // Records whether a selected tensor carried the needed statistic this step.
-  void NoteNeeded(const StepView& step, const TensorInfo& info, bool present);
+  void NoteNeeded(const StepView& step, const TensorInfo& info, bool present) {
+    bool created = false;
+    std::uint8_t& n = need_.Get(PerTensor<std::uint8_t>::WorkerGroup(step.worker), info.id, &created);
+    if (created) need_names_.push_back(Need{TensorKey(step.worker, info.id), info.name});
+    n = static_cast<std::uint8_t>(n | 1u | (present ? 2u : 0u));
+  }
   // A configuration problem noticed while running; the first few are kept
   // (one per distinct text) and shown by Diagnostics().
   void NoteProblem(const std::string& problem);
 
  private:
   struct Need {
+    std::uint64_t key;
     std::string name;
-    bool ever_present = false;
   };
   std::string needs_;
-  std::unordered_map<std::uint64_t, Need> need_;
+  PerTensor<std::uint8_t> need_;  // bit 0 seen, bit 1 ever present
+  std::vector<Need> need_names_;  // in order of first sight
   std::vector<std::string> problems_;
+};
+
+// Asks the cache for the bytes [offset, offset + size) of a record, which a
+// rule is about to read.
+inline void PrefetchRecordBytes(const TensorStatsRecord* r, std::size_t offset, std::size_t size) {
+  const char* p = reinterpret_cast<const char*>(r) + offset;
+  for (std::size_t b = 0; b < size; b += 64) __builtin_prefetch(p + b);
+  __builtin_prefetch(p + size - 1);
+}
+
+// The base of a concrete tensor rule `Self` (a final class with a public
+// Check()): walks the selected records calling Self::Check directly.
+//
+// Why the prefetch: a record is kilobytes (the exponent histogram is inline),
+// so consecutive selected records are pages apart and every one is a cache
+// miss the hardware prefetcher does not foresee; asking for the record a few
+// ahead overlaps those misses. Self::Prefetch names the bytes Check() reads
+// (by default tensor_id through has_stats; a rule that reads more, e.g. the
+// delta, declares its own Prefetch).
+template <class Self>
+class TensorRuleT : public TensorRule {
+ public:
+  using TensorRule::TensorRule;
+
+  static void Prefetch(const TensorStatsRecord* r) {
+    PrefetchRecordBytes(r, 0, offsetof(TensorStatsRecord, has_stats) + sizeof(bool));
+  }
+
+ protected:
+  void CheckRecords(const IndexedStep& step, const std::vector<std::uint32_t>& selected,
+                    std::vector<Finding>* findings) final {
+    constexpr std::size_t kAhead = 6;
+    const StepView& view = *step.view;
+    const TensorStatsRecord* records = view.records->data();
+    Self* self = static_cast<Self*>(this);
+    const std::size_t n = selected.size();
+    for (std::size_t k = 0; k < n && k < kAhead; ++k) Self::Prefetch(&records[selected[k]]);
+    for (std::size_t k = 0; k < n; ++k) {
+      if (k + kAhead < n) Self::Prefetch(&records[selected[k + kAhead]]);
+      const std::uint32_t i = selected[k];
+      const TensorInfo* info = step.infos[i];
+      if (info != nullptr) self->Self::Check(view, *info, records[i], findings);
+    }
+  }
 };
 
 // Builds a rule, compiles its selection and returns it as a Rule.

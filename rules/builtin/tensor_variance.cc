@@ -11,12 +11,12 @@
 namespace tstat::rules {
 namespace {
 
-class TensorVarianceRule final : public TensorRule {
+class TensorVarianceRule final : public TensorRuleT<TensorVarianceRule> {
  public:
   TensorVarianceRule(const RuleSpec& spec, double max_threshold, double min_threshold)
-      : TensorRule(spec, {"weights", "gradients"}), max_(max_threshold), min_(min_threshold) {}
+      : TensorRuleT(spec, {"weights", "gradients"}), max_(max_threshold), min_(min_threshold) {}
 
- protected:
+ public:
   void Check(const StepView& step, const TensorInfo& info, const TensorStatsRecord& r,
              std::vector<Finding>* findings) override {
     if (!r.has_stats || r.stats.finite_count == 0) return;

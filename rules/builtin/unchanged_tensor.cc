@@ -8,6 +8,7 @@
 // capture's DeltaOptions atol/rtol, whose defaults are smdebug's; the rule's
 // atol/rtol parameters are accepted only at those defaults. Default
 // selection: collection "weights"; TRAIN and GLOBAL steps unless modes given.
+#include <cstddef>
 #include <tuple>
 #include <unordered_map>
 
@@ -17,23 +18,29 @@
 namespace tstat::rules {
 namespace {
 
-class UnchangedTensorRule final : public TensorRule {
+class UnchangedTensorRule final : public TensorRuleT<UnchangedTensorRule> {
  public:
   UnchangedTensorRule(const RuleSpec& spec, std::int64_t num_steps, bool equal_nan)
-      : TensorRule(spec, {"weights"},
+      : TensorRuleT(spec, {"weights"},
                    "delta statistics (capture with delta against the previous "
                    "save)"),
         num_steps_(num_steps),
         equal_nan_(equal_nan) {}
 
- protected:
+ public:
+  // Check() reads the stats and the delta.
+  static void Prefetch(const TensorStatsRecord* r) {
+    TensorRuleT::Prefetch(r);
+    PrefetchRecordBytes(r, offsetof(TensorStatsRecord, delta), sizeof(r->delta));
+  }
+
   bool ModeAllowed(Mode m) const override { return TrainModeAllowed(m); }
 
   void Check(const StepView& step, const TensorInfo& info, const TensorStatsRecord& r,
              std::vector<Finding>* findings) override {
     NoteNeeded(step, info, r.delta.has_value());
-    auto [it, first] = runs_.try_emplace(TensorKey(step.worker, info.id));
-    Run& run = it->second;
+    bool first = false;
+    Run& run = runs_.Get(PerTensor<Run>::WorkerGroup(step.worker), info.id, &first);
     const bool nan_ok = equal_nan_ || !r.has_stats || r.stats.nan_count == 0;
     const bool unchanged = !first && r.delta.has_value() && r.delta->changed_count == 0 && nan_ok;
     if (unchanged) {
@@ -61,7 +68,7 @@ class UnchangedTensorRule final : public TensorRule {
   };
   std::int64_t num_steps_;
   bool equal_nan_;
-  std::unordered_map<std::uint64_t, Run> runs_;
+  PerTensor<Run> runs_;
 };
 
 }  // namespace

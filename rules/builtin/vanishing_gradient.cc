@@ -8,12 +8,12 @@
 namespace tstat::rules {
 namespace {
 
-class VanishingGradientRule final : public TensorRule {
+class VanishingGradientRule final : public TensorRuleT<VanishingGradientRule> {
  public:
   VanishingGradientRule(const RuleSpec& spec, double threshold)
-      : TensorRule(spec, {"gradients"}), threshold_(threshold) {}
+      : TensorRuleT(spec, {"gradients"}), threshold_(threshold) {}
 
- protected:
+ public:
   void Check(const StepView& step, const TensorInfo& info, const TensorStatsRecord& r,
              std::vector<Finding>* findings) override {
     if (!r.has_stats || r.stats.finite_count == 0) return;

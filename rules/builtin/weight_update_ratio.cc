@@ -8,6 +8,7 @@
 // capture. Default selection: collection "weights"; TRAIN and GLOBAL steps
 // unless modes are given (weights do not change in EVAL/PREDICT).
 #include <cmath>
+#include <cstddef>
 #include <unordered_map>
 
 #include "rules/builtin/tensor_rule.h"
@@ -23,23 +24,32 @@ struct UpdateRatioParams {
   double epsilon = 1e-9;
 };
 
-class WeightUpdateRatioRule final : public TensorRule {
+class WeightUpdateRatioRule final : public TensorRuleT<WeightUpdateRatioRule> {
  public:
   WeightUpdateRatioRule(const RuleSpec& spec, UpdateRatioParams p)
-      : TensorRule(spec, {"weights"},
+      : TensorRuleT(spec, {"weights"},
                    "delta statistics (capture with delta against the previous save)"),
         p_(p) {}
 
- protected:
+ public:
+  // Check() reads the stats and the delta.
+  static void Prefetch(const TensorStatsRecord* r) {
+    TensorRuleT::Prefetch(r);
+    PrefetchRecordBytes(r, offsetof(TensorStatsRecord, delta), sizeof(r->delta));
+  }
+
   bool ModeAllowed(Mode m) const override { return TrainModeAllowed(m); }
 
   void Check(const StepView& step, const TensorInfo& info, const TensorStatsRecord& r,
              std::vector<Finding>* findings) override {
     NoteNeeded(step, info, r.delta.has_value());
     const std::int64_t now = step.key.global_step;
-    auto [it, first] = last_step_.try_emplace(TensorKey(step.worker, info.id), now);
-    const std::int64_t previous = it->second;
-    it->second = now;
+    bool first = false;
+    std::int64_t& last = last_step_.Get(PerTensor<std::int64_t>::WorkerGroup(step.worker), info.id,
+                                        &first);
+    if (first) last = now;
+    const std::int64_t previous = last;
+    last = now;
     if (!r.has_stats || !r.delta.has_value() || r.delta->count == 0) return;
     if (p_.num_steps > 0 && (first || now - previous > p_.num_steps)) return;
     const double ratio = r.delta->l2 / (r.stats.l2 + p_.epsilon);
@@ -64,7 +74,7 @@ class WeightUpdateRatioRule final : public TensorRule {
 
  private:
   UpdateRatioParams p_;
-  std::unordered_map<std::uint64_t, std::int64_t> last_step_;
+  PerTensor<std::int64_t> last_step_;
 };
 
 }  // namespace

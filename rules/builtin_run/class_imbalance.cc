@@ -55,14 +55,28 @@ class ClassImbalance final : public RuleBase {
   }
 
   void Evaluate(const StepView& step, std::vector<Finding>* findings) override {
+    EvaluateViaIndex(step, findings);
+  }
+
+  void EvaluateStep(const IndexedStep& indexed, std::vector<Finding>* findings) override {
+    const StepView& step = *indexed.view;
     if (!ModeSelected(step.key.mode) || step.records == nullptr) return;
     saw_step_ = true;
-    for (const TensorStatsRecord& r : *step.records) {
+    // Whether a record is a labels tensor depends on its tensor only: found
+    // once per layout, so the other records are not touched.
+    const std::vector<std::uint32_t>& labels = labels_records_.Records(indexed, [&](std::size_t i) {
+      const TensorInfo* t = indexed.infos[i];
+      if (t == nullptr) return false;
+      if (Selected(step, indexed.ids[i])) return true;
+      bool created = false;
+      std::uint8_t& m = regex_match_.Get(PerTensor<std::uint8_t>::WorkerGroup(step.worker), indexed.ids[i], &created);
+      if (created) m = RE2::PartialMatch(t->name, *labels_regex_) ? 1 : 0;
+      return m != 0;
+    });
+    for (std::uint32_t k : labels) {
+      const TensorStatsRecord& r = (*step.records)[k];
       if (!r.label_counts && !r.confusion) continue;
-      const TensorInfo* t = Info(step, r.tensor_id);
-      if (t == nullptr) continue;
-      const bool selected = Selected(step, r.tensor_id) || RE2::PartialMatch(t->name, *labels_regex_);
-      if (!selected) continue;
+      const TensorInfo* t = indexed.infos[k];
       saw_labels_ = true;
       Acc& acc = acc_[t->name];
       if (r.label_counts) {
@@ -90,6 +104,8 @@ class ClassImbalance final : public RuleBase {
   }
 
  private:
+  LayoutCache labels_records_;
+  PerTensor<std::uint8_t> regex_match_;  // 1: the name matches labels_regex
   struct Acc {
     std::vector<std::uint64_t> counts;
     std::uint64_t total = 0;

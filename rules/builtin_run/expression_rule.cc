@@ -65,12 +65,27 @@ class ExpressionRule final : public RuleBase {
   }
 
   void Evaluate(const StepView& step, std::vector<Finding>* findings) override {
+    EvaluateViaIndex(step, findings);
+  }
+
+  void EvaluateStep(const IndexedStep& indexed, std::vector<Finding>* findings) override {
+    const StepView& step = *indexed.view;
     if (!ModeSelected(step.key.mode)) return;
     ExpressionInput in;
     in.step = step.key;
-    if (step.records != nullptr) {
+    if (step.records != nullptr && !saw_tensors()) {
+      // Until the selection was first asked about (a record with stats),
+      // each record is looked at, as the "matched nothing" warning counts.
       for (const TensorStatsRecord& r : *step.records) {
         if (!r.has_stats || !Selected(step, r.tensor_id)) continue;
+        in.stats = &r.stats;
+        Judge(step, r.tensor_id, in, findings);
+      }
+    } else if (step.records != nullptr) {
+      for (std::uint32_t i : SelectedRecords(indexed)) {
+        const TensorStatsRecord& r = (*step.records)[i];
+        if (!r.has_stats) continue;
+        NoteSelection(true, true);
         in.stats = &r.stats;
         Judge(step, r.tensor_id, in, findings);
       }
@@ -94,7 +109,7 @@ class ExpressionRule final : public RuleBase {
   void Judge(const StepView& step, std::uint32_t id, const ExpressionInput& in,
              std::vector<Finding>* findings) {
     const double v = expr_->Evaluate(in);
-    Streak& s = streaks_[(static_cast<std::uint64_t>(step.worker) << 32) | id];
+    Streak& s = streaks_.Get(PerTensor<Streak>::WorkerGroup(step.worker), id);
     if (!(v != 0.0) || std::isnan(v)) {
       s.length = 0;
       s.fired = false;
@@ -124,7 +139,7 @@ class ExpressionRule final : public RuleBase {
   std::string when_;
   std::int64_t for_steps_ = 1;
   std::shared_ptr<const Expression> expr_;
-  std::unordered_map<std::uint64_t, Streak> streaks_;
+  PerTensor<Streak> streaks_;
 };
 
 }  // namespace

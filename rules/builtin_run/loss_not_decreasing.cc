@@ -40,9 +40,10 @@ class LossNotDecreasing final : public LossRuleBase {
 
   Status Init() { return RuleBase::Init(); }
 
-  void Evaluate(const StepView& step, std::vector<Finding>* findings) override {
+  void EvaluateStep(const IndexedStep& indexed, std::vector<Finding>* findings) override {
+    const StepView& step = *indexed.view;
     if (mode_ && step.key.mode != *mode_) return;
-    CollectLosses(step, &losses_);
+    CollectLosses(indexed, &losses_);
     for (const LossValue& loss : losses_) {
       Series& s = series_[SeriesKey{step.worker, loss.id, step.key.mode}];
       Add(step, *loss.name, &s, step.key.mode_step, loss.value, findings);

@@ -41,7 +41,8 @@ bool LossRuleBase::IsLoss(const StepView& step, std::uint32_t id,
   return loss;
 }
 
-void LossRuleBase::CollectLosses(const StepView& step, std::vector<LossValue>* out) {
+void LossRuleBase::CollectLosses(const IndexedStep& indexed, std::vector<LossValue>* out) {
+  const StepView& step = *indexed.view;
   out->clear();
   if (!ModeSelected(step.key.mode)) return;
   saw_step_ = true;
@@ -55,9 +56,14 @@ void LossRuleBase::CollectLosses(const StepView& step, std::vector<LossValue>* o
     }
   }
   if (step.records != nullptr) {
-    for (const TensorStatsRecord& r : *step.records) {
-      if (!r.has_stats || !IsLoss(step, r.tensor_id, cache)) continue;
-      const TensorInfo* t = Info(step, r.tensor_id);
+    // IsLoss depends on the tensor only: the loss records of a layout are
+    // found once, not by walking every record of every step.
+    const std::vector<std::uint32_t>& losses = loss_records_.Records(
+        indexed, [&](std::size_t i) { return IsLoss(step, indexed.ids[i], cache); });
+    for (std::uint32_t i : losses) {
+      const TensorStatsRecord& r = (*step.records)[i];
+      if (!r.has_stats) continue;
+      const TensorInfo* t = indexed.infos[i];
       out->push_back({r.tensor_id, t ? &t->name : nullptr, r.stats.mean});
     }
   }

@@ -55,10 +55,13 @@ class LossRuleBase : public RuleBase {
   // "no loss found ..." when steps were evaluated but none held a loss, else
   // what RuleBase says; `extra` explains rule-specific needs (e.g. EVAL).
   std::string Diagnostics() const override;
+  void Evaluate(const StepView& step, std::vector<Finding>* findings) override {
+    EvaluateViaIndex(step, findings);
+  }
 
  protected:
   // The losses of `step` (empty when its mode is not selected).
-  void CollectLosses(const StepView& step, std::vector<LossValue>* out);
+  void CollectLosses(const IndexedStep& step, std::vector<LossValue>* out);
   bool saw_loss() const { return saw_loss_; }
   // A rule-specific diagnostic (shown when losses were found but the rule
   // still could not evaluate), or empty.
@@ -69,6 +72,7 @@ class LossRuleBase : public RuleBase {
 
   bool use_losses_collection_ = true;
   std::unordered_map<int, std::vector<std::int8_t>> is_loss_;  // by worker, then id
+  LayoutCache loss_records_;  // records whose tensor is a loss
   bool saw_step_ = false;
   bool saw_loss_ = false;
 };

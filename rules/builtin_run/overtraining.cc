@@ -31,8 +31,9 @@ class Overtraining final : public LossRuleBase {
 
   Status Init() { return RuleBase::Init(); }
 
-  void Evaluate(const StepView& step, std::vector<Finding>* findings) override {
-    CollectLosses(step, &losses_);
+  void EvaluateStep(const IndexedStep& indexed, std::vector<Finding>* findings) override {
+    const StepView& step = *indexed.view;
+    CollectLosses(indexed, &losses_);
     const bool training = IsTrainingMode(step.key.mode);
     if (!training && step.key.mode != Mode::kEval) return;
     for (const LossValue& loss : losses_) {

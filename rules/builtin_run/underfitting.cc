@@ -36,8 +36,9 @@ class Underfitting final : public LossRuleBase {
 
   Status Init() { return RuleBase::Init(); }
 
-  void Evaluate(const StepView& step, std::vector<Finding>* findings) override {
-    CollectLosses(step, &losses_);
+  void EvaluateStep(const IndexedStep& indexed, std::vector<Finding>* findings) override {
+    const StepView& step = *indexed.view;
+    CollectLosses(indexed, &losses_);
     if (!IsTrainingMode(step.key.mode)) return;
     const std::int64_t at = step.key.mode_step;
     for (const LossValue& loss : losses_) {
