@@ -138,6 +138,16 @@ sc, = j["scalars_latest"]
 assert sc == {"name": "loss", "step": 8, "mode": "TRAIN", "mode_step": 6, "value": 1 / 9}, sc
 '
 
+# ---- findings: RUN/findings.jsonl (the format of rules/findings_log.h), counted per rule
+cat >"$run/findings.jsonl" <<'EOF_FINDINGS'
+{"rule":"grad_blowup","type":"expression","step":"4","mode":"TRAIN","mode_step":"4","worker":0,"tensor":"x","values":{"l2":27.4},"message":"l2 above 20","time":1700000000.25}
+{"rule":"grad_blowup","type":"expression","step":"8","mode":"TRAIN","mode_step":"6","worker":0,"tensor":"x","values":{"l2":49.3},"message":"l2 above 20","time":1700000001.25}
+{"rule":"loss_not_decreasing","type":"loss_not_decreasing","step":"8","mode":"TRAIN","mode_step":"6","worker":0,"tensor":"","values":{},"message":"loss flat","time":1700000001.5}
+EOF_FINDINGS
+expect 0 '^findings: +3 \(grad_blowup 2, loss_not_decreasing 1\)$' inspect "$run"
+expect 0 '"findings": 3, "findings_by_rule": \{"grad_blowup": 2, "loss_not_decreasing": 1\}' \
+  inspect "$run" --json
+
 # ---- dump
 expect 0 '^ +8 +6 +TRAIN +4 +9 +36 +22\.5 +10\.0623 +49\.295 +0 +0 +0$' dump "$run" --tensor x
 expect 0 '^tensor x  f32\[4\]  collections: weights' dump "$run" --tensor x
