@@ -215,6 +215,14 @@ expect 2 "tensor.*required|--tensor is required" dump "$run"
 expect 1 'no such run directory' inspect "$work/nope"
 expect 1 'no such run directory' dump "$work/nope" --tensor x
 expect 1 'no worker 3' inspect "$run" --worker 3
+# A damaged segment is skipped with a warning naming it; the command still works.
+cp -r "$run" "$work/damaged"
+seg="$(ls "$work"/damaged/worker-00000/seg-*.h5 | head -1)"
+printf 'garbage' | dd of="$seg" bs=1 seek=2000 conv=notrunc 2>/dev/null
+expect 0 "warning: corruption: 1 damaged file.*seg-0+\.h5: checksum mismatch" inspect "$work/damaged"
+# (the run's only segment: nothing of x is left)
+expect 1 "warning: corruption: 1 damaged file" dump "$work/damaged" --tensor x
+expect 1 "no tensor or scalar 'x'" dump "$work/damaged" --tensor x
 mkdir -p "$work/empty"
 expect 1 'holds no tstat run' inspect "$work/empty"
 

@@ -175,6 +175,11 @@ int RunDump(const DumpFlags& f) {
 
   Result<std::unique_ptr<Trial>> opened = Trial::Open(f.run);
   if (!opened.ok()) return ReportError(opened.status());
+  // Damaged segments are skipped (the rest is readable); a second Refresh()
+  // reports them again, as a warning.
+  if (Status damaged = opened.value()->Refresh(); !damaged.ok()) {
+    std::cerr << "tstat: warning: " << DisplayName(damaged.ToString()) << "\n";
+  }
   const Trial& trial = *opened.value();
   Result<TensorInfo> info = trial.tensor_info(f.tensor, f.worker);
   if (!info.ok()) return NoSuchTensor(trial, f, info.status());
