@@ -124,6 +124,17 @@ Status RunDirActionSink::RequestRawCapture(const RawCaptureRequest& request) {
   return WriteAtomically(dir + "/" + name, ToJson(p) + "\n");
 }
 
+Result<RawCaptureRequest> ParseCaptureRequest(const std::string& text) {
+  rulesconfig::CaptureRequest p;
+  TSTAT_RETURN_IF_ERROR(FromJson(text, &p, "capture request"));
+  RawCaptureRequest r;
+  r.rule = p.rule();
+  r.step.global_step = p.step();
+  r.tensors.assign(p.tensors().begin(), p.tensors().end());
+  r.steps = p.steps();
+  return r;
+}
+
 Result<std::vector<std::pair<std::string, RawCaptureRequest>>> ListCaptureRequests(
     const std::string& run_dir) {
   const std::string dir = run_dir + "/" + kCaptureDirName;
@@ -146,14 +157,9 @@ Result<std::vector<std::pair<std::string, RawCaptureRequest>>> ListCaptureReques
     if (!in) continue;  // applied and deleted meanwhile
     std::ostringstream text;
     text << in.rdbuf();
-    rulesconfig::CaptureRequest p;
-    TSTAT_RETURN_IF_ERROR(FromJson(text.str(), &p, path));
-    RawCaptureRequest r;
-    r.rule = p.rule();
-    r.step.global_step = p.step();
-    r.tensors.assign(p.tensors().begin(), p.tensors().end());
-    r.steps = p.steps();
-    out.emplace_back(path, std::move(r));
+    Result<RawCaptureRequest> r = ParseCaptureRequest(text.str());
+    if (!r.ok()) return r.status().WithContext(path);
+    out.emplace_back(path, std::move(r).value());
   }
   return out;
 }

@@ -77,6 +77,8 @@ class RunDirActionSink final : public ActionSink {
 // name, i.e. by request time). Damaged files are kCorruption naming them.
 std::string StopRequestToJson(const StopRequest& request);
 Result<StopRequest> ParseStopRequest(const std::string& text);
+// One RUN/capture/*.json file's text; kCorruption when it is not one.
+Result<RawCaptureRequest> ParseCaptureRequest(const std::string& text);
 Result<std::vector<std::pair<std::string, RawCaptureRequest>>> ListCaptureRequests(
     const std::string& run_dir);
 

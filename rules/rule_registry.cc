@@ -1,16 +1,8 @@
-// RuleRegistry: an explicit map from rule type to factory.
+// RuleRegistry: an explicit map from rule type to factory (Register and
+// Absorb are inline in tstat/rule.h).
 #include "tstat/rule.h"
 
 namespace tstat {
-
-Status RuleRegistry::Register(const std::string& type, RuleFactory factory) {
-  if (type.empty()) return Status::InvalidArgument("rule type must not be empty");
-  if (!factory) return Status::InvalidArgument("rule type " + type + ": factory is empty");
-  if (!factories_.emplace(type, std::move(factory)).second) {
-    return Status::InvalidArgument("rule type " + type + " is already registered");
-  }
-  return Status::OK();
-}
 
 Result<std::unique_ptr<Rule>> RuleRegistry::Create(const RuleSpec& spec) const {
   auto it = factories_.find(spec.type);

@@ -33,11 +33,24 @@ StatsOptions Session::Impl::PrepareOptions(host::RegisteredTensor* t, const Tens
   host::CaptureOptions co = host::MergeOptions(*collections, due);
   StatsOptions o = std::move(co.stats);
   o.sample_seed = t->name_hash ^ static_cast<std::uint64_t>(key.global_step);
-  // Delta: host tensors only (a device copy would need device memory per tensor).
+  // Delta: host tensors keep a host copy; CUDA tensors a device copy
+  // (device_delta.h), copied after the step's reductions are queued.
   if (co.delta && v.space == MemorySpace::kHost) {
     const std::size_t bytes = static_cast<std::size_t>(v.numel) * DTypeSize(v.dtype);
     if (t->has_previous && t->previous.size() == bytes) o.delta.previous = t->previous.data();
     delta_updates.emplace_back(t, v);
+  } else if (co.delta && v.space == MemorySpace::kCuda) {
+    if (!device_delta) {
+      Result<std::unique_ptr<host::DeltaMemory>> memory = host::CreateCudaDeltaMemory(v.device);
+      if (memory.ok()) {
+        device_delta = std::make_unique<host::DeviceDeltaStore>(
+            std::move(memory).value(),
+            static_cast<std::uint64_t>(config.pipeline.delta_memory_cap_bytes));
+      } else {
+        batch->drops.push_back({t->info.id, "delta", memory.status().message(), 0});
+      }
+    }
+    if (device_delta) o.delta.previous = device_delta->Prepare(t->info.id, v, batch);
   }
   if (!co.confusion_predictions.empty()) {
     const std::string& name = co.confusion_predictions;

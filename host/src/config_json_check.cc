@@ -88,9 +88,20 @@ Status CheckObject(const JsonNode& obj, const Descriptor* d, const std::string& 
 
 Status CheckScalar(const JsonNode& v, const FieldDescriptor* f, const std::string& path) {
   switch (f->cpp_type()) {
-    case FieldDescriptor::CPPTYPE_MESSAGE:
+    case FieldDescriptor::CPPTYPE_MESSAGE: {
+      // google.protobuf.Value (any JSON), Struct (an object), ListValue (an
+      // array): free-form values, e.g. rule parameters.
+      const std::string& type = f->message_type()->full_name();
+      if (type == "google.protobuf.Value") return Status::OK();
+      if (type == "google.protobuf.Struct") {
+        return v.kind == Kind::kObject ? Status::OK() : Mistyped(path, "an object", v);
+      }
+      if (type == "google.protobuf.ListValue") {
+        return v.kind == Kind::kArray ? Status::OK() : Mistyped(path, "an array", v);
+      }
       if (v.kind != Kind::kObject) return Mistyped(path, "an object", v);
       return CheckObject(v, f->message_type(), path);
+    }
     case FieldDescriptor::CPPTYPE_BOOL:
       if (v.kind != Kind::kBool) return Mistyped(path, "true or false", v);
       return Status::OK();
@@ -150,6 +161,17 @@ Status CheckObject(const JsonNode& obj, const Descriptor* d, const std::string& 
       return Status::InvalidArgument(field_path + ": unknown field" + Suggestion(key, d));
     }
     if (v.kind == Kind::kNull) continue;  // null means "not set"
+    if (f->is_map()) {  // a JSON object: each value checked against the map's value type
+      if (v.kind != Kind::kObject) return Mistyped(field_path, "an object", v);
+      const FieldDescriptor* value = f->message_type()->FindFieldByName("value");
+      for (const auto& [map_key, item] : v.members) {
+        if (item.kind == Kind::kNull && value->message_type() == nullptr) {
+          return Mistyped(field_path + "." + map_key, "a value", item);
+        }
+        TSTAT_RETURN_IF_ERROR(CheckScalar(item, value, field_path + "." + map_key));
+      }
+      continue;
+    }
     if (f->is_repeated()) {
       if (v.kind != Kind::kArray) return Mistyped(field_path, "an array", v);
       for (std::size_t i = 0; i < v.items.size(); ++i) {

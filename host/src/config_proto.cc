@@ -1,6 +1,8 @@
 // SessionConfig <-> tstat.config.SessionConfig, field by field.
 #include "host/src/config_proto.h"
 
+#include <google/protobuf/util/json_util.h>
+
 namespace tstat::host {
 namespace {
 
@@ -108,6 +110,7 @@ void PipelineToProto(const PipelineConfig& in, config::PipelineConfig* out) {
   out->set_cuda_device(in.cuda_device);
   out->set_cuda_inflight(in.cuda_inflight);
   out->set_compression_level(in.compression_level);
+  out->set_delta_memory_cap_bytes(in.delta_memory_cap_bytes);
 }
 
 PipelineConfig PipelineFromProto(const config::PipelineConfig& in) {
@@ -122,7 +125,42 @@ PipelineConfig PipelineFromProto(const config::PipelineConfig& in) {
   if (in.has_cuda_device()) p.cuda_device = in.cuda_device();
   if (in.has_cuda_inflight()) p.cuda_inflight = in.cuda_inflight();
   if (in.has_compression_level()) p.compression_level = in.compression_level();
+  if (in.has_delta_memory_cap_bytes()) p.delta_memory_cap_bytes = in.delta_memory_cap_bytes();
   return p;
+}
+
+void RulesToProto(const InProcessRulesConfig& in, config::RulesSection* out) {
+  out->set_enabled(in.enabled);
+  out->set_config_file(in.config_file);
+  if (!in.config_json.empty()) {
+    // Invalid JSON cannot get here through ValidateConfig; should it, the
+    // config is left out rather than stored half-parsed.
+    google::protobuf::util::JsonParseOptions options;
+    options.ignore_unknown_fields = false;
+    if (!google::protobuf::util::JsonStringToMessage(in.config_json, out->mutable_config(), options)
+             .ok()) {
+      out->clear_config();
+    }
+  }
+  for (const std::string& p : in.plugins) out->add_plugins(p);
+}
+
+InProcessRulesConfig RulesFromProto(const config::RulesSection& in) {
+  InProcessRulesConfig r;
+  r.enabled = in.has_enabled() ? in.enabled() : true;  // the section present: enabled
+  r.config_file = in.config_file();
+  if (in.has_config()) {
+    google::protobuf::util::JsonPrintOptions options;
+    options.preserve_proto_field_names = true;
+    (void)google::protobuf::util::MessageToJsonString(in.config(), &r.config_json, options);
+    if (r.config_json.empty()) r.config_json = "{}";
+  }
+  r.plugins.assign(in.plugins().begin(), in.plugins().end());
+  return r;
+}
+
+bool IsEmpty(const InProcessRulesConfig& r) {
+  return !r.enabled && r.config_file.empty() && r.config_json.empty() && r.plugins.empty();
 }
 
 }  // namespace
@@ -152,6 +190,7 @@ void ConfigToProto(const SessionConfig& in, config::SessionConfig* out) {
     if (!IsEmpty(c.stats)) StatsToProto(c.stats, pc->mutable_stats());
   }
   PipelineToProto(in.pipeline, out->mutable_pipeline());
+  if (!IsEmpty(in.rules)) RulesToProto(in.rules, out->mutable_rules());
 }
 
 SessionConfig ConfigFromProto(const config::SessionConfig& in) {
@@ -176,6 +215,7 @@ SessionConfig ConfigFromProto(const config::SessionConfig& in) {
     c.collections.push_back(std::move(cc));
   }
   c.pipeline = PipelineFromProto(in.pipeline());
+  if (in.has_rules()) c.rules = RulesFromProto(in.rules());
   return c;
 }
 

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "host/src/builtin_collections.h"
+#include "rules/rules_config.h"
 #include "tstat/config.h"
 
 namespace tstat {
@@ -121,6 +122,7 @@ Status CheckPipeline(const PipelineConfig& p) {
                "must be in [1, 1048576], got " + std::to_string(p.queue_capacity));
   }
   if (p.raw_memory_cap_bytes < 0) return bad("raw_memory_cap_bytes", "must be >= 0");
+  if (p.delta_memory_cap_bytes < 0) return bad("delta_memory_cap_bytes", "must be >= 0");
   if (!(p.flush_interval_seconds > 0.0) || !std::isfinite(p.flush_interval_seconds)) {
     return bad("flush_interval_seconds", "must be a positive number of seconds");
   }
@@ -134,6 +136,26 @@ Status CheckPipeline(const PipelineConfig& p) {
   if (p.compression_level < 0 || p.compression_level > 9) {
     return bad("compression_level",
                "must be in [0, 9], got " + std::to_string(p.compression_level));
+  }
+  return Status::OK();
+}
+
+// The structure of the in-process rules config; rule types and parameters
+// are checked when the session creates the rules (plugins may add types).
+Status CheckRules(const InProcessRulesConfig& r) {
+  if (!r.config_file.empty() && !r.config_json.empty()) {
+    return Status::InvalidArgument(
+        "rules.config: give either config or config_file, not both (config_file is \"" +
+        r.config_file + "\")");
+  }
+  if (!r.config_json.empty()) {
+    Result<rules::RulesConfig> parsed = rules::ParseRulesConfigJson(r.config_json);
+    if (!parsed.ok()) return parsed.status().WithContext("rules.config");
+  }
+  for (std::size_t i = 0; i < r.plugins.size(); ++i) {
+    if (r.plugins[i].empty()) {
+      return Status::InvalidArgument(Idx("rules.plugins", i) + ": empty path");
+    }
   }
   return Status::OK();
 }
@@ -177,7 +199,8 @@ Status ValidateConfig(const SessionConfig& c) {
                                      "\" (neither built in nor configured in collections)");
     }
   }
-  return CheckPipeline(c.pipeline);
+  TSTAT_RETURN_IF_ERROR(CheckPipeline(c.pipeline));
+  return CheckRules(c.rules);
 }
 
 }  // namespace tstat

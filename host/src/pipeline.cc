@@ -1,10 +1,9 @@
 // The pipeline's queues and threads.
 #include "host/src/pipeline.h"
 
-#include <sys/stat.h>
-
 #include <algorithm>
-#include <fstream>
+
+#include "host/src/run_dir_requests.h"
 
 namespace tstat::host {
 namespace {
@@ -73,11 +72,30 @@ Status Pipeline::Push(PipelineItem item) {
   if (use_collector_) {
     collector_queue_.push_back(std::move(item));
     collector_cv_.notify_one();
-  } else {
-    writer_queue_.push_back(std::move(item));
-    writer_cv_.notify_one();
+    return Status::OK();
   }
+  // Handed over here, in Push order (the caller serializes Push). The lock
+  // is held so that the writer cannot see the item before the observer does.
+  Observe(&item);
+  writer_queue_.push_back(std::move(item));
+  writer_cv_.notify_one();
   return Status::OK();
+}
+
+void Pipeline::Observe(PipelineItem* item) {
+  BatchObserver* observer = options_.observer.get();
+  if (observer == nullptr) return;
+  if (!item->declare.empty()) observer->OnDeclare(item->declare);
+  if (!item->has_batch) return;
+  item->shared_batch = std::make_shared<const StepBatch>(std::move(item->batch));
+  item->batch = StepBatch();
+  observer->OnSharedBatch(item->shared_batch);
+}
+
+void Pipeline::CountRulesWait(double seconds) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++counters_.rules_waits;
+  counters_.rules_wait_seconds += seconds;
 }
 
 bool Pipeline::ReserveRaw(std::uint64_t bytes) {
@@ -176,6 +194,7 @@ void Pipeline::CollectorLoop() {
       item.finish(&item.batch);  // waits for the device
       item.finish = nullptr;
     }
+    Observe(&item);  // in queue order, on this thread
     lock.lock();
     writer_queue_.push_back(std::move(item));
     writer_cv_.notify_one();
@@ -187,8 +206,10 @@ void Pipeline::CollectorLoop() {
 void Pipeline::WriterLoop() {
   const auto flush_every = std::chrono::duration_cast<Clock::duration>(
       std::chrono::duration<double>(std::min(options_.config.flush_interval_seconds, 1e6)));
+  // EndStep checks the STOP file at stop_check_interval_ms; this check only
+  // serves a training thread that is not stepping, so it need not be fast.
   const auto stop_every =
-      std::chrono::milliseconds(std::max<std::int64_t>(1, options_.config.stop_check_interval_ms));
+      std::chrono::milliseconds(std::max<std::int64_t>(100, options_.config.stop_check_interval_ms));
   std::unique_lock<std::mutex> lock(mu_);
   while (true) {
     Clock::time_point deadline = last_flush_ + flush_every;
@@ -214,7 +235,7 @@ void Pipeline::WriterLoop() {
       }
     }
     if (!options_.stop_file.empty() && now >= next_stop_check_) {
-      CheckStopFile();
+      CheckStopFile(options_.stop_file, stop_);
       next_stop_check_ = now + stop_every;
     }
     if (exit) break;
@@ -248,13 +269,12 @@ void Pipeline::WriteItem(PipelineItem* item) {
       SetError(s.WithContext("declaring tensors"));
     }
   }
-  if (options_.observer && !item->declare.empty()) options_.observer->OnDeclare(item->declare);
   if (!item->has_batch) return;
-  const std::uint64_t records = Records(item->batch);
-  const Status s = sink_->Write(item->batch);
-  if (options_.observer) options_.observer->OnBatch(item->batch);
+  const StepBatch& batch = item->shared_batch ? *item->shared_batch : item->batch;
+  const std::uint64_t records = Records(batch);
+  const Status s = sink_->Write(batch);
   if (!s.ok()) {
-    SetError(s.WithContext("writing step " + std::to_string(item->batch.key.global_step)));
+    SetError(s.WithContext("writing step " + std::to_string(batch.key.global_step)));
     // A rejected batch (caller error) loses itself only; a storage failure
     // loses the whole unflushed segment too (the io/ writers' contract).
     const bool rejected =
@@ -290,16 +310,6 @@ void Pipeline::FlushSink() {
   unflushed_records_ = 0;
   unflushed_batches_ = 0;
   last_flush_ = Clock::now();
-}
-
-void Pipeline::CheckStopFile() {
-  struct stat st;
-  if (::stat(options_.stop_file.c_str(), &st) != 0) return;
-  std::string line;
-  std::ifstream in(options_.stop_file);
-  if (in) std::getline(in, line);
-  if (line.size() > 256) line.resize(256);
-  stop_->Request("stop file " + options_.stop_file + (line.empty() ? "" : ": " + line));
 }
 
 }  // namespace tstat::host

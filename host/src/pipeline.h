@@ -5,7 +5,8 @@
 // Threads. The training thread calls AcquireSlot/Push (and ReserveRaw). A
 // writer thread declares tensors, writes batches to the StepSink and flushes
 // it every flush_interval_seconds and every flush_interval_steps batches,
-// checking <run>/STOP every stop_check_interval_ms. Items that carry device
+// checking <run>/STOP every max(stop_check_interval_ms, 100) ms (EndStep
+// checks it more often: run_dir_requests.h). Items that carry device
 // work (`finish`) make the pipeline start a collector thread; from then on
 // every item passes through it in order, so batches reach the sink in step
 // order. `finish` runs on the collector thread (it waits for the GPU) before
@@ -42,15 +43,23 @@
 
 namespace tstat::host {
 
-// Sees what the writer writes, on the writer thread, in order: every
-// declaration before the batches that use it, every batch once (also when
-// its write failed). The in-process rule engine attaches here. Must not
-// block for long: the writer waits for it.
+// Sees every item as it is handed to the writer, in order: every
+// declaration before the batches that use it, every batch once (whether or
+// not its write succeeds later), and never waits for the disk. Host-only
+// items are handed over in Push (the training thread); items with device
+// work by the collector thread once that work is done. The in-process rule
+// engine attaches here. Must be quick: the training (or collector) thread
+// waits for it.
 class BatchObserver {
  public:
   virtual ~BatchObserver() = default;
   virtual void OnDeclare(const std::vector<TensorInfo>& tensors) = 0;
   virtual void OnBatch(const StepBatch& batch) = 0;
+  // The batch as the writer will write it (immutable; shared so that an
+  // observer can keep it without a copy, e.g. to evaluate it on its own
+  // thread). Holding it keeps its raw snapshot bytes alive past the raw
+  // memory cap's accounting: release it promptly.
+  virtual void OnSharedBatch(const std::shared_ptr<const StepBatch>& batch) { OnBatch(*batch); }
 };
 
 struct PipelineItem {
@@ -62,6 +71,8 @@ struct PipelineItem {
   std::uint64_t approx_bytes = 0;  // set by Push
   // Device work to wait for (collector thread) before writing.
   std::function<void(StepBatch*)> finish;
+  // With an observer: `batch`, moved here when the item is handed over.
+  std::shared_ptr<const StepBatch> shared_batch;
 };
 
 class Pipeline {
@@ -94,6 +105,8 @@ class Pipeline {
   void CountStepTime(double step_seconds, double capture_seconds, bool saved);
   // Counts a wait of the training thread for something else (a GPU buffer).
   void CountWait(double seconds);
+  // Counts a wait of EndStep for the in-process rules thread.
+  void CountRulesWait(double seconds);
   void CountRecordsLost(std::uint64_t n);
 
   PipelineCounters counters() const;
@@ -109,7 +122,8 @@ class Pipeline {
   void CollectorLoop();
   void WriteItem(PipelineItem* item);
   void FlushSink();
-  void CheckStopFile();
+  // Hands `item` to the observer (if any): moves its batch into shared_batch.
+  void Observe(PipelineItem* item);
   void SetError(const Status& s);
   void FinishItem(const PipelineItem& item);  // slot and raw release
 

@@ -34,8 +34,9 @@ Status Closed() { return Status::FailedPrecondition("the session is closed"); }
 
 namespace host {
 
-Result<std::unique_ptr<Session>> CreateSessionWithDeps(const SessionConfig& config,
+Result<std::unique_ptr<Session>> CreateSessionWithDeps(const SessionConfig& given,
                                                        SessionDeps deps) {
+  const SessionConfig config = WithRulesFromEnvironment(given);
   TSTAT_RETURN_IF_ERROR(ValidateConfig(config));
   if (config.out_dir.empty() && !config.dry_run && !deps.sink) {
     return Status::InvalidArgument("out_dir: required (the run directory), unless dry_run");
@@ -48,13 +49,19 @@ Result<std::unique_ptr<Session>> CreateSessionWithDeps(const SessionConfig& conf
   impl->device_factory = std::move(deps.device_factory);
   std::unique_ptr<io::StepSink> sink = std::move(deps.sink);
   if (!sink && config.dry_run) sink = std::make_unique<NullSink>();
-  if (!sink) {
+  // The run's files (no injected sink), or the in-process findings log.
+  if (!config.out_dir.empty() && !config.dry_run && (!sink || config.rules.enabled)) {
     std::error_code ec;
     std::filesystem::create_directories(config.out_dir, ec);
     if (ec) {
       return Status::IoError("cannot create the run directory " + config.out_dir + ": " +
                              ec.message());
     }
+  }
+  // The rules first: a bad rules config fails before the run is opened.
+  std::shared_ptr<BatchObserver> observer = std::move(deps.observer);
+  TSTAT_RETURN_IF_ERROR(impl->StartRules(&observer));
+  if (!sink) {
     io::Hdf5RunWriterOptions options;
     options.info.run_dir = config.out_dir;
     options.info.rank = config.rank;
@@ -69,8 +76,9 @@ Result<std::unique_ptr<Session>> CreateSessionWithDeps(const SessionConfig& conf
   if (!config.out_dir.empty() && !config.dry_run) {
     options.stop_file = (std::filesystem::path(config.out_dir) / "STOP").string();
   }
-  options.observer = std::move(deps.observer);
+  options.observer = std::move(observer);
   impl->pipeline = std::make_unique<Pipeline>(options, std::move(sink), &impl->stop);
+  impl->StartRunDirRequests();
   impl->step_start = Session::Impl::Clock::now();
   return SessionFactory::Make(std::move(impl));
 }
@@ -187,7 +195,11 @@ void Session::CaptureRawFor(const std::string& name, int steps) {
 }
 
 PipelineCounters Session::counters() const { return impl_->pipeline->counters(); }
-Status Session::status() const { return impl_->pipeline->status(); }
+Status Session::status() const {
+  Status s = impl_->pipeline->status();
+  if (s.ok() && impl_->rules) s = impl_->rules->status();
+  return s;
+}
 
 StepKey Session::current_step() const {
   std::lock_guard<std::mutex> lock(impl_->info_mu);
@@ -229,7 +241,9 @@ Status Session::Close() {
   }
   impl_->closed = true;
   const Status drained = impl_->pipeline->Close();
-  impl_->close_status = drained.ok() ? s : drained;
+  // After the pipeline: every batch has been handed to the rules thread.
+  const Status ruled = impl_->rules ? impl_->rules->Finish() : Status::OK();
+  impl_->close_status = !drained.ok() ? drained : !s.ok() ? s : ruled;
   return impl_->close_status;
 }
 

@@ -16,7 +16,10 @@
 
 #include "host/src/collection_set.h"
 #include "host/src/device_capture.h"
+#include "host/src/device_delta.h"
 #include "host/src/pipeline.h"
+#include "host/src/rules_thread.h"
+#include "host/src/run_dir_requests.h"
 #include "host/src/stop_state.h"
 #include "host/src/tensor_registry.h"
 #include "tstat/engine.h"
@@ -35,8 +38,19 @@ struct __attribute__((visibility("hidden"))) Session::Impl {
   std::unique_ptr<Backend> cpu;
   host::DeviceCaptureFactory device_factory;
   std::unique_ptr<host::DevicePool> device_pool;  // created with the first CUDA tensor
+  // Previous values of CUDA tensors with stats.delta (created with the first
+  // such save; device_delta.h). Declared after device_pool: freed first.
+  std::unique_ptr<host::DeviceDeltaStore> device_delta;
   host::StopState stop;
+  // In-process rules (session_rules.cc): the session's ActionSink, then the
+  // rules thread (it uses the sink), both before the pipeline (which holds
+  // the thread as its observer).
+  std::unique_ptr<rules::ActionSink> action_sink;
+  std::shared_ptr<host::RulesThread> rules;
   std::unique_ptr<host::Pipeline> pipeline;
+  // Out-of-process requests (RUN/STOP, RUN/capture/), polled by EndStep.
+  std::unique_ptr<host::RunDirRequests> run_requests;
+  std::uint64_t batches_pushed = 0;  // batches queued so far (the rules thread's target)
 
   std::mutex mu;
   bool closed = false;
@@ -74,6 +88,16 @@ struct __attribute__((visibility("hidden"))) Session::Impl {
   std::vector<ReductionResult> host_results;
   std::vector<std::pair<host::RegisteredTensor*, TensorView>> delta_updates;
 
+  // session_rules.cc
+  // Starts the rules thread when config.rules.enabled; `observer` (the
+  // pipeline's) becomes it, or a tee of it and an injected one.
+  Status StartRules(std::shared_ptr<host::BatchObserver>* observer);
+  // Sets up run_requests when the session has a run directory.
+  void StartRunDirRequests();
+  // EndStep's first act: waits until the rules thread evaluated every batch
+  // queued before this step (counted in rules_waits), then polls the run
+  // directory's requests.
+  void BeforeStepCapture();
   // step_capture.cc
   Status OpenStepLocked(const StepKey* explicit_key);
   Status EndStepLocked(CUstream_st* stream, bool capture_registered);

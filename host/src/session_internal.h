@@ -29,4 +29,9 @@ struct SessionDeps {
 Result<std::unique_ptr<Session>> CreateSessionWithDeps(const SessionConfig& config,
                                                        SessionDeps deps);
 
+// `config` with TSTAT_RULES_CONFIG applied: when set (non-empty), in-process
+// rules are enabled with that file (config_file replaced, config_json
+// cleared, plugins kept). CreateSessionWithDeps applies it first.
+SessionConfig WithRulesFromEnvironment(SessionConfig config);
+
 }  // namespace tstat::host

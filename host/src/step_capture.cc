@@ -131,6 +131,7 @@ void Session::Impl::SnapshotHost(std::uint32_t id, const TensorView& v, StepBatc
 
 Status Session::Impl::EndStepLocked(CUstream_st* stream, bool capture_registered) {
   const Clock::time_point t0 = Clock::now();
+  BeforeStepCapture();  // rules of earlier steps acted on; RUN/STOP, RUN/capture/ polled
   if (!step_open) TSTAT_RETURN_IF_ERROR(OpenStepLocked(nullptr));
   StepBatch batch = std::move(pending);
   pending = StepBatch();
@@ -219,6 +220,13 @@ Status Session::Impl::EndStepLocked(CUstream_st* stream, bool capture_registered
     host::DeviceCapture* dev = device_pool->Acquire(&waited);
     if (waited) pipeline->CountWait(Seconds(Clock::now() - tw));
     const Status s = dev->Enqueue(device_requests, device_raws, stream);
+    if (device_delta && s.ok()) {
+      // After the reductions on `stream`: they read the previous values first.
+      const Status copied = device_delta->Commit(stream);
+      if (!copied.ok() && problem.ok()) problem = copied;
+    } else if (device_delta) {
+      device_delta->Abandon();
+    }
     if (!s.ok()) {
       device_pool->Release(dev);
       pipeline->ReleaseRaw(device_raw_bytes);
@@ -292,6 +300,7 @@ Status Session::Impl::EndStepLocked(CUstream_st* stream, bool capture_registered
   if (item.has_batch || !item.declare.empty()) {
     const Status s = pipeline->Push(std::move(item));
     if (!s.ok() && problem.ok()) problem = s;
+    if (s.ok() && queued) ++batches_pushed;
   }
 
   const Clock::time_point t_end = Clock::now();

@@ -1,4 +1,4 @@
-// `tstat check RUN [--config rules.json] [--strict]`: a unit test for a
+// `tstat check RUN [--config rules.json] [--plugin lib.so]... [--strict]`: a unit test for a
 // training run. Evaluates the run as it is on disk (normally finished),
 // prints every finding and a summary; writes nothing and takes no action.
 // Exit codes: 0 clean, 1 findings (or, with --strict, rule warnings such as
@@ -7,8 +7,10 @@
 #include <iostream>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "rules/actions.h"
+#include "rules/plugin_loader.h"
 #include "rules/rules_config.h"
 #include "rules/trial_runner.h"
 #include "tools/cli/command.h"
@@ -19,15 +21,25 @@ namespace {
 struct CheckFlags {
   std::string run;
   std::string config;
+  std::vector<std::string> plugins;
   bool strict = false;
 };
 
 int RunCheck(const CheckFlags& f) {
+  // Plugins first: destroyed after the registry and the rules they made.
+  std::vector<std::shared_ptr<rules::RulePlugin>> plugins;
   RuleRegistry registry;
   if (Status s = RegisterBuiltinRules(&registry); !s.ok()) {
     ReportError(s);
     return kExitUsage;
   }
+  Result<std::vector<std::shared_ptr<rules::RulePlugin>>> loaded_plugins =
+      rules::LoadRulePlugins(f.plugins, &registry, "--plugin");
+  if (!loaded_plugins.ok()) {
+    ReportError(loaded_plugins.status());
+    return kExitUsage;
+  }
+  plugins = std::move(loaded_plugins).value();
   Result<rules::LoadedRules> loaded = rules::LoadRules(registry, f.config);
   if (!loaded.ok()) {
     ReportError(loaded.status());
@@ -78,6 +90,9 @@ Command AddCheckCommand(CLI::App& root) {
   app->add_option("--config", flags->config,
                   "Rules config (JSON; see rules/RUN_RULES.md). Default: the default rule set")
       ->check(CLI::ExistingFile);
+  app->add_option("--plugin", flags->plugins,
+                  "A shared library of custom rule types (tstat/rule_plugin.h); repeatable")
+      ->allow_extra_args(false);
   app->add_flag("--strict", flags->strict,
                 "Rule warnings (no losses, a regex matching nothing, damaged files) fail too");
   Command c;

@@ -1,4 +1,4 @@
-// `tstat rules RUN [--config rules.json] [--follow]`: runs the rules over a
+// `tstat rules RUN [--config rules.json] [--plugin lib.so]... [--follow]`: runs the rules over a
 // run, printing findings as they come, appending them to RUN/findings.jsonl
 // and acting on them (RUN/STOP, RUN/capture/); see rules/RUN_RULES.md.
 // Exit codes: 0 done (findings or not), 1 the run could not be read while
@@ -6,8 +6,10 @@
 #include <iostream>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "rules/actions.h"
+#include "rules/plugin_loader.h"
 #include "rules/findings_log.h"
 #include "rules/rules_config.h"
 #include "rules/trial_runner.h"
@@ -19,13 +21,23 @@ namespace {
 struct RulesFlags {
   std::string run;
   std::string config;
+  std::vector<std::string> plugins;
   bool follow = false;
   double poll_interval = 0.2;
 };
 
 int RunRules(const RulesFlags& f) {
+  // Plugins first: destroyed after the registry and the rules they made.
+  std::vector<std::shared_ptr<rules::RulePlugin>> plugins;
   RuleRegistry registry;
   if (Status s = RegisterBuiltinRules(&registry); !s.ok()) return ReportError(s);
+  Result<std::vector<std::shared_ptr<rules::RulePlugin>>> loaded_plugins =
+      rules::LoadRulePlugins(f.plugins, &registry, "--plugin");
+  if (!loaded_plugins.ok()) {
+    ReportError(loaded_plugins.status());
+    return kExitUsage;
+  }
+  plugins = std::move(loaded_plugins).value();
   Result<rules::LoadedRules> loaded = rules::LoadRules(registry, f.config);
   if (!loaded.ok()) {
     ReportError(loaded.status());
@@ -80,6 +92,9 @@ Command AddRulesCommand(CLI::App& root) {
   app->add_option("--config", flags->config,
                   "Rules config (JSON; see rules/RUN_RULES.md). Default: the default rule set")
       ->check(CLI::ExistingFile);
+  app->add_option("--plugin", flags->plugins,
+                  "A shared library of custom rule types (tstat/rule_plugin.h); repeatable")
+      ->allow_extra_args(false);
   app->add_flag("--follow", flags->follow,
                 "Follow a live run until its writers close it (else: evaluate what is there)");
   app->add_option("--poll-interval", flags->poll_interval,

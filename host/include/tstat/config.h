@@ -78,8 +78,9 @@ struct StatsConfig {
   std::optional<int> label_classes;     // > 0: label counts instead of the stat set
   std::optional<std::int64_t> sample_count;
   std::optional<double> band_lo, band_hi, small_eps;
-  // Delta against the tensor's previous save (host tensors: the session keeps
-  // a copy of the saved values; CUDA tensors: not supported yet, ignored).
+  // Delta against the tensor's previous save (the session keeps a copy of the
+  // saved values: host memory for host tensors; device memory, within
+  // pipeline.delta_memory_cap_bytes, for CUDA tensors).
   std::optional<bool> delta;
   std::optional<double> delta_atol, delta_rtol;
   // Label tensors: confusion matrix against this registered tensor's values
@@ -114,14 +115,39 @@ struct CollectionConfig {
 struct PipelineConfig {
   std::int64_t queue_capacity = 64;                 // steps queued for the writer
   std::int64_t raw_memory_cap_bytes = 256ll << 20;  // raw snapshot bytes in flight
+  // Device memory for the previous values of CUDA tensors with stats.delta
+  // (one copy per tensor); a tensor that does not fit gets no delta and a
+  // DropRecord says so.
+  std::int64_t delta_memory_cap_bytes = 256ll << 20;
   double flush_interval_seconds = 1.0;              // flush at least this often
   std::int64_t flush_interval_steps = 0;            // and every N steps (0 = off)
   bool drop_stats_when_full = false;                // false: the step waits
-  std::int64_t stop_check_interval_ms = 500;        // RUN/STOP check period
+  // RUN/STOP and RUN/capture/ are checked at EndStep when the last check is
+  // at least this old (0: at every EndStep; one stat() each, ~1 us), and by
+  // the writer thread every max(this, 100) ms (a training thread that is
+  // not stepping still sees ShouldStop turn true).
+  std::int64_t stop_check_interval_ms = 1;
   int cpu_threads = 0;                              // 0: OpenMP's default
   int cuda_device = 0;
   int cuda_inflight = 2;      // steps reducing on the GPU at once
   int compression_level = 4;  // HDF5 deflate level
+};
+
+// In-process rules: a rules thread in the session runs the rules config
+// (README "The rules config": the schema of `tstat rules --config`) over this
+// worker's own steps as they are captured, with the actions of each rule:
+// record (RUN/findings.jsonl), print (stderr), stop_training (ShouldStop), and
+// capture_raw_steps (CaptureRawFor). A finding at step s is visible to
+// ShouldStop() before step s+2 begins. JSON: a "rules" section present means
+// enabled unless "enabled": false. The environment variable
+// TSTAT_RULES_CONFIG=<path> enables them with that file (replacing config_file
+// and config of the code's or file's config; plugins are kept).
+struct InProcessRulesConfig {
+  bool enabled = false;
+  std::string config_file;  // a rules config file (JSON), or
+  std::string config_json;  // the rules config itself (JSON "config": {...});
+                            // neither: the default rule set
+  std::vector<std::string> plugins;  // shared libraries of custom rules (tstat/rule_plugin.h)
 };
 
 struct SessionConfig {
@@ -135,6 +161,7 @@ struct SessionConfig {
   StatsConfig stats;
   std::vector<CollectionConfig> collections;
   PipelineConfig pipeline;
+  InProcessRulesConfig rules;
 };
 
 // Parses the JSON form of tstat.config.SessionConfig and validates it.

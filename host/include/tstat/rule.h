@@ -79,8 +79,28 @@ using RuleFactory = std::function<Result<std::unique_ptr<Rule>>(const RuleSpec&)
 
 class RuleRegistry {
  public:
-  // kInvalidArgument if `type` is already registered.
-  Status Register(const std::string& type, RuleFactory factory);
+  // kInvalidArgument if `type` is empty or already registered. Inline (like
+  // Absorb): rule plugins (tstat/rule_plugin.h) call it without linking tstat.
+  Status Register(const std::string& type, RuleFactory factory) {
+    if (type.empty()) return Status::InvalidArgument("rule type must not be empty");
+    if (!factory) return Status::InvalidArgument("rule type " + type + ": factory is empty");
+    if (!factories_.emplace(type, std::move(factory)).second) {
+      return Status::InvalidArgument("rule type " + type + " is already registered");
+    }
+    return Status::OK();
+  }
+  // Moves every type of `other` into this registry. kInvalidArgument naming
+  // the type, and nothing moved, if one is registered here already.
+  Status Absorb(RuleRegistry&& other) {
+    for (const auto& kv : other.factories_) {
+      if (factories_.count(kv.first)) {
+        return Status::InvalidArgument("rule type " + kv.first + " is already registered");
+      }
+    }
+    for (auto& kv : other.factories_) factories_.emplace(kv.first, std::move(kv.second));
+    other.factories_.clear();
+    return Status::OK();
+  }
   // kNotFound naming the type and listing the known ones if unknown;
   // kInvalidArgument naming the parameter if a parameter is unknown/mistyped.
   Result<std::unique_ptr<Rule>> Create(const RuleSpec& spec) const;

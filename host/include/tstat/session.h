@@ -49,6 +49,18 @@
 // (a device-side flag that a captured graph could test) - the schedule is
 // evaluated on the host at EndStep.
 //
+// In-process rules (config.rules, TSTAT_RULES_CONFIG): a rules thread owned
+// by the session gets each step's batch straight from the pipeline (no file
+// round trip) and runs the rule engine over this worker's steps (with
+// world_size > 1 every worker judges its own steps). Its actions: record
+// (RUN/findings.jsonl), print (stderr), stop_training (RequestStop),
+// capture_raw_steps (CaptureRawFor). Guarantee: a finding at step s is
+// visible to ShouldStop() before step s+2 begins - EndStep of step s+1 first
+// waits, if needed, until the rules thread has acted on the batches of the
+// earlier steps (counted in rules_waits / rules_wait_seconds). Rules thread
+// errors never reach training: status() reports them. Close() ends the
+// rules (their last findings) after draining the pipeline.
+//
 // Thread safety: every method may be called from any thread; calls that
 // capture (RegisterTensor, SetMode, BeginStep, EndStep, SaveScalar, SaveTensor,
 // Close) are serialized by the session. ShouldStop, RequestStop, counters and
@@ -66,6 +78,7 @@
 
 #include "tstat/config.h"
 #include "tstat/export.h"
+#include "tstat/rule.h"
 #include "tstat/stats_record.h"
 #include "tstat/status.h"
 #include "tstat/tensor_view.h"
@@ -171,8 +184,11 @@ class TSTAT_EXPORT Session {
   Status SaveTensor(const std::string& name, const TensorView& view,
                     const SaveTensorOptions& options = {});
 
-  // True once RequestStop was called or the file <out_dir>/STOP exists
-  // (checked at most every stop_check_interval_ms, by the writer thread).
+  // True once RequestStop was called (by the code, or by an in-process
+  // rule's stop_training action) or the file <out_dir>/STOP exists. The file
+  // is checked at EndStep when the last check is stop_check_interval_ms old
+  // (default 1 ms: within one step for steps longer than that), and by the
+  // writer thread every max(interval, 100 ms). One atomic load.
   bool ShouldStop() const;
   // Why ShouldStop is true ("" when it is not).
   std::string stop_reason() const;
@@ -181,7 +197,13 @@ class TSTAT_EXPORT Session {
   // Saves raw snapshots of the registered tensor `name` at the next `steps`
   // steps that end (within the raw memory cap), e.g. when a rule fires. Does
   // not wait for capture calls; a name that is not registered is ignored.
+  // Files RUN/capture/*.json (`tstat rules --follow`) are applied the same
+  // way, polled with RUN/STOP.
   void CaptureRawFor(const std::string& name, int steps);
+
+  // In-process rules (config.rules): every finding so far, in order (also in
+  // RUN/findings.jsonl when the rule records). Empty without in-process rules.
+  std::vector<Finding> findings() const;
 
   // The pipeline's counters so far (final after Close).
   PipelineCounters counters() const;

@@ -137,6 +137,11 @@ struct PipelineCounters {
   std::uint64_t queue_high_water_bytes = 0;
   std::uint64_t segments_written = 0;
   CaptureTotals capture;  // the session's, carried to storage with the counters
+  // In-process rules: times EndStep waited for the rules thread to evaluate
+  // the previous steps (the stop guarantee), and the time spent waiting.
+  // Kept in memory only (not stored in the run).
+  std::uint64_t rules_waits = 0;
+  double rules_wait_seconds = 0.0;
 };
 
 }  // namespace tstat

@@ -1,0 +1,115 @@
+// In-process rules and out-of-process requests on the session side: the
+// session's ActionSink, the rules thread's start, EndStep's wait for it, the
+// polling of RUN/STOP and RUN/capture/, and TSTAT_RULES_CONFIG.
+#include <cstdlib>
+#include <iostream>
+#include <string>
+
+#include "host/src/session_impl.h"
+#include "host/src/session_internal.h"
+
+namespace tstat {
+namespace {
+
+// Rule actions in the training process: stop -> the session's StopState,
+// raw capture -> CaptureRawFor's queue (applied at the next EndStep).
+// Called from the rules thread; never takes the session lock.
+class SessionActionSink final : public rules::ActionSink {
+ public:
+  explicit SessionActionSink(Session::Impl* impl) : impl_(impl) {}
+  Status RequestStop(const rules::StopRequest& request) override {
+    impl_->stop.Request(request.Describe());
+    return Status::OK();
+  }
+  Status RequestRawCapture(const rules::RawCaptureRequest& request) override {
+    std::lock_guard<std::mutex> lock(impl_->raw_requests_mu);
+    for (const std::string& t : request.tensors) impl_->raw_requests.emplace_back(t, request.steps);
+    return Status::OK();
+  }
+
+ private:
+  Session::Impl* impl_;
+};
+
+// Two observers in order (an injected test observer and the rules thread).
+class TeeObserver final : public host::BatchObserver {
+ public:
+  TeeObserver(std::shared_ptr<host::BatchObserver> a, std::shared_ptr<host::BatchObserver> b)
+      : a_(std::move(a)), b_(std::move(b)) {}
+  void OnDeclare(const std::vector<TensorInfo>& t) override {
+    a_->OnDeclare(t);
+    b_->OnDeclare(t);
+  }
+  void OnBatch(const StepBatch& batch) override {
+    a_->OnBatch(batch);
+    b_->OnBatch(batch);
+  }
+  void OnSharedBatch(const std::shared_ptr<const StepBatch>& batch) override {
+    a_->OnSharedBatch(batch);
+    b_->OnSharedBatch(batch);
+  }
+
+ private:
+  std::shared_ptr<host::BatchObserver> a_, b_;
+};
+
+bool HasRunDir(const SessionConfig& c) { return !c.out_dir.empty() && !c.dry_run; }
+
+}  // namespace
+
+namespace host {
+
+SessionConfig WithRulesFromEnvironment(SessionConfig config) {
+  const char* env = std::getenv("TSTAT_RULES_CONFIG");
+  if (env == nullptr || *env == '\0') return config;
+  config.rules.enabled = true;
+  config.rules.config_file = env;
+  config.rules.config_json.clear();
+  return config;
+}
+
+}  // namespace host
+
+Status Session::Impl::StartRules(std::shared_ptr<host::BatchObserver>* observer) {
+  if (!config.rules.enabled) return Status::OK();
+  action_sink = std::make_unique<SessionActionSink>(this);
+  host::RulesThread::Options o;
+  o.config = config.rules;
+  if (HasRunDir(config)) o.findings_path = config.out_dir + "/" + rules::kFindingsFileName;
+  o.worker = config.rank;
+  o.sink = action_sink.get();
+  o.print = &std::cerr;
+  TSTAT_ASSIGN_OR_RETURN(rules, host::RulesThread::Start(std::move(o)));
+  if (*observer) {
+    *observer = std::make_shared<TeeObserver>(std::move(*observer), rules);
+  } else {
+    *observer = rules;
+  }
+  return Status::OK();
+}
+
+void Session::Impl::StartRunDirRequests() {
+  if (!HasRunDir(config)) return;
+  run_requests = std::make_unique<host::RunDirRequests>(
+      config.out_dir, config.pipeline.stop_check_interval_ms,
+      /*delete_applied=*/config.world_size == 1,
+      [this](const std::string& tensor, int steps) {
+        std::lock_guard<std::mutex> lock(raw_requests_mu);
+        raw_requests.emplace_back(tensor, steps);
+      },
+      [](const std::string& warning) { std::cerr << "tstat: warning: " << warning << std::endl; });
+}
+
+void Session::Impl::BeforeStepCapture() {
+  if (rules) {
+    double waited = 0.0;
+    if (rules->WaitForBatches(batches_pushed, &waited)) pipeline->CountRulesWait(waited);
+  }
+  if (run_requests) run_requests->Poll(&stop);
+}
+
+std::vector<Finding> Session::findings() const {
+  return impl_->rules ? impl_->rules->findings() : std::vector<Finding>{};
+}
+
+}  // namespace tstat
