@@ -28,3 +28,7 @@ endif()
 # Delta capture of CUDA tensors (host/src/device_delta.h): the device-side
 # bookkeeping, on the CPU with a fake device memory.
 tstat_add_test(host device_delta SOURCES ${PROJECT_SOURCE_DIR}/tests/host/device_delta_test.cc)
+# The training side of RUN/STOP and RUN/capture/ (host/src/run_dir_requests.h).
+tstat_add_test(host run_dir_requests
+               SOURCES ${PROJECT_SOURCE_DIR}/tests/host/run_dir_requests_test.cc
+               LIBS tstat_io_test_util)
