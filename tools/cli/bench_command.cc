@@ -1,11 +1,14 @@
-// `tstat bench stats` and `tstat bench rules`: flag parsing only; the
-// measurements are tstat::bench::RunStatsBench (benchmarks/stats_bench.h) and
-// tstat::bench::RunRulesBench (benchmarks/rules_bench.h).
+// `tstat bench stats`, `tstat bench rules` and `tstat bench capture`: flag
+// parsing only; the measurements are tstat::bench::RunStatsBench
+// (benchmarks/stats_bench.h), tstat::bench::RunRulesBench
+// (benchmarks/rules_bench.h) and tstat::bench::RunCaptureBench
+// (benchmarks/capture_bench.h).
 #include <cstdint>
 #include <iostream>
 #include <memory>
 #include <string>
 
+#include "benchmarks/capture_bench.h"
 #include "benchmarks/rules_bench.h"
 #include "benchmarks/stats_bench.h"
 #include "tools/cli/command.h"
@@ -53,6 +56,58 @@ int RunStats(const StatsFlags& f) {
   o.backend = f.backend == "cuda" ? BackendKind::kCuda : BackendKind::kCpu;
   o.json = f.json;
   return ReportError(bench::RunStatsBench(o, std::cout, std::cerr));
+}
+
+struct CaptureFlags {
+  std::int64_t tensors = 1000;
+  std::int64_t elements = 1000;
+  int compression_level = 0;
+  bench::CaptureBenchOptions options;
+  CLI::Option* tensors_opt = nullptr;
+  CLI::Option* elements_opt = nullptr;
+  CLI::Option* level_opt = nullptr;
+};
+
+CLI::App* AddCaptureCommand(CLI::App* bench, CaptureFlags* f) {
+  CLI::App* capture = bench->add_subcommand(
+      "capture",
+      "Capture pipeline cost: EndStep against the stat engine alone (ratio), writer "
+      "records/s, raw snapshot writes against plain write()+fsync. Without "
+      "--tensors/--elements: a table of standard cases");
+  f->tensors_opt = capture->add_option("--tensors", f->tensors, "Registered tensors (K)")
+                       ->check(CLI::Range(std::int64_t{1}, std::int64_t{10000000}))
+                       ->default_str("1000");
+  f->elements_opt = capture->add_option("--elements", f->elements, "f32 elements per tensor (N)")
+                        ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 32))
+                        ->default_str("1000");
+  capture->add_option("--threads", f->options.threads, "CPU threads (0: OpenMP's default)")
+      ->check(CLI::Range(0, 4096))
+      ->default_str("0");
+  capture->add_option("--repeats", f->options.repeats, "Timed repeats per measurement (medians)")
+      ->check(CLI::Range(1, 1000))
+      ->default_str("5");
+  f->level_opt = capture
+                     ->add_option("--compression-level", f->compression_level,
+                                  "Deflate level of the runs written (default: the pipeline's)")
+                     ->check(CLI::Range(0, 9));
+  capture
+      ->add_option("--raw-mib", f->options.raw_mib,
+                   "Raw snapshot bytes per repeat, in MiB (0: skip the raw measurement)")
+      ->check(CLI::Range(0.0, 65536.0))
+      ->default_str("128");
+  capture->add_option("--dir", f->options.dir, "Where runs and the plain file are written")
+      ->check(CLI::ExistingDirectory)
+      ->default_str("$TMPDIR or /tmp");
+  capture->add_flag("--json", f->options.json, "One JSON object per line per case");
+  return capture;
+}
+
+int RunCapture(const CaptureFlags& f) {
+  bench::CaptureBenchOptions o = f.options;
+  if (f.tensors_opt->count() > 0) o.tensors = f.tensors;
+  if (f.elements_opt->count() > 0) o.elements = f.elements;
+  if (f.level_opt->count() > 0) o.compression_level = f.compression_level;
+  return ReportError(bench::RunCaptureBench(o, std::cout, std::cerr));
 }
 
 }  // namespace
@@ -113,11 +168,15 @@ Command AddBenchCommand(CLI::App& root) {
       ->default_str("20");
   rules->add_flag("--json", rules_flags->json, "One JSON object per line per case");
 
+  auto capture_flags = std::make_shared<CaptureFlags>();
+  CLI::App* capture = AddCaptureCommand(bench, capture_flags.get());
+
   Command c;
   c.app = bench;
-  c.run = [stats, flags, rules, rules_flags]() {
+  c.run = [stats, flags, rules, rules_flags, capture, capture_flags]() {
     if (stats->parsed()) return RunStats(*flags);
     if (rules->parsed()) return ReportError(bench::RunRulesBench(*rules_flags, std::cout, std::cerr));
+    if (capture->parsed()) return RunCapture(*capture_flags);
     return kExitUsage;  // unreachable: require_subcommand(1)
   };
   return c;
