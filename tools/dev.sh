@@ -26,7 +26,7 @@ setup() { bash tools/setup.sh; }
 
 cmd_demo() {
   setup
-  "$BUILD/bin/tstat" bench stats
+  "$BUILD/bin/tstat" demo --out runs/demo --force
 }
 
 # Runs both suites even when the first fails, then fails if anything did.

@@ -31,6 +31,8 @@ PACKAGES=(
   libopenblas-dev
   libopenblas0-pthread  # libblas.so.3 -> OpenBLAS for libtorch (bench overhead)
   libtorch-dev          # LibTorch adapter (host/torch), its tests, bench overhead
+  python3-sklearn  # the digits dataset of `tstat demo`
+  zlib1g-dev       # reads it (digits.csv.gz)
 )
 
 die() {

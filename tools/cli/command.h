@@ -35,7 +35,8 @@ struct Command {
   X(Dump) \
   X(Bench) \
   X(Rules) \
-  X(Check)
+  X(Check) \
+  X(Demo)
 // clang-format on
 
 #define TSTAT_CLI_DECLARE_COMMAND(Name) Command Add##Name##Command(CLI::App& root);
