@@ -8,6 +8,7 @@
 // included, then joins the history, so a lasting level shift fires only
 // until the window has absorbed it. Default selection: collection
 // "gradients".
+#include <algorithm>
 #include <cmath>
 #include <memory>
 
@@ -37,12 +38,12 @@ class NormSpikeRule final : public TensorRuleT<NormSpikeRule> {
     if (!std::isfinite(v)) return;
     History& hist = history_.Get(PerTensor<History>::WorkerModeGroup(step.worker, step.key.mode),
                                  info.id);
-    if (hist.values == nullptr) hist.values = std::make_unique<double[]>(window_);
+    if (hist.values == nullptr) hist.values = NewHistory();
     if (static_cast<std::int64_t>(hist.size) >= p_.min_steps) {
       // Oldest to newest, as the sums were always taken.
       // The ring is values[head, size) then values[0, head) when full.
-      const double* v0 = hist.values.get() + hist.head;
-      const double* v1 = hist.values.get();
+      const double* v0 = hist.values + hist.head;
+      const double* v1 = hist.values;
       const std::size_t n0 = hist.size == window_ ? window_ - hist.head : hist.size;
       const std::size_t n1 = hist.size - n0;
       double mean = 0;
@@ -73,7 +74,7 @@ class NormSpikeRule final : public TensorRuleT<NormSpikeRule> {
  private:
   // The last `window` values of a (worker, tensor, mode), in a ring.
   struct History {
-    std::unique_ptr<double[]> values;
+    double* values = nullptr;  // window values in arena_
     std::size_t head = 0;  // the oldest value
     std::size_t size = 0;
     // Until full, head stays 0 and values fill [0, size).
@@ -86,9 +87,24 @@ class NormSpikeRule final : public TensorRuleT<NormSpikeRule> {
       }
     }
   };
+  // Room for one history. Histories are carved from large blocks in the
+  // order tensors are first seen (capture order), so a step's walk reads
+  // them sequentially instead of chasing one small allocation per tensor.
+  double* NewHistory() {
+    constexpr std::size_t kBlockValues = 1 << 14;
+    const std::size_t per_block = std::max<std::size_t>(1, kBlockValues / window_);
+    if (arena_.empty() || arena_used_ == per_block) {
+      arena_.push_back(std::make_unique<double[]>(per_block * window_));
+      arena_used_ = 0;
+    }
+    return arena_.back().get() + window_ * arena_used_++;
+  }
+
   SpikeParams p_;
   std::size_t window_ = static_cast<std::size_t>(p_.window);
   PerTensor<History> history_;
+  std::vector<std::unique_ptr<double[]>> arena_;
+  std::size_t arena_used_ = 0;  // histories in arena_.back()
 };
 
 }  // namespace

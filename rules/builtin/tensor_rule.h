@@ -212,7 +212,7 @@ class TensorRuleT : public TensorRule {
  protected:
   void CheckRecords(const IndexedStep& step, const std::vector<std::uint32_t>& selected,
                     std::vector<Finding>* findings) final {
-    constexpr std::size_t kAhead = 6;
+    constexpr std::size_t kAhead = 10;
     const StepView& view = *step.view;
     const TensorStatsRecord* records = view.records->data();
     Self* self = static_cast<Self*>(this);
