@@ -82,6 +82,9 @@ Command AddDemoCommand(CLI::App& root) {
   app->add_option("--steps", flags->options.steps, "Planned training steps per scenario")
       ->check(CLI::PositiveNumber);
   app->add_flag("--quick", flags->options.quick, "A short plan (for tests)");
+  app->add_option("--dataset", flags->options.dataset_path,
+                  "The digits CSV (gzip); when missing, a synthetic stand-in is used")
+      ->capture_default_str();
   app->add_flag("--json", flags->json, "One JSON object per line per scenario");
   app->add_flag("--force", flags->options.force,
                 "Replace the demo runs in an existing --out directory");

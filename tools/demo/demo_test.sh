@@ -101,4 +101,10 @@ touch "$T/runs/dead_relu/marker"
 [[ ! -e "$T/runs/healthy/marker" ]] || fail "--force did not replace the healthy run"
 [[ -e "$T/runs/dead_relu/marker" ]] || fail "--force removed a scenario that did not run"
 grep -q "3/3" "$T/out.txt" || { cat "$T/out.txt" >&2; fail "--steps 3 was not the plan"; }
+# A missing dataset falls back to the synthetic digits, with a message.
+"$TSTAT" demo --out "$T/synthetic" --dataset "$T/no_such_digits.csv.gz" --scenario healthy \
+  --scenario dead_relu --steps 30 >"$T/out.txt" 2>&1 ||
+  { cat "$T/out.txt" >&2; fail "the synthetic fallback did not run cleanly"; }
+grep -q "no_such_digits.csv.gz does not exist.*using synthetic digits" "$T/out.txt" ||
+  { cat "$T/out.txt" >&2; fail "no message about the synthetic fallback"; }
 echo "demo_test: ok"
