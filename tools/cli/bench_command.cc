@@ -11,6 +11,7 @@
 #include "benchmarks/capture_bench.h"
 #include "benchmarks/rules_bench.h"
 #include "benchmarks/stats_bench.h"
+#include "tools/cli/bench_overhead.h"
 #include "tools/cli/command.h"
 
 namespace tstat::cli {
@@ -171,12 +172,16 @@ Command AddBenchCommand(CLI::App& root) {
   auto capture_flags = std::make_shared<CaptureFlags>();
   CLI::App* capture = AddCaptureCommand(bench, capture_flags.get());
 
+  std::function<int()> run_overhead;
+  CLI::App* overhead = AddBenchOverheadCommand(bench, &run_overhead);
+
   Command c;
   c.app = bench;
-  c.run = [stats, flags, rules, rules_flags, capture, capture_flags]() {
+  c.run = [stats, flags, rules, rules_flags, capture, capture_flags, overhead, run_overhead]() {
     if (stats->parsed()) return RunStats(*flags);
     if (rules->parsed()) return ReportError(bench::RunRulesBench(*rules_flags, std::cout, std::cerr));
     if (capture->parsed()) return RunCapture(*capture_flags);
+    if (overhead->parsed()) return run_overhead();
     return kExitUsage;  // unreachable: require_subcommand(1)
   };
   return c;
