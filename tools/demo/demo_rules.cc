@@ -17,7 +17,9 @@ namespace tstat::demo {
 //   mini-batch noise, so a loss that did not fall in 5 steps is stuck.
 // Measured on the healthy run (300 steps): the largest step-to-step growth of
 // a gradient norm is 1.04x, and its last validation loss (0.129) equals its
-// training loss (0.130), so smdebug's overfit defaults apply unchanged.
+// training loss (0.130). overfit: smdebug's ratio_threshold (0.1), but
+//   patience 3 (smdebug: 1): three evaluations in a row, so the finding rests
+//   on a trend rather than on the first evaluation after 10 steps.
 std::string DemoRulesJson() {
   return R"json({"rules": [
   {"type": "nan_origin", "actions": {"stop_training": true, "print": false}},
@@ -33,7 +35,7 @@ std::string DemoRulesJson() {
   {"type": "poor_weight_initialization", "actions": {"stop_training": true, "print": false}},
   {"type": "loss_not_decreasing", "modes": ["TRAIN"], "parameters": {"num_steps": "5"},
    "actions": {"stop_training": true, "print": false}},
-  {"type": "overfit", "actions": {"stop_training": true, "print": false}},
+  {"type": "overfit", "parameters": {"patience": "3"}, "actions": {"stop_training": true, "print": false}},
   {"type": "class_imbalance", "actions": {"stop_training": true, "print": false}}
 ]})json";
 }
