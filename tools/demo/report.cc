@@ -63,8 +63,8 @@ double ComputeSavedPercent(const ScenarioResult& r) {
 }
 
 void PrintTable(const std::vector<ScenarioResult>& results, std::ostream& out) {
-  out << Pad("scenario", 21) << Pad("expected", 28) << Pad("found (rule@step)", 56)
-      << Pad("steps run", 12) << Pad("saved", 7) << "result\n";
+  out << Pad("scenario", 21) << Pad("expected", 28) << Pad("found (rule@global step)", 56)
+      << Pad("train steps", 12) << Pad("saved", 7) << "result\n";
   for (const ScenarioResult& r : results) {
     std::vector<std::string> found;
     for (const RuleHit& h : r.found) found.push_back(h.rule + "@" + std::to_string(h.step.global_step));
@@ -93,7 +93,8 @@ void PrintTable(const std::vector<ScenarioResult>& results, std::ostream& out) {
       out << "  (" << same_step - 1 << " other rule(s) fired at the same step)\n";
     }
     if (!r.stop_reason.empty()) {
-      out << "  auto-stop after " << r.steps_run << " of " << r.steps_planned << " steps\n";
+      out << "  auto-stop after " << r.steps_run << " of " << r.steps_planned
+          << " training steps (global steps also count EVAL steps)\n";
     }
   }
 }
