@@ -6,9 +6,10 @@
 // every step, default StatsOptions: the stat set plus the exponent
 // histogram; the session writes an HDF5 run as usual) against
 // Backend::Reduce alone on the same K views with the same StatsOptions and
-// thread count. Blocks of B EndSteps and B Reduce calls alternate; each
-// block starts with the process quiet (the writer thread idle), so neither
-// side is charged with the other's leftover work. end_step_s and engine_s are
+// thread count. Blocks of B EndSteps and B Reduce calls (about 1 s each, so
+// an EndStep block spans a writer flush) alternate; each block starts with
+// the process quiet (the writer thread idle), so neither side is charged
+// with the other's leftover work. end_step_s and engine_s are
 // medians over the blocks of the mean time per call; ratio = end_step_s /
 // engine_s. The writer's own work runs on its thread during the EndStep
 // blocks (on a 2-core machine it competes with the reduction, and that is
@@ -19,8 +20,8 @@
 // (the K records the engine produced) are queued as fast as the queue
 // accepts them; records written (counters after Close) / the time from the
 // first Push to Close returning (the last flush and fsync included).
-// writer_step_s = K / records_per_s; bytes_per_record: segment bytes on
-// disk per record (what compression_level buys for the tables).
+// writer_step_s = K / records_per_s. (The copies are identical, so the
+// segments compress unrealistically well: their size is not reported.)
 //
 // raw_write_gbps: a session that saves only raw snapshots of the K tensors
 // at every step, for S steps of about raw_mib MiB in total: bytes / the
@@ -80,7 +81,6 @@ struct CaptureBenchResult {
   double records_per_s = 0.0;
   double writer_step_s = 0.0;
   std::uint64_t writer_records = 0;
-  double bytes_per_record = 0.0;  // segment bytes on disk / records (writer phase)
   std::uint64_t raw_bytes = 0;  // per repeat; 0: not measured
   double raw_write_gbps = 0.0;
   double plain_write_gbps = 0.0;

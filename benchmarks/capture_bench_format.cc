@@ -25,16 +25,14 @@ std::string FormatCaptureJsonLine(const CaptureBenchResult& r) {
       "{\"case\": \"%s\", \"tensors\": %lld, \"elements\": %lld, \"dtype\": \"f32\", "
       "\"threads\": %d, \"compression_level\": %d, \"repeats\": %d, \"block_steps\": %lld, "
       "\"engine_s\": %s, \"end_step_s\": %s, \"ratio\": %s, \"stats_waits\": %llu, "
-      "\"records_per_s\": %s, \"writer_step_s\": %s, \"bytes_per_record\": %s, "
-      "\"raw_bytes\": %llu, "
+      "\"records_per_s\": %s, \"writer_step_s\": %s, \"raw_bytes\": %llu, "
       "\"raw_write_gbps\": %s, \"plain_write_gbps\": %s, \"raw_vs_plain\": %s}",
       r.spec.name.c_str(), static_cast<long long>(r.spec.tensors),
       static_cast<long long>(r.spec.elements), r.threads, r.compression_level, r.repeats,
       static_cast<long long>(r.block_steps), Number(r.engine_s, true).c_str(),
       Number(r.end_step_s, true).c_str(), Number(r.ratio, true).c_str(),
       static_cast<unsigned long long>(r.stats_waits), Number(r.records_per_s, true).c_str(),
-      Number(r.writer_step_s, true).c_str(), Number(r.bytes_per_record, true).c_str(),
-      static_cast<unsigned long long>(r.raw_bytes),
+      Number(r.writer_step_s, true).c_str(), static_cast<unsigned long long>(r.raw_bytes),
       Number(r.raw_write_gbps, raw).c_str(), Number(r.plain_write_gbps, raw).c_str(),
       Number(r.raw_fraction(), raw).c_str());
   return buf;
