@@ -123,20 +123,22 @@ Status Hdf5RunWriter::ValidateBatch(const StepBatch& batch) const {
     return Status::InvalidArgument(step + ": " + what + " id " + std::to_string(id) +
                                    " was never declared (RegisterTensors)");
   };
+  // Messages are built only on failure: this runs for every record of every
+  // step on the writer thread.
   for (const TensorStatsRecord& r : batch.stats) {
     TSTAT_RETURN_IF_ERROR(declared(r.tensor_id, "tensor"));
-    const std::string tensor = step + ": tensor id " + std::to_string(r.tensor_id);
+    const auto tensor = [&] { return step + ": tensor id " + std::to_string(r.tensor_id); };
     if (r.sample && r.sample->positions.size() != r.sample->values.size()) {
-      return Status::InvalidArgument(tensor + ": sample positions and values differ in number");
+      return Status::InvalidArgument(tensor() + ": sample positions and values differ in number");
     }
     if (r.count_values.size() != r.value_counts.size()) {
-      return Status::InvalidArgument(tensor + ": count_values and value_counts differ in number");
+      return Status::InvalidArgument(tensor() + ": count_values and value_counts differ in number");
     }
     if (r.confusion &&
         (r.confusion->classes < 0 || r.confusion->classes > (1 << 16) ||
          r.confusion->counts.size() != static_cast<std::size_t>(r.confusion->classes) *
                                            static_cast<std::size_t>(r.confusion->classes))) {
-      return Status::InvalidArgument(tensor + ": confusion matrix is not classes x classes");
+      return Status::InvalidArgument(tensor() + ": confusion matrix is not classes x classes");
     }
   }
   for (const ScalarRecord& s : batch.scalars)
