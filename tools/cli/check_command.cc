@@ -10,41 +10,26 @@
 #include <vector>
 
 #include "rules/actions.h"
-#include "rules/plugin_loader.h"
-#include "rules/rules_config.h"
 #include "rules/trial_runner.h"
 #include "tools/cli/command.h"
+#include "tools/cli/rules_source.h"
 
 namespace tstat::cli {
 namespace {
 
 struct CheckFlags {
   std::string run;
-  std::string config;
-  std::vector<std::string> plugins;
+  RulesSourceFlags rules;
   bool strict = false;
 };
 
 int RunCheck(const CheckFlags& f) {
-  // Plugins first: destroyed after the registry and the rules they made.
-  std::vector<std::shared_ptr<rules::RulePlugin>> plugins;
-  RuleRegistry registry;
-  if (Status s = RegisterBuiltinRules(&registry); !s.ok()) {
-    ReportError(s);
+  Result<std::unique_ptr<RulesSource>> source = LoadRulesSource(f.rules);
+  if (!source.ok()) {
+    ReportError(source.status());
     return kExitUsage;
   }
-  Result<std::vector<std::shared_ptr<rules::RulePlugin>>> loaded_plugins =
-      rules::LoadRulePlugins(f.plugins, &registry, "--plugin");
-  if (!loaded_plugins.ok()) {
-    ReportError(loaded_plugins.status());
-    return kExitUsage;
-  }
-  plugins = std::move(loaded_plugins).value();
-  Result<rules::LoadedRules> loaded = rules::LoadRules(registry, f.config);
-  if (!loaded.ok()) {
-    ReportError(loaded.status());
-    return kExitUsage;
-  }
+  rules::LoadedRules* loaded = &source.value()->loaded;
   const std::size_t rule_count = loaded->rules.size();
   rules::TrialRunnerOptions options;
   options.on_warning = [](const std::string& w) { std::cerr << "tstat: warning: " << w << "\n"; };
@@ -87,12 +72,7 @@ Command AddCheckCommand(CLI::App& root) {
       "Evaluate the rules over a finished run: print findings; exit 1 on findings, 0 when "
       "clean, 2 on usage/config errors");
   app->add_option("run", flags->run, "The run directory")->required();
-  app->add_option("--config", flags->config,
-                  "Rules config (JSON; see rules/RUN_RULES.md). Default: the default rule set")
-      ->check(CLI::ExistingFile);
-  app->add_option("--plugin", flags->plugins,
-                  "A shared library of custom rule types (tstat/rule_plugin.h); repeatable")
-      ->allow_extra_args(false);
+  AddRulesSourceOptions(app, &flags->rules);
   app->add_flag("--strict", flags->strict,
                 "Rule warnings (no losses, a regex matching nothing, damaged files) fail too");
   Command c;

@@ -9,40 +9,28 @@
 #include <vector>
 
 #include "rules/actions.h"
-#include "rules/plugin_loader.h"
 #include "rules/findings_log.h"
-#include "rules/rules_config.h"
 #include "rules/trial_runner.h"
 #include "tools/cli/command.h"
+#include "tools/cli/rules_source.h"
 
 namespace tstat::cli {
 namespace {
 
 struct RulesFlags {
   std::string run;
-  std::string config;
-  std::vector<std::string> plugins;
+  RulesSourceFlags rules;
   bool follow = false;
   double poll_interval = 0.2;
 };
 
 int RunRules(const RulesFlags& f) {
-  // Plugins first: destroyed after the registry and the rules they made.
-  std::vector<std::shared_ptr<rules::RulePlugin>> plugins;
-  RuleRegistry registry;
-  if (Status s = RegisterBuiltinRules(&registry); !s.ok()) return ReportError(s);
-  Result<std::vector<std::shared_ptr<rules::RulePlugin>>> loaded_plugins =
-      rules::LoadRulePlugins(f.plugins, &registry, "--plugin");
-  if (!loaded_plugins.ok()) {
-    ReportError(loaded_plugins.status());
+  Result<std::unique_ptr<RulesSource>> source = LoadRulesSource(f.rules);
+  if (!source.ok()) {
+    ReportError(source.status());
     return kExitUsage;
   }
-  plugins = std::move(loaded_plugins).value();
-  Result<rules::LoadedRules> loaded = rules::LoadRules(registry, f.config);
-  if (!loaded.ok()) {
-    ReportError(loaded.status());
-    return kExitUsage;
-  }
+  rules::LoadedRules* loaded = &source.value()->loaded;
   rules::TrialRunnerOptions options;
   options.follow = f.follow;
   options.poll_interval_s = f.poll_interval;
@@ -89,12 +77,7 @@ Command AddRulesCommand(CLI::App& root) {
       "Run the rules over a run: print findings as they come, append them to "
       "RUN/findings.jsonl and act on them (stop training, capture raw snapshots)");
   app->add_option("run", flags->run, "The run directory")->required();
-  app->add_option("--config", flags->config,
-                  "Rules config (JSON; see rules/RUN_RULES.md). Default: the default rule set")
-      ->check(CLI::ExistingFile);
-  app->add_option("--plugin", flags->plugins,
-                  "A shared library of custom rule types (tstat/rule_plugin.h); repeatable")
-      ->allow_extra_args(false);
+  AddRulesSourceOptions(app, &flags->rules);
   app->add_flag("--follow", flags->follow,
                 "Follow a live run until its writers close it (else: evaluate what is there)");
   app->add_option("--poll-interval", flags->poll_interval,
