@@ -16,11 +16,10 @@
 // a later step. `argmax` and `predictions_regex` are accepted for smdebug
 // compatibility: tstat applies argmax when it captures the confusion matrix
 // (ConfusionOptions::argmax), and the predictions are part of that matrix.
-#include <re2/re2.h>
-
 #include <algorithm>
 #include <map>
 
+#include "rules/builtin_run/labels_finder.h"
 #include "rules/builtin_run/run_rules.h"
 #include "rules/rule_base.h"
 
@@ -43,15 +42,7 @@ class ClassImbalance final : public RuleBase {
 
   Status Init() {
     TSTAT_RETURN_IF_ERROR(RuleBase::Init());
-    RE2::Options opt;
-    opt.set_log_errors(false);
-    labels_regex_ = std::make_unique<RE2>(labels_regex_text_, opt);
-    if (!labels_regex_->ok()) {
-      return Status::InvalidArgument("rule " + spec().type + ": parameter labels_regex \"" +
-                                     labels_regex_text_ + "\" is invalid: " +
-                                     labels_regex_->error());
-    }
-    return Status::OK();
+    return labels_finder_.Init(spec().type, "labels_regex", labels_regex_text_);
   }
 
   void Evaluate(const StepView& step, std::vector<Finding>* findings) override {
@@ -62,17 +53,8 @@ class ClassImbalance final : public RuleBase {
     const StepView& step = *indexed.view;
     if (!ModeSelected(step.key.mode) || step.records == nullptr) return;
     saw_step_ = true;
-    // Whether a record is a labels tensor depends on its tensor only: found
-    // once per layout, so the other records are not touched.
-    const std::vector<std::uint32_t>& labels = labels_records_.Records(indexed, [&](std::size_t i) {
-      const TensorInfo* t = indexed.infos[i];
-      if (t == nullptr) return false;
-      if (Selected(step, indexed.ids[i])) return true;
-      bool created = false;
-      std::uint8_t& m = regex_match_.Get(PerTensor<std::uint8_t>::WorkerGroup(step.worker), indexed.ids[i], &created);
-      if (created) m = RE2::PartialMatch(t->name, *labels_regex_) ? 1 : 0;
-      return m != 0;
-    });
+    const std::vector<std::uint32_t>& labels = labels_finder_.Records(
+        indexed, [&](std::uint32_t tensor_id) { return Selected(step, tensor_id); });
     for (std::uint32_t k : labels) {
       const TensorStatsRecord& r = (*step.records)[k];
       if (!r.label_counts && !r.confusion) continue;
@@ -104,8 +86,7 @@ class ClassImbalance final : public RuleBase {
   }
 
  private:
-  LayoutCache labels_records_;
-  PerTensor<std::uint8_t> regex_match_;  // 1: the name matches labels_regex
+  LabelsFinder labels_finder_;
   struct Acc {
     std::vector<std::uint64_t> counts;
     std::uint64_t total = 0;
@@ -208,7 +189,6 @@ class ClassImbalance final : public RuleBase {
   double threshold_misprediction_ = 0.7;
   std::int64_t samples_ = 500;
   std::string labels_regex_text_;
-  std::unique_ptr<RE2> labels_regex_;
   bool saw_step_ = false;
   bool saw_labels_ = false;
   std::map<std::string, Acc> acc_;

@@ -15,11 +15,10 @@
 // per tensor when a violation appears, and again only after a step without.
 // `predictions` and `predictions_collection` are accepted for smdebug
 // compatibility: the predictions are already inside the matrix.
-#include <re2/re2.h>
-
 #include <deque>
 #include <map>
 
+#include "rules/builtin_run/labels_finder.h"
 #include "rules/builtin_run/run_rules.h"
 #include "rules/rule_base.h"
 
@@ -45,14 +44,7 @@ class Confusion final : public RuleBase {
 
   Status Init() {
     TSTAT_RETURN_IF_ERROR(RuleBase::Init());
-    RE2::Options opt;
-    opt.set_log_errors(false);
-    labels_ = std::make_unique<RE2>(labels_text_, opt);
-    if (!labels_->ok()) {
-      return Status::InvalidArgument("rule " + spec().type + ": parameter labels \"" +
-                                     labels_text_ + "\" is invalid: " + labels_->error());
-    }
-    return Status::OK();
+    return labels_finder_.Init(spec().type, "labels", labels_text_);
   }
 
   void Evaluate(const StepView& step, std::vector<Finding>* findings) override {
@@ -63,17 +55,8 @@ class Confusion final : public RuleBase {
     const StepView& step = *indexed.view;
     if (!ModeSelected(step.key.mode) || step.records == nullptr) return;
     saw_step_ = true;
-    // Whether a record is a labels tensor depends on its tensor only: found
-    // once per layout, so the other records are not touched.
-    const std::vector<std::uint32_t>& labels = labels_records_.Records(indexed, [&](std::size_t i) {
-      const TensorInfo* t = indexed.infos[i];
-      if (t == nullptr) return false;
-      if (Selected(step, indexed.ids[i])) return true;
-      bool created = false;
-      std::uint8_t& m = regex_match_.Get(PerTensor<std::uint8_t>::WorkerGroup(step.worker), indexed.ids[i], &created);
-      if (created) m = RE2::PartialMatch(t->name, *labels_) ? 1 : 0;
-      return m != 0;
-    });
+    const std::vector<std::uint32_t>& labels = labels_finder_.Records(
+        indexed, [&](std::uint32_t tensor_id) { return Selected(step, tensor_id); });
     for (std::uint32_t i : labels) {
       const TensorStatsRecord& r = (*step.records)[i];
       if (!r.confusion || r.confusion->classes <= 0) continue;
@@ -93,8 +76,7 @@ class Confusion final : public RuleBase {
   }
 
  private:
-  LayoutCache labels_records_;
-  PerTensor<std::uint8_t> regex_match_;  // 1: the name matches labels
+  LabelsFinder labels_finder_;
   struct Acc {
     int classes = 0;
     std::vector<std::uint64_t> sum;  // classes x classes
@@ -196,7 +178,6 @@ class Confusion final : public RuleBase {
 
   std::int64_t category_no_ = 0;
   std::string labels_text_;
-  std::unique_ptr<RE2> labels_;
   double min_diag_ = 0.9;
   double max_off_diag_ = 0.1;
   std::int64_t window_ = 0;
