@@ -20,6 +20,7 @@ PACKAGES=(
   libgmock-dev
   libbenchmark-dev
   libhdf5-dev
+  libdeflate-dev   # CRC-32 and DEFLATE of segment files (zlib-compatible, faster)
   hdf5-tools
   protobuf-compiler
   libprotobuf-dev
