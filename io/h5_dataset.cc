@@ -5,6 +5,7 @@
 
 #include "io/h5_error.h"
 #include "io/h5_file.h"
+#include "io/table_chunk_writer.h"
 
 namespace tstat::io {
 namespace {
@@ -46,8 +47,9 @@ bool HasVariableParts(hid_t type) {
   }
 }
 
+// `chunk` is set to the chunk dimensions when the layout is chunked.
 Result<H5Plist> MakeCreationList(const std::vector<hsize_t>& dims, hid_t file_type, int level,
-                                 const std::string& what) {
+                                 const std::string& what, std::vector<hsize_t>* chunk) {
   const std::size_t element_bytes = H5Tget_size(file_type);
   H5Plist dcpl(H5Pcreate(H5P_DATASET_CREATE));
   if (!dcpl.valid()) return H5Failure(StatusCode::kInternal, what);
@@ -57,8 +59,8 @@ Result<H5Plist> MakeCreationList(const std::vector<hsize_t>& dims, hid_t file_ty
   if (total <= kCompactBytes) {
     rc = H5Pset_layout(dcpl.get(), H5D_COMPACT);
   } else if (level > 0) {
-    std::vector<hsize_t> chunk = ChunkDims(dims, element_bytes);
-    rc = H5Pset_chunk(dcpl.get(), static_cast<int>(chunk.size()), chunk.data());
+    *chunk = ChunkDims(dims, element_bytes);
+    rc = H5Pset_chunk(dcpl.get(), static_cast<int>(chunk->size()), chunk->data());
     if (rc >= 0) rc = H5Pset_shuffle(dcpl.get());
     if (rc >= 0) rc = H5Pset_deflate(dcpl.get(), static_cast<unsigned>(std::min(level, 9)));
   } else {
@@ -76,18 +78,26 @@ Result<H5Plist> MakeCreationList(const std::vector<hsize_t>& dims, hid_t file_ty
 
 Status WriteNewDataset(hid_t loc, const char* name, hid_t file_type, hid_t mem_type,
                        const std::vector<hsize_t>& dims, const void* data, int compression_level,
-                       const std::string& path) {
+                       const std::string& path, ChunkDeflater* deflater) {
   const std::string what = path + ": dataset '" + name + "'";
   H5Space space(dims.empty()
                     ? H5Screate(H5S_SCALAR)
                     : H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr));
   if (!space.valid()) return H5Failure(StatusCode::kInternal, what + ": dataspace");
-  TSTAT_ASSIGN_OR_RETURN(H5Plist dcpl, MakeCreationList(dims, file_type, compression_level, what));
+  std::vector<hsize_t> chunk;
+  TSTAT_ASSIGN_OR_RETURN(H5Plist dcpl,
+                         MakeCreationList(dims, file_type, compression_level, what, &chunk));
   H5DataSet dataset(
       H5Dcreate2(loc, name, file_type, space.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT));
   if (!dataset.valid()) return H5Failure(StatusCode::kIoError, what + ": create failed");
   hsize_t elements = 1;
   for (hsize_t d : dims) elements *= d;
+  if (deflater && elements > 0 && dims.size() == 1 && chunk.size() == 1) {
+    if (std::optional<RowPacker> packer = RowPacker::Make(mem_type, file_type)) {
+      return WriteDeflatedChunks(dataset.get(), *packer, data, elements, chunk[0],
+                                 std::min(compression_level, 9), deflater, what);
+    }
+  }
   if (elements > 0 && H5Dwrite(dataset.get(), mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) < 0) {
     return H5Failure(StatusCode::kIoError, what + ": write failed");
   }

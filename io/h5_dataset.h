@@ -23,14 +23,19 @@
 
 namespace tstat::io {
 
+class ChunkDeflater;
+
 inline constexpr std::size_t kCompactBytes = 8 * 1024;
 inline constexpr std::size_t kChunkBytes = 1 << 20;
 
 // Creates `name` under `loc` (file type `file_type`, dimensions `dims`) and
-// writes `data`, laid out in memory as `mem_type`.
+// writes `data`, laid out in memory as `mem_type`. With a `deflater`, a
+// chunked 1-D dataset of fixed-size rows is written as chunks shuffled and
+// compressed by it (table_chunk_writer.h) rather than through HDF5's filter
+// pipeline: same filters declared, same decoded bytes, less CPU.
 Status WriteNewDataset(hid_t loc, const char* name, hid_t file_type, hid_t mem_type,
                        const std::vector<hsize_t>& dims, const void* data, int compression_level,
-                       const std::string& path);
+                       const std::string& path, ChunkDeflater* deflater = nullptr);
 // A scalar (0-d) variable-length UTF-8 string dataset.
 Status WriteStringDataset(hid_t loc, const char* name, const std::string& value,
                           const std::string& path);
@@ -47,11 +52,12 @@ void ReclaimVlen(hid_t mem_type, std::size_t n, void* buffer);
 
 template <class Row>
 Status WriteTable(hid_t loc, const char* name, hid_t mem_type, const std::vector<Row>& rows,
-                  int compression_level, const std::string& path) {
+                  int compression_level, const std::string& path,
+                  ChunkDeflater* deflater = nullptr) {
   if (rows.empty()) return Status::OK();
   TSTAT_ASSIGN_OR_RETURN(H5Type file_type, PackedCopy(mem_type));
   return WriteNewDataset(loc, name, file_type.get(), mem_type, {rows.size()}, rows.data(),
-                         compression_level, path);
+                         compression_level, path, deflater);
 }
 
 // Reads a 1-D dataset `name` (absent: `rows` is left empty). Rows holding

@@ -23,9 +23,10 @@ hvl_t ShapeVlen(const std::vector<std::int64_t>& shape) {
 
 template <class T>
 Status WriteArray(hid_t file, const char* name, hid_t type, const std::vector<T>& values, int level,
-                  const std::string& path) {
+                  const std::string& path, ChunkDeflater* deflater = nullptr) {
   if (values.empty()) return Status::OK();
-  return WriteNewDataset(file, name, type, type, {values.size()}, values.data(), level, path);
+  return WriteNewDataset(file, name, type, type, {values.size()}, values.data(), level, path,
+                         deflater);
 }
 
 Status WriteRegistry(hid_t file, const std::vector<TensorInfo>& registry, int level,
@@ -82,7 +83,10 @@ Status WriteAttributes(hid_t file, const SegmentHeader& h, const std::string& pa
 
 Status WriteSegmentTables(hid_t file, const SegmentHeader& header,
                           const std::vector<TensorInfo>& registry, const SegmentBuffers& b,
-                          const PipelineCounters& counters, int level, const std::string& path) {
+                          const PipelineCounters& counters, int level, const std::string& path,
+                          ChunkDeflater* deflater) {
+  ChunkDeflater own_deflater;
+  ChunkDeflater* z = deflater ? deflater : &own_deflater;
   TSTAT_RETURN_IF_ERROR(WriteAttributes(file, header, path));
   TSTAT_RETURN_IF_ERROR(WriteStringDataset(file, kConfigDataset, header.config_json, path));
   TSTAT_RETURN_IF_ERROR(WriteRegistry(file, registry, level, path));
@@ -90,7 +94,7 @@ Status WriteSegmentTables(hid_t file, const SegmentHeader& header,
 #define TSTAT_IO_TABLE(name, type_fn, rows)                                    \
   do {                                                                         \
     TSTAT_ASSIGN_OR_RETURN(H5Type t, type_fn());                               \
-    TSTAT_RETURN_IF_ERROR(WriteTable(file, name, t.get(), rows, level, path)); \
+    TSTAT_RETURN_IF_ERROR(WriteTable(file, name, t.get(), rows, level, path, z)); \
   } while (0)
   TSTAT_IO_TABLE(kStepsTable, StepRowType, b.steps);
   TSTAT_IO_TABLE(kStatsTable, StatsRowType, b.stats);
@@ -105,21 +109,21 @@ Status WriteSegmentTables(hid_t file, const SegmentHeader& header,
   TSTAT_IO_TABLE(kScalarsTable, ScalarRowType, b.scalars);
 #undef TSTAT_IO_TABLE
   TSTAT_RETURN_IF_ERROR(
-      WriteArray(file, kExpHistCounts, H5T_NATIVE_UINT64, b.exp_hist_counts, level, path));
+      WriteArray(file, kExpHistCounts, H5T_NATIVE_UINT64, b.exp_hist_counts, level, path, z));
   TSTAT_RETURN_IF_ERROR(
-      WriteArray(file, kLinearHistCounts, H5T_NATIVE_UINT64, b.linear_hist_counts, level, path));
+      WriteArray(file, kLinearHistCounts, H5T_NATIVE_UINT64, b.linear_hist_counts, level, path, z));
   TSTAT_RETURN_IF_ERROR(
-      WriteArray(file, kLabelCounts, H5T_NATIVE_UINT64, b.label_counts, level, path));
+      WriteArray(file, kLabelCounts, H5T_NATIVE_UINT64, b.label_counts, level, path, z));
   TSTAT_RETURN_IF_ERROR(
-      WriteArray(file, kSamplePositions, H5T_NATIVE_INT64, b.sample_positions, level, path));
+      WriteArray(file, kSamplePositions, H5T_NATIVE_INT64, b.sample_positions, level, path, z));
   TSTAT_RETURN_IF_ERROR(
-      WriteArray(file, kSampleValues, H5T_NATIVE_DOUBLE, b.sample_values, level, path));
+      WriteArray(file, kSampleValues, H5T_NATIVE_DOUBLE, b.sample_values, level, path, z));
   TSTAT_RETURN_IF_ERROR(
-      WriteArray(file, kConfusionCounts, H5T_NATIVE_UINT64, b.confusion_counts, level, path));
+      WriteArray(file, kConfusionCounts, H5T_NATIVE_UINT64, b.confusion_counts, level, path, z));
   TSTAT_RETURN_IF_ERROR(
-      WriteArray(file, kCountedValues, H5T_NATIVE_INT64, b.counted_values, level, path));
+      WriteArray(file, kCountedValues, H5T_NATIVE_INT64, b.counted_values, level, path, z));
   TSTAT_RETURN_IF_ERROR(
-      WriteArray(file, kCountedCounts, H5T_NATIVE_UINT64, b.counted_counts, level, path));
+      WriteArray(file, kCountedCounts, H5T_NATIVE_UINT64, b.counted_counts, level, path, z));
 
   std::vector<DropRow> drops;
   drops.reserve(b.drops.size());

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "io/chunk_deflate.h"
 #include "io/h5_handle.h"
 #include "io/segment_buffers.h"
 #include "tstat/stats_record.h"
@@ -27,11 +28,13 @@ struct SegmentHeader {
 };
 
 // Writes attributes, config, tensors (the full `registry`), the buffered
-// tables and `counters` into `file`.
+// tables and `counters` into `file`. Compressed tables of fixed-size rows
+// are deflated by `deflater` (the writer's, reused across segments; null:
+// one made for this call).
 Status WriteSegmentTables(hid_t file, const SegmentHeader& header,
                           const std::vector<TensorInfo>& registry, const SegmentBuffers& buffers,
                           const PipelineCounters& counters, int compression_level,
-                          const std::string& path);
+                          const std::string& path, ChunkDeflater* deflater = nullptr);
 
 // Writes `raw` as dataset raw/<index:06d> (creating the group "raw" first if
 // needed) and returns the dataset's path in the file. The snapshot must be
