@@ -14,6 +14,23 @@ Row KeyedRow(const StepKey& key, std::uint32_t tensor_id) {
   return row;
 }
 
+// Bins [first, first + count) span every non-zero count ({0, 0}: none).
+struct BinRange {
+  int first, count;
+};
+BinRange NonZeroRange(const std::uint64_t* c, int n) {
+  // Histograms are mostly zero on both sides: scan inwards from each end,
+  // four bins per test.
+  int lo = 0;
+  while (lo + 4 <= n && (c[lo] | c[lo + 1] | c[lo + 2] | c[lo + 3]) == 0) lo += 4;
+  while (lo < n && c[lo] == 0) ++lo;
+  if (lo == n) return {0, 0};
+  int hi = n;  // one past the last non-zero bin
+  while (hi - 4 >= lo && (c[hi - 1] | c[hi - 2] | c[hi - 3] | c[hi - 4]) == 0) hi -= 4;
+  while (c[hi - 1] == 0) --hi;
+  return {lo, hi - lo};
+}
+
 }  // namespace
 
 std::uint64_t RecordsIn(const StepBatch& batch) {
@@ -31,15 +48,10 @@ void SegmentBuffers::Append(const StepBatch& batch) {
     stats.push_back(row);
     if (r.exponent_histogram) {
       const auto& counts = r.exponent_histogram->counts;
-      int first = 0, last = -1;
-      for (int i = 0; i < kExpHistBins; ++i) {
-        if (counts[static_cast<std::size_t>(i)] == 0) continue;
-        if (last < 0) first = i;
-        last = i;
-      }
+      const BinRange range = NonZeroRange(counts.data(), kExpHistBins);
       ExpHistRow e = KeyedRow<ExpHistRow>(key, r.tensor_id);
-      e.first_bin = static_cast<std::uint16_t>(last < 0 ? 0 : first);
-      e.num_bins = static_cast<std::uint16_t>(last < 0 ? 0 : last - first + 1);
+      e.first_bin = static_cast<std::uint16_t>(range.first);
+      e.num_bins = static_cast<std::uint16_t>(range.count);
       e.offset = exp_hist_counts.size();
       exp_hist_counts.insert(exp_hist_counts.end(), counts.begin() + e.first_bin,
                              counts.begin() + e.first_bin + e.num_bins);
@@ -129,6 +141,30 @@ void SegmentBuffers::AppendDerived(const StepKey& key, const TensorStatsRecord& 
   }
 }
 
-void SegmentBuffers::Clear() { *this = SegmentBuffers(); }
+// The next segment reuses the memory (a new segment's buffers would
+// otherwise be allocated, page-faulted in and unmapped again every flush).
+void SegmentBuffers::Clear() {
+  steps.clear();
+  stats.clear();
+  exp_hist.clear();
+  exp_hist_counts.clear();
+  linear_hist.clear();
+  linear_hist_counts.clear();
+  channels.clear();
+  labels.clear();
+  label_counts.clear();
+  samples.clear();
+  sample_positions.clear();
+  sample_values.clear();
+  delta.clear();
+  confusion.clear();
+  confusion_counts.clear();
+  value_counts.clear();
+  counted_values.clear();
+  counted_counts.clear();
+  scalars.clear();
+  drops.clear();
+  raws.clear();
+}
 
 }  // namespace tstat::io

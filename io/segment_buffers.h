@@ -57,6 +57,7 @@ struct SegmentBuffers {
   // Stats, scalar and raw records held (the unit of PipelineCounters).
   std::uint64_t records() const { return stats.size() + scalars.size() + raws.size(); }
   bool empty() const { return steps.empty(); }
+  // Empties every buffer, keeping its memory for the next segment.
   void Clear();
 };
 
