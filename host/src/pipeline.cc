@@ -157,6 +157,23 @@ void Pipeline::SetError(const Status& s) {
   if (status_.ok()) status_ = s;
 }
 
+void Pipeline::RecycleRecords(std::vector<TensorStatsRecord>* records) {
+  if (records->capacity() == 0) return;  // e.g. moved to an observer's shared batch
+  records->clear();
+  std::vector<TensorStatsRecord> keep;
+  keep.swap(*records);
+  std::lock_guard<std::mutex> lock(spare_mu_);
+  if (spare_records_.size() < kMaxSpareRecords) spare_records_.push_back(std::move(keep));
+}
+
+std::vector<TensorStatsRecord> Pipeline::TakeSpareRecords() {
+  std::lock_guard<std::mutex> lock(spare_mu_);
+  if (spare_records_.empty()) return {};
+  std::vector<TensorStatsRecord> records = std::move(spare_records_.back());
+  spare_records_.pop_back();
+  return records;
+}
+
 void Pipeline::FinishItem(const PipelineItem& item) {
   std::lock_guard<std::mutex> lock(mu_);
   if (item.holds_slot) {
@@ -225,6 +242,7 @@ void Pipeline::WriterLoop() {
     for (PipelineItem& item : items) {
       WriteItem(&item);
       FinishItem(item);
+      RecycleRecords(&item.batch.stats);
     }
     const auto now = Clock::now();
     if (now - last_flush_ >= flush_every) {

@@ -112,6 +112,12 @@ class Pipeline {
   PipelineCounters counters() const;
   Status status() const;
 
+  // An empty vector of stats records, with the capacity of one the writer
+  // has finished with when there is one: the training thread fills it for
+  // its next batch instead of page-faulting fresh memory in every step (a
+  // record holds a ~2.2 KB exponent histogram). Any thread.
+  std::vector<TensorStatsRecord> TakeSpareRecords();
+
   // Drains every queued item, flushes, closes the sink and joins the
   // threads. Returns status(); later calls return it again.
   Status Close();
@@ -126,6 +132,8 @@ class Pipeline {
   void Observe(PipelineItem* item);
   void SetError(const Status& s);
   void FinishItem(const PipelineItem& item);  // slot and raw release
+  // Empties `records` (on the writer thread) and keeps it for TakeSpareRecords.
+  void RecycleRecords(std::vector<TensorStatsRecord>* records);
 
   const Options options_;
   std::unique_ptr<io::StepSink> sink_;  // used by the writer thread only
@@ -148,6 +156,10 @@ class Pipeline {
   Status status_;
   std::thread writer_;
   std::thread collector_;
+
+  static constexpr std::size_t kMaxSpareRecords = 4;
+  std::mutex spare_mu_;  // guards spare_records_ only (never held with mu_)
+  std::vector<std::vector<TensorStatsRecord>> spare_records_;
 
   // Writer-thread state.
   std::vector<TensorInfo> pending_declare_;
