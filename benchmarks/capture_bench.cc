@@ -111,6 +111,8 @@ SessionConfig BaseConfig(const CaptureBenchOptions& o, int level, const std::str
   config.out_dir = out_dir;
   config.pipeline.cpu_threads = o.threads;
   config.pipeline.compression_level = level;
+  config.pipeline.raw_compression_level =
+      o.raw_compression_level.value_or(PipelineConfig{}.raw_compression_level);
   return config;
 }
 
@@ -322,6 +324,8 @@ Result<CaptureBenchResult> RunCaptureCase(const CaptureBenchCase& c,
   r.threads = ResolveThreads(o.threads);
   r.repeats = o.repeats > 0 ? o.repeats : kDefaultRepeats;
   r.compression_level = o.compression_level.value_or(PipelineConfig{}.compression_level);
+  r.raw_compression_level =
+      o.raw_compression_level.value_or(PipelineConfig{}.raw_compression_level);
   TSTAT_ASSIGN_OR_RETURN(Tensors t, MakeTensors(c));
   TSTAT_ASSIGN_OR_RETURN(std::string dir, MakeTempDir(o.dir));
   std::vector<ReductionResult> results;
@@ -339,6 +343,9 @@ Status RunCaptureBench(const CaptureBenchOptions& o, std::ostream& out, std::ost
   }
   if (o.compression_level && (*o.compression_level < 0 || *o.compression_level > 9)) {
     return Status::InvalidArgument("--compression-level must be 0..9");
+  }
+  if (o.raw_compression_level && (*o.raw_compression_level < 0 || *o.raw_compression_level > 9)) {
+    return Status::InvalidArgument("--raw-compression-level must be 0..9");
   }
   if (!(o.raw_mib >= 0)) return Status::InvalidArgument("--raw-mib must be >= 0");
   std::vector<CaptureBenchCase> cases;

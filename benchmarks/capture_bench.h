@@ -51,9 +51,10 @@ struct CaptureBenchOptions {
   std::optional<std::int64_t> elements;  // per tensor
   int threads = 0;                       // CPU threads (0: OpenMP's default)
   int repeats = 0;                       // 0: 5
-  // Deflate level of the runs written (tables and raw snapshots);
-  // unset: PipelineConfig's default.
+  // Deflate levels of the runs written (tables; raw snapshots);
+  // unset: PipelineConfig's defaults.
   std::optional<int> compression_level;
+  std::optional<int> raw_compression_level;
   double raw_mib = 128.0;  // raw snapshot volume per repeat (0: skip the raw part)
   std::string dir;         // "" : $TMPDIR, else /tmp
   bool json = false;       // one JSON object per line per case
@@ -73,6 +74,7 @@ struct CaptureBenchResult {
   int threads = 0;
   int repeats = 0;
   int compression_level = 0;
+  int raw_compression_level = 0;
   std::int64_t block_steps = 0;  // B
   double engine_s = 0.0;         // per Reduce call
   double end_step_s = 0.0;       // per EndStep call

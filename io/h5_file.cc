@@ -1,6 +1,8 @@
 // See h5_file.h.
 #include "io/h5_file.h"
 
+#include <cstring>
+
 #include "io/h5_error.h"
 #include "io/h5_lock.h"
 
@@ -28,7 +30,7 @@ Result<H5File> CreateInMemoryH5File(const std::string& path) {
   return file;
 }
 
-Status GetH5FileImage(hid_t file, std::size_t prefix_bytes, std::vector<std::uint8_t>* image,
+Status GetH5FileImage(hid_t file, std::size_t prefix_bytes, H5FileImage* image,
                       const std::string& name) {
   // The image is what is in the (in-memory) file now: flush the metadata
   // cache and the superblock's end-of-file address into it first.
@@ -37,8 +39,12 @@ Status GetH5FileImage(hid_t file, std::size_t prefix_bytes, std::vector<std::uin
   }
   const ssize_t size = H5Fget_file_image(file, nullptr, 0);
   if (size < 0) return H5Failure(StatusCode::kIoError, name + ": cannot size the file image");
-  image->assign(prefix_bytes + static_cast<std::size_t>(size), 0);
-  if (H5Fget_file_image(file, image->data() + prefix_bytes, static_cast<std::size_t>(size)) !=
+  image->size = prefix_bytes + static_cast<std::size_t>(size);
+  // new[] of a scalar type leaves the bytes uninitialised: only the prefix
+  // is zeroed, the rest is overwritten by the copy.
+  image->bytes.reset(new std::uint8_t[image->size]);
+  std::memset(image->bytes.get(), 0, prefix_bytes);
+  if (H5Fget_file_image(file, image->bytes.get() + prefix_bytes, static_cast<std::size_t>(size)) !=
       size) {
     return H5Failure(StatusCode::kIoError, name + ": cannot copy the file image");
   }

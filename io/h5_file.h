@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -21,10 +22,16 @@ namespace tstat::io {
 // Creates an HDF5 file in memory (`name` identifies it in messages). Nothing
 // is written to disk.
 Result<H5File> CreateInMemoryH5File(const std::string& name);
+// Bytes of a file image, not zero-filled when allocated (a segment image is
+// hundreds of MiB of raw snapshots that are copied in at once).
+struct H5FileImage {
+  std::unique_ptr<std::uint8_t[]> bytes;
+  std::size_t size = 0;
+};
 // Sets `image` to `prefix_bytes` zero bytes followed by the bytes of the open
 // file. (HDF5 finds a superblock at offset 0, 512, 1024, ... and treats the
 // bytes before it as the user block, so a 512-byte prefix is a user block.)
-Status GetH5FileImage(hid_t file, std::size_t prefix_bytes, std::vector<std::uint8_t>* image,
+Status GetH5FileImage(hid_t file, std::size_t prefix_bytes, H5FileImage* image,
                       const std::string& name);
 // Opens an existing file read-only. kCorruption when HDF5 cannot parse it.
 Result<H5File> OpenH5FileReadOnly(const std::string& path);

@@ -58,6 +58,9 @@ Result<std::unique_ptr<Hdf5RunWriter>> Hdf5RunWriter::Open(const Hdf5RunWriterOp
   if (options.compression_level < 0 || options.compression_level > 9) {
     return Status::InvalidArgument("compression_level must be 0..9");
   }
+  if (options.raw_compression_level < 0 || options.raw_compression_level > 9) {
+    return Status::InvalidArgument("raw_compression_level must be 0..9");
+  }
   const std::string worker_dir = JoinPath(info.run_dir, WorkerDirName(info.rank));
   if (IsDirectory(worker_dir)) {
     TSTAT_ASSIGN_OR_RETURN(std::vector<std::string> names, ListDir(worker_dir));
@@ -194,7 +197,7 @@ Status Hdf5RunWriter::Write(const StepBatch& batch) {
     H5Lock lock;
     for (const RawSnapshot& raw : batch.raws) {
       Result<std::string> name = WriteRawSnapshot(segment_->file.get(), raw_count_, raw,
-                                                  options_.compression_level, TmpPath());
+                                                  options_.raw_compression_level, TmpPath());
       if (!name.ok()) return FailSegment(name.status(), RecordsIn(batch));
       ++raw_count_;
       raw_bytes_ += raw.bytes ? raw.bytes->size() : 0;
@@ -215,8 +218,7 @@ PipelineCounters Hdf5RunWriter::StoredCounters(const PipelineCounters& counters,
   return stored;
 }
 
-Status Hdf5RunWriter::FinishImage(const PipelineCounters& counters,
-                                  std::vector<std::uint8_t>* image) {
+Status Hdf5RunWriter::FinishImage(const PipelineCounters& counters, H5FileImage* image) {
   SegmentHeader header;
   header.rank = options_.info.rank;
   header.world_size = options_.info.world_size;
@@ -236,7 +238,7 @@ Status Hdf5RunWriter::FinishImage(const PipelineCounters& counters,
   Status closed = CloseH5File(&segment_->file, TmpPath());
   segment_.reset();
   TSTAT_RETURN_IF_ERROR(closed);
-  SealSegmentImage(image);
+  SealSegmentImage(image->bytes.get(), image->size);
   return Status::OK();
 }
 
@@ -244,15 +246,15 @@ Status Hdf5RunWriter::Flush(const PipelineCounters& counters) {
   if (closed_) return Status::FailedPrecondition(worker_dir_ + ": writer is closed");
   last_counters_ = counters;
   if (!segment_) return Status::OK();  // nothing written since the last flush
-  std::vector<std::uint8_t> image;
+  H5FileImage image;
   Status finished = FinishImage(counters, &image);
   if (!finished.ok()) return FailSegment(finished, 0);
   const std::string tmp = TmpPath();
   const std::string final_path = JoinPath(worker_dir_, SegmentFileName(next_index_));
-  Status written = WriteNewFileDurably(tmp, image.data(), image.size());
+  Status written = WriteNewFileDurably(tmp, image.bytes.get(), image.size);
   if (written.ok()) written = RenameFile(tmp, final_path);
   if (!written.ok()) return FailSegment(written, 0);
-  bytes_written_ += image.size();
+  bytes_written_ += image.size;
   ++segments_written_;
   ++next_index_;
   buffers_->Clear();

@@ -47,6 +47,7 @@ namespace tstat::io {
 // Private parts that need hdf5.h, which stays out of this header.
 struct OpenSegmentFile;
 struct SegmentBuffers;
+struct H5FileImage;
 
 class Hdf5RunWriter final : public StepSink {
  public:
@@ -82,7 +83,7 @@ class Hdf5RunWriter final : public StepSink {
   // Discards the open segment and returns `cause` with the loss appended.
   Status FailSegment(const Status& cause, std::uint64_t extra_records_lost);
   // Builds the sealed image of the open segment and closes it.
-  Status FinishImage(const PipelineCounters& counters, std::vector<std::uint8_t>* image);
+  Status FinishImage(const PipelineCounters& counters, H5FileImage* image);
   PipelineCounters StoredCounters(const PipelineCounters& counters, bool include_open) const;
 
   Hdf5RunWriterOptions options_;

@@ -4,7 +4,7 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <zlib.h>
+#include <libdeflate.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -46,7 +46,7 @@ std::string Header(std::uint64_t length, std::uint32_t crc) {
 // CRC-32 of bytes [kSegmentUserBlock, length) of the open file.
 Status Checksum(int fd, std::uint64_t length, const std::string& path, std::uint32_t* crc) {
   std::vector<unsigned char> buffer(1 << 20);
-  uLong value = crc32(0L, Z_NULL, 0);
+  std::uint32_t value = 0;
   std::uint64_t offset = kSegmentUserBlock;
   while (offset < length) {
     const std::size_t want =
@@ -55,26 +55,25 @@ Status Checksum(int fd, std::uint64_t length, const std::string& path, std::uint
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return ErrnoStatus(path, "read", errno);
     if (n == 0) return Status::Corruption(path + ": file shrank while being checksummed");
-    value = crc32(value, buffer.data(), static_cast<uInt>(n));
+    value = libdeflate_crc32(value, buffer.data(), static_cast<std::size_t>(n));
     offset += static_cast<std::uint64_t>(n);
   }
-  *crc = static_cast<std::uint32_t>(value);
+  *crc = value;
   return Status::OK();
 }
 
 }  // namespace
 
+void SealSegmentImage(std::uint8_t* image, std::size_t size) {
+  // libdeflate's CRC-32 (carry-less multiply where the CPU has it) is the
+  // same function as zlib's but ~10x faster; zlib's was as slow as the disk.
+  const std::uint32_t crc = libdeflate_crc32(0, image + kSegmentUserBlock, size - kSegmentUserBlock);
+  const std::string header = Header(size, crc);
+  std::memcpy(image, header.data(), kSegmentUserBlock);
+}
+
 void SealSegmentImage(std::vector<std::uint8_t>* image) {
-  const std::uint64_t length = image->size();
-  uLong crc = crc32(0L, Z_NULL, 0);
-  // zlib takes 32-bit lengths: feed the image in 1 GiB pieces.
-  for (std::uint64_t offset = kSegmentUserBlock; offset < length;) {
-    const auto n = static_cast<uInt>(std::min<std::uint64_t>(length - offset, 1u << 30));
-    crc = crc32(crc, image->data() + offset, n);
-    offset += n;
-  }
-  const std::string header = Header(length, static_cast<std::uint32_t>(crc));
-  std::copy(header.begin(), header.end(), image->begin());
+  SealSegmentImage(image->data(), image->size());
 }
 
 Status VerifySegmentSeal(const std::string& path) {

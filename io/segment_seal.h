@@ -6,7 +6,8 @@
 // interprets), so h5py and h5dump read segments as usual (h5py reports
 // userblock_size 512). The seal is plain text padded with NUL bytes:
 //     "TSTAT-SEGMENT 1\nlength <file bytes>\ncrc32 <8 hex digits>\n"
-// where crc32 (zlib/IEEE, as Python's zlib.crc32) covers bytes [512, length).
+// where crc32 (zlib/IEEE, as Python's zlib.crc32; computed with libdeflate)
+// covers bytes [512, length).
 // A reader verifies the seal BEFORE handing the file to HDF5, so a truncated,
 // extended or overwritten segment is reported as kCorruption deterministically
 // instead of reaching HDF5's parser with damaged metadata. Any change to the
@@ -24,8 +25,9 @@ namespace tstat::io {
 
 inline constexpr std::uint64_t kSegmentUserBlock = 512;
 
-// Computes the checksum of image[512, end) and writes the seal into
-// image[0, 512).
+// Computes the checksum of image[512, size) and writes the seal into
+// image[0, 512). `size` >= 512.
+void SealSegmentImage(std::uint8_t* image, std::size_t size);
 void SealSegmentImage(std::vector<std::uint8_t>* image);
 // kCorruption (naming `path` and what does not match) unless the seal is
 // intact; kIoError when the file cannot be read.

@@ -44,7 +44,8 @@ class StepSink {
 
 struct Hdf5RunWriterOptions {
   RunInfo info;
-  int compression_level = 4;  // deflate level for tables and raw snapshots (0 = none)
+  int compression_level = 4;      // deflate level of the tables (0 = none)
+  int raw_compression_level = 0;  // deflate level of raw snapshots (0 = none)
 };
 
 // Creates RUN/worker-<rank>/ (fails with kFailedPrecondition if that worker's

@@ -110,6 +110,7 @@ void PipelineToProto(const PipelineConfig& in, config::PipelineConfig* out) {
   out->set_cuda_device(in.cuda_device);
   out->set_cuda_inflight(in.cuda_inflight);
   out->set_compression_level(in.compression_level);
+  out->set_raw_compression_level(in.raw_compression_level);
   out->set_delta_memory_cap_bytes(in.delta_memory_cap_bytes);
 }
 
@@ -125,6 +126,7 @@ PipelineConfig PipelineFromProto(const config::PipelineConfig& in) {
   if (in.has_cuda_device()) p.cuda_device = in.cuda_device();
   if (in.has_cuda_inflight()) p.cuda_inflight = in.cuda_inflight();
   if (in.has_compression_level()) p.compression_level = in.compression_level();
+  if (in.has_raw_compression_level()) p.raw_compression_level = in.raw_compression_level();
   if (in.has_delta_memory_cap_bytes()) p.delta_memory_cap_bytes = in.delta_memory_cap_bytes();
   return p;
 }

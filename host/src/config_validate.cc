@@ -137,6 +137,10 @@ Status CheckPipeline(const PipelineConfig& p) {
     return bad("compression_level",
                "must be in [0, 9], got " + std::to_string(p.compression_level));
   }
+  if (p.raw_compression_level < 0 || p.raw_compression_level > 9) {
+    return bad("raw_compression_level",
+               "must be in [0, 9], got " + std::to_string(p.raw_compression_level));
+  }
   return Status::OK();
 }
 

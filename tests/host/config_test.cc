@@ -42,7 +42,7 @@ constexpr const char* kFull = R"({
                "flush_interval_seconds": 0.5, "flush_interval_steps": 20,
                "drop_stats_when_full": true, "stop_check_interval_ms": 100,
                "cpu_threads": 2, "cuda_device": 0, "cuda_inflight": 3,
-               "compression_level": 6}
+               "compression_level": 6, "raw_compression_level": 7}
 })";
 
 TEST(ConfigTest, ParsesEveryField) {
@@ -82,6 +82,7 @@ TEST(ConfigTest, ParsesEveryField) {
   EXPECT_EQ(c.pipeline.cpu_threads, 2);
   EXPECT_EQ(c.pipeline.cuda_inflight, 3);
   EXPECT_EQ(c.pipeline.compression_level, 6);
+  EXPECT_EQ(c.pipeline.raw_compression_level, 7);
 }
 
 TEST(ConfigTest, EmptyObjectGivesDefaults) {
@@ -95,6 +96,9 @@ TEST(ConfigTest, EmptyObjectGivesDefaults) {
   EXPECT_EQ(r->rank, 0);
   EXPECT_EQ(r->world_size, 1);
   EXPECT_FALSE(r->save_config.base.save_interval.has_value());
+  // Tables deflated at 4, raw snapshots stored uncompressed.
+  EXPECT_EQ(r->pipeline.compression_level, 4);
+  EXPECT_EQ(r->pipeline.raw_compression_level, 0);
 }
 
 TEST(ConfigTest, AcceptsCamelCaseNames) {
@@ -115,6 +119,8 @@ TEST(ConfigTest, RoundTripsThroughJson) {
   EXPECT_EQ(b->collections[0].save_config.base.start_step, 150);
   EXPECT_EQ(b->save_config.eval.save_steps, a->save_config.eval.save_steps);
   EXPECT_EQ(b->pipeline.cuda_inflight, 3);
+  EXPECT_EQ(b->pipeline.raw_compression_level, 7);
+  EXPECT_NE(json.find("\"raw_compression_level\": 7"), std::string::npos) << json;
   // snake_case names in the stored form.
   EXPECT_NE(json.find("\"save_interval\""), std::string::npos);
 }
@@ -173,6 +179,15 @@ TEST(ConfigTest, SemanticErrorsNameTheField) {
   ExpectRejected(R"({"pipeline": {"queue_capacity": 0}})", "pipeline.queue_capacity");
   ExpectRejected(R"({"pipeline": {"flush_interval_seconds": 0}})",
                  "pipeline.flush_interval_seconds");
+  ExpectRejected(R"({"pipeline": {"raw_compression_level": 10}})",
+                 "pipeline.raw_compression_level: must be in [0, 9], got 10");
+  ExpectRejected(R"({"pipeline": {"raw_compression_level": -1}})",
+                 "pipeline.raw_compression_level: must be in [0, 9], got -1");
+  ExpectRejected(R"({"pipeline": {"raw_compression_level": "fast"}})",
+                 "pipeline.raw_compression_level: expected a 32-bit integer");
+  // The tables' level is checked on its own.
+  ExpectRejected(R"({"pipeline": {"compression_level": 10, "raw_compression_level": 0}})",
+                 "pipeline.compression_level: must be in [0, 9], got 10");
   ExpectRejected(R"({"collections": [{"name": "a b"}]})",
                  "collections[0].name: invalid collection name");
   ExpectRejected(R"({"collections": [{"name": "x"}, {"name": "x"}]})",

@@ -63,10 +63,12 @@ struct CaptureFlags {
   std::int64_t tensors = 1000;
   std::int64_t elements = 1000;
   int compression_level = 0;
+  int raw_compression_level = 0;
   bench::CaptureBenchOptions options;
   CLI::Option* tensors_opt = nullptr;
   CLI::Option* elements_opt = nullptr;
   CLI::Option* level_opt = nullptr;
+  CLI::Option* raw_level_opt = nullptr;
 };
 
 CLI::App* AddCaptureCommand(CLI::App* bench, CaptureFlags* f) {
@@ -89,8 +91,13 @@ CLI::App* AddCaptureCommand(CLI::App* bench, CaptureFlags* f) {
       ->default_str("5");
   f->level_opt = capture
                      ->add_option("--compression-level", f->compression_level,
-                                  "Deflate level of the runs written (default: the pipeline's)")
+                                  "Deflate level of the runs' tables (default: the pipeline's)")
                      ->check(CLI::Range(0, 9));
+  f->raw_level_opt =
+      capture
+          ->add_option("--raw-compression-level", f->raw_compression_level,
+                       "Deflate level of the runs' raw snapshots (default: the pipeline's, 0)")
+          ->check(CLI::Range(0, 9));
   capture
       ->add_option("--raw-mib", f->options.raw_mib,
                    "Raw snapshot bytes per repeat, in MiB (0: skip the raw measurement)")
@@ -108,6 +115,7 @@ int RunCapture(const CaptureFlags& f) {
   if (f.tensors_opt->count() > 0) o.tensors = f.tensors;
   if (f.elements_opt->count() > 0) o.elements = f.elements;
   if (f.level_opt->count() > 0) o.compression_level = f.compression_level;
+  if (f.raw_level_opt->count() > 0) o.raw_compression_level = f.raw_compression_level;
   return ReportError(bench::RunCaptureBench(o, std::cout, std::cerr));
 }
 

@@ -1,0 +1,108 @@
+// Raw snapshots at raw_compression_level 0 (contiguous, uncompressed) and 6
+// (chunked, shuffle + deflate) read back bit-exact through Trial and through
+// h5py (tests/io/h5py_reads_raw_compression.py checks the values, the
+// storage and filters of each dataset, and the seal with zlib.crc32). The
+// level of the stats tables stays its own (compression_level).
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+
+#include "io/posix_file.h"
+#include "tests/io/io_test_util.h"
+#include "tstat/trial.h"
+
+namespace tstat::io::testing {
+namespace {
+
+constexpr std::int64_t kRows = 64, kCols = 1024;  // 256 KiB: not a compact dataset
+constexpr std::int64_t kSteps = 6;
+
+// The same formula as expected() in h5py_reads_raw_compression.py.
+std::vector<std::uint8_t> RawBytes(std::int64_t g) {
+  std::vector<std::uint8_t> bytes(kRows * kCols * 4);
+  for (std::int64_t i = 0; i < kRows * kCols; ++i) {
+    const auto bits = static_cast<std::uint32_t>(((i * 2654435761ll + g * 97) % (1 << 23)) |
+                                                 (((i + g) % 200 + 20) << 23));
+    std::memcpy(bytes.data() + 4 * i, &bits, 4);
+  }
+  return bytes;
+}
+
+void WriteRun(const std::string& run, int raw_level) {
+  Hdf5RunWriterOptions o;
+  o.info.run_dir = run;
+  o.compression_level = 4;
+  o.raw_compression_level = raw_level;
+  auto writer = Hdf5RunWriter::Open(o);
+  TSTAT_ASSERT_OK(writer);
+  TSTAT_ASSERT_OK((*writer)->RegisterTensors(
+      {MakeTensorInfo(0, "w"), MakeTensorInfo(1, "big", {}, DType::kFloat32, {kRows, kCols})}));
+  for (std::int64_t g = 0; g < kSteps; ++g) {
+    StepBatch b = MakeBatch(g);
+    for (std::uint32_t t = 0; t < 2; ++t) b.stats.push_back(SyntheticStatsRecord(g, t));
+    RawSnapshot raw;
+    raw.tensor_id = 1;
+    raw.dtype = DType::kFloat32;
+    raw.shape = {kRows, kCols};
+    raw.bytes = std::make_shared<std::vector<std::uint8_t>>(RawBytes(g));
+    b.raws.push_back(std::move(raw));
+    TSTAT_ASSERT_OK((*writer)->Write(b));
+    if (g % 3 == 2) TSTAT_ASSERT_OK((*writer)->Flush({}));  // two segments
+  }
+  TSTAT_ASSERT_OK((*writer)->Close({}));
+}
+
+void ExpectRawsBitExact(const std::string& run) {
+  auto trial = Trial::Open(run);
+  TSTAT_ASSERT_OK(trial);
+  EXPECT_EQ((*trial)->raw_steps("big").size(), static_cast<std::size_t>(kSteps));
+  for (std::int64_t g = 0; g < kSteps; ++g) {
+    auto raw = (*trial)->raw("big", g);
+    ASSERT_TRUE(raw.ok()) << raw.status().ToString();
+    EXPECT_EQ(raw->dtype, DType::kFloat32);
+    EXPECT_EQ(raw->shape, (std::vector<std::int64_t>{kRows, kCols}));
+    EXPECT_TRUE(raw->bytes == RawBytes(g)) << "step " << g;
+  }
+}
+
+TEST(RawCompressionTest, Level0And6ReadBackBitExactThroughTrialAndH5py) {
+  TempDir dir;
+  const std::string run0 = dir.Sub("raw0"), run6 = dir.Sub("raw6");
+  WriteRun(run0, 0);
+  WriteRun(run6, 6);
+  ExpectRawsBitExact(run0);
+  ExpectRawsBitExact(run6);
+  // Deflate makes the level-6 run smaller: the level reached the raw datasets.
+  auto size = [](const std::string& run) {
+    std::uint64_t total = 0;
+    for (const char* seg : {"seg-000000000000.h5", "seg-000000000001.h5"}) {
+      auto s = FileSize(run + "/worker-00000/" + seg);
+      EXPECT_TRUE(s.ok()) << s.status().ToString();
+      total += s.ok() ? s.value() : 0;
+    }
+    return total;
+  };
+  EXPECT_GT(size(run0), static_cast<std::uint64_t>(kSteps * kRows * kCols * 4));
+  EXPECT_LT(size(run6), size(run0));
+  const std::string cmd = std::string("/usr/bin/python3 ") + TSTAT_H5PY_RAW_COMPRESSION + " '" +
+                          run0 + "' '" + run6 + "'";
+  EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+}
+
+TEST(RawCompressionTest, WriterRejectsALevelOutOfRange) {
+  TempDir dir;
+  Hdf5RunWriterOptions o;
+  o.info.run_dir = dir.path();
+  for (int level : {-1, 10}) {
+    o.raw_compression_level = level;
+    auto writer = Hdf5RunWriter::Open(o);
+    ASSERT_FALSE(writer.ok());
+    EXPECT_EQ(writer.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(writer.status().message().find("raw_compression_level"), std::string::npos)
+        << writer.status().message();
+  }
+}
+
+}  // namespace
+}  // namespace tstat::io::testing
