@@ -37,6 +37,18 @@ void ShuffleBytes(const std::uint8_t* in, std::size_t bytes, std::size_t element
 
 Result<ChunkDeflater::Output> ChunkDeflater::ShuffleDeflate(const void* data, std::size_t bytes,
                                                            std::size_t element_size, int level) {
+  if (shuffled_.size() < bytes) shuffled_.resize(bytes);
+  ShuffleBytes(static_cast<const std::uint8_t*>(data), bytes, element_size, shuffled_.data());
+  return Deflate(shuffled_.data(), bytes, level);
+}
+
+std::uint8_t* ChunkDeflater::InputBuffer(std::size_t bytes) {
+  if (input_.size() < bytes) input_.resize(bytes);
+  return input_.data();
+}
+
+Result<ChunkDeflater::Output> ChunkDeflater::Deflate(const void* shuffled, std::size_t bytes,
+                                                     int level) {
   if (level < 1 || level > 9) {
     return Status::InvalidArgument("deflate level " + std::to_string(level) + " is not 1..9");
   }
@@ -46,12 +58,10 @@ Result<ChunkDeflater::Output> ChunkDeflater::ShuffleDeflate(const void* data, st
     level_ = compressor_ ? level : -1;
     if (compressor_ == nullptr) return Status::ResourceExhausted("libdeflate: out of memory");
   }
-  if (shuffled_.size() < bytes) shuffled_.resize(bytes);
-  ShuffleBytes(static_cast<const std::uint8_t*>(data), bytes, element_size, shuffled_.data());
   const std::size_t bound = libdeflate_zlib_compress_bound(compressor_, bytes);
   if (out_.size() < bound) out_.resize(bound);
   const std::size_t size =
-      libdeflate_zlib_compress(compressor_, shuffled_.data(), bytes, out_.data(), out_.size());
+      libdeflate_zlib_compress(compressor_, shuffled, bytes, out_.data(), out_.size());
   if (size == 0) return Status::Internal("libdeflate: compressed chunk exceeds its bound");
   return Output{out_.data(), size};
 }

@@ -38,10 +38,17 @@ class ChunkDeflater {
   };
   Result<Output> ShuffleDeflate(const void* data, std::size_t bytes, std::size_t element_size,
                                 int level);
+  // Compresses `bytes` bytes that are already shuffled.
+  Result<Output> Deflate(const void* shuffled, std::size_t bytes, int level);
+  // A buffer of at least `bytes` bytes for the caller to assemble a chunk in
+  // (e.g. packed rows) before ShuffleDeflate; kept across calls, so chunks
+  // do not page-fault fresh memory in.
+  std::uint8_t* InputBuffer(std::size_t bytes);
 
  private:
   libdeflate_compressor* compressor_ = nullptr;
   int level_ = -1;
+  std::vector<std::uint8_t> input_;
   std::vector<std::uint8_t> shuffled_;
   std::vector<std::uint8_t> out_;
 };

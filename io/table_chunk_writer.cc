@@ -84,17 +84,19 @@ Status WriteDeflatedChunks(hid_t dataset, const RowPacker& packer, const void* d
                            ChunkDeflater* deflater, const std::string& what) {
   if (chunk_rows == 0) return Status::Internal(what + ": zero rows per chunk");
   const std::size_t chunk_bytes = static_cast<std::size_t>(chunk_rows) * packer.file_size();
-  std::vector<std::uint8_t> packed(chunk_bytes);
+  // (Packing and shuffling in one pass measured a few % slower than a
+  // memcpy pack followed by the shuffle.)
+  std::uint8_t* packed = deflater->InputBuffer(chunk_bytes);
   const auto* in = static_cast<const std::uint8_t*>(data);
   for (std::uint64_t first = 0; first < rows; first += chunk_rows) {
     const std::uint64_t n = std::min(chunk_rows, rows - first);
-    packer.Pack(in + first * packer.mem_size(), static_cast<std::size_t>(n), packed.data());
+    packer.Pack(in + first * packer.mem_size(), static_cast<std::size_t>(n), packed);
     if (n < chunk_rows) {  // the edge chunk: whole, zero rows past the end
-      std::memset(packed.data() + n * packer.file_size(), 0, chunk_bytes - n * packer.file_size());
+      std::memset(packed + n * packer.file_size(), 0, chunk_bytes - n * packer.file_size());
     }
     TSTAT_ASSIGN_OR_RETURN(ChunkDeflater::Output z,
-                           deflater->ShuffleDeflate(packed.data(), chunk_bytes,
-                                                    packer.file_size(), level));
+                           deflater->ShuffleDeflate(packed, chunk_bytes, packer.file_size(),
+                                                    level));
     const hsize_t offset[1] = {first};
     if (H5Dwrite_chunk(dataset, H5P_DEFAULT, 0, offset, z.size, z.data) < 0) {
       return H5Failure(StatusCode::kIoError, what + ": writing a chunk failed");
