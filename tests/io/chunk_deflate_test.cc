@@ -72,8 +72,9 @@ std::vector<std::uint8_t> ReferenceShuffle(const std::vector<std::uint8_t>& in, 
 }
 
 TEST(ChunkDeflateTest, ShuffleMatchesHdf5Definition) {
-  for (std::size_t size : {1u, 2u, 8u, 13u, 158u}) {
-    for (std::size_t bytes : {std::size_t{0}, size, 7 * size, 64 * size + 3, 1000 * size + 5}) {
+  for (std::size_t size : {1u, 2u, 7u, 8u, 13u, 16u, 33u, 158u}) {
+    for (std::size_t bytes : {std::size_t{0}, size, 7 * size, 16 * size, 17 * size + 1,
+                              64 * size + 3, 1000 * size + 5}) {
       std::vector<std::uint8_t> in(bytes);
       for (std::size_t i = 0; i < bytes; ++i) in[i] = static_cast<std::uint8_t>(i * 31 + i / 7);
       std::vector<std::uint8_t> got(bytes);
