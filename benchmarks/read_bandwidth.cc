@@ -6,6 +6,8 @@
 
 #include <cstring>
 
+#include "tstat/engine.h"
+
 namespace tstat::bench {
 namespace {
 
@@ -13,7 +15,7 @@ volatile std::uint64_t g_sink = 0;
 
 }  // namespace
 
-int ResolveThreads(int threads) { return threads > 0 ? threads : omp_get_max_threads(); }
+int ResolveThreads(int threads) { return threads > 0 ? threads : DefaultCpuThreads(); }
 
 std::uint64_t XorReduce(const void* data, std::size_t bytes, int threads) {
   const auto* p = static_cast<const unsigned char*>(data);

@@ -14,7 +14,7 @@ namespace tstat::bench {
 // sink so the compiler cannot drop the loop. Thread safety: reentrant.
 std::uint64_t XorReduce(const void* data, std::size_t bytes, int threads);
 
-// Threads that `threads` resolves to (0 -> omp_get_max_threads()).
+// Threads that `threads` resolves to (0 -> DefaultCpuThreads()).
 int ResolveThreads(int threads);
 
 }  // namespace tstat::bench

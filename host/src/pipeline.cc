@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "host/src/background_thread.h"
 #include "host/src/run_dir_requests.h"
 
 namespace tstat::host {
@@ -200,6 +201,8 @@ Status Pipeline::Close() {
 }
 
 void Pipeline::CollectorLoop() {
+  NameCurrentThread("tstat-collect");
+  LowerCurrentThreadPriority();
   std::unique_lock<std::mutex> lock(mu_);
   while (true) {
     collector_cv_.wait(lock, [&] { return !collector_queue_.empty() || closing_; });
@@ -221,6 +224,8 @@ void Pipeline::CollectorLoop() {
 }
 
 void Pipeline::WriterLoop() {
+  NameCurrentThread("tstat-writer");
+  LowerCurrentThreadPriority();
   const auto flush_every = std::chrono::duration_cast<Clock::duration>(
       std::chrono::duration<double>(std::min(options_.config.flush_interval_seconds, 1e6)));
   // EndStep checks the STOP file at stop_check_interval_ms; this check only

@@ -5,6 +5,7 @@
 #include <exception>
 #include <iostream>
 
+#include "host/src/background_thread.h"
 #include "rules/rules_config.h"
 #include "rules/tick.h"
 
@@ -166,6 +167,7 @@ void RulesThread::Process(Event* e) {
 }
 
 void RulesThread::Loop() {
+  NameCurrentThread("tstat-rules");  // full priority: EndStep waits for it
   using Clock = std::chrono::steady_clock;
   constexpr auto kTickEvery = std::chrono::seconds(1);
   Clock::time_point next_tick = Clock::now() + kTickEvery;

@@ -4,6 +4,9 @@
 // stat-set tiles).
 #include <omp.h>
 
+#include <algorithm>
+#include <cstdlib>
+
 #include <string>
 #include <vector>
 
@@ -19,7 +22,7 @@ namespace {
 class CpuBackend final : public Backend {
  public:
   explicit CpuBackend(const CpuBackendOptions& options)
-      : workers_(options.threads > 0 ? options.threads : omp_get_max_threads()),
+      : workers_(options.threads > 0 ? options.threads : DefaultCpuThreads()),
         tiles_(&kernels::cpu::SelectTileKernels(options.isa)) {}
 
   BackendKind kind() const override { return BackendKind::kCpu; }
@@ -81,6 +84,16 @@ class CpuBackend final : public Backend {
 };
 
 }  // namespace
+
+int DefaultCpuThreads() {
+  // OMP_NUM_THREADS is a list ("4,2"); its first value is the outer level.
+  if (const char* env = std::getenv("OMP_NUM_THREADS")) {
+    char* end = nullptr;
+    const long n = std::strtol(env, &end, 10);
+    if (end != env && n > 0 && n <= 4096) return static_cast<int>(n);
+  }
+  return std::max(1, omp_get_num_procs());
+}
 
 std::unique_ptr<Backend> CreateCpuBackend(const CpuBackendOptions& options) {
   return std::make_unique<CpuBackend>(options);

@@ -1,18 +1,23 @@
 // Batch driver of the CPU stat set.
 //
 // The batch is cut into tiles (kTileElems elements of one tensor). Tiles are
-// laid end to end over all tensors and split into `workers` contiguous ranges
-// of roughly equal weight (elements plus a per-tile overhead), so 10,000 small
-// tensors cost one parallel region, not 10,000. A worker reduces its tiles in
-// order; whenever it finishes the part of a tensor that lies in its range it
-// emits a piece. A piece that is a whole tensor is written straight into the
-// result; pieces of tensors split between workers are merged afterwards in
-// worker order, which makes the result independent of OpenMP scheduling.
+// laid end to end over all tensors and split into contiguous *parts* of
+// roughly equal weight (elements plus a per-tile overhead), so 10,000 small
+// tensors cost one parallel region, not 10,000. With T threads there are
+// kPartsPerThread * T parts, claimed by the threads one at a time: a thread
+// that is preempted (the machine is shared with data loaders, other jobs)
+// delays the step by at most the part it holds, not by a fixed share of the
+// batch. A part is reduced in order; whenever the part of a tensor that lies
+// in it is finished it emits a piece. A piece that is a whole tensor is
+// written straight into the result; pieces of tensors split between parts are
+// merged afterwards in part order, so the result depends on T but not on
+// OpenMP's scheduling or on which thread took which part.
 #include "kernels/cpu/cpu_stats.h"
 
 #include <omp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <memory>
 
@@ -23,6 +28,7 @@ namespace tstat::kernels::cpu {
 namespace {
 
 constexpr std::int64_t kTileOverheadElems = 256;  // fixed cost of a tile, in elements
+constexpr int kPartsPerThread = 4;
 
 struct Tile {
   std::uint32_t job;
@@ -55,18 +61,18 @@ JobParams MakeParams(const ReductionRequest& r) {
   return p;
 }
 
-// Worker w gets tiles [bounds[w], bounds[w+1]).
-std::vector<std::size_t> PartitionTiles(const std::vector<Tile>& tiles, int workers) {
+// Part w gets tiles [bounds[w], bounds[w+1]).
+std::vector<std::size_t> PartitionTiles(const std::vector<Tile>& tiles, int parts) {
   std::int64_t total = 0;
   for (const Tile& t : tiles) total += t.length + kTileOverheadElems;
-  std::vector<std::size_t> bounds(workers + 1, tiles.size());
+  std::vector<std::size_t> bounds(parts + 1, tiles.size());
   bounds[0] = 0;
   std::int64_t acc = 0;
   int w = 1;
-  for (std::size_t i = 0; i < tiles.size() && w < workers; ++i) {
+  for (std::size_t i = 0; i < tiles.size() && w < parts; ++i) {
     acc += tiles[i].length + kTileOverheadElems;
-    // Close worker ranges whose share of the weight is reached.
-    while (w < workers && acc * workers >= total * w) bounds[w++] = i + 1;
+    // Close the parts whose share of the weight is reached.
+    while (w < parts && acc * parts >= total * w) bounds[w++] = i + 1;
   }
   return bounds;
 }
@@ -101,20 +107,22 @@ void ReduceStatsBatch(const std::vector<StatsJob>& jobs, int workers, const Tile
   }
   if (tiles.empty()) return;
 
-  workers = std::max(1, std::min<int>(workers, static_cast<int>(tiles.size())));
-  const std::vector<std::size_t> bounds = PartitionTiles(tiles, workers);
-  // Pieces of tensors that a worker does not own whole (at most two per worker).
-  std::vector<std::vector<Piece>> split(workers);
+  const int threads = std::max(1, std::min<int>(workers, static_cast<int>(tiles.size())));
+  // One thread: one part (nothing to balance, no pieces to merge).
+  const int parts =
+      threads == 1 ? 1 : std::min<int>(threads * kPartsPerThread, static_cast<int>(tiles.size()));
+  const std::vector<std::size_t> bounds = PartitionTiles(tiles, parts);
+  // Pieces of tensors that a part does not hold whole (at most two per part).
+  std::vector<std::vector<Piece>> split(parts);
+  std::atomic<int> next_part{0};
 
-#pragma omp parallel num_threads(workers)
+#pragma omp parallel num_threads(threads)
   {
     auto state = std::make_unique<TileState>();
     state->Init();
     ExponentHistogram scratch;
-    const int team = omp_get_num_threads();
-    // Workers are a fixed partition; threads take them round-robin so the result
-    // does not depend on how many threads OpenMP actually gave us.
-    for (int w = omp_get_thread_num(); w < workers; w += team) {
+    for (int w = next_part.fetch_add(1, std::memory_order_relaxed); w < parts;
+         w = next_part.fetch_add(1, std::memory_order_relaxed)) {
       std::size_t i = bounds[w];
       const std::size_t end = bounds[w + 1];
       while (i < end) {
@@ -158,11 +166,11 @@ void ReduceStatsBatch(const std::vector<StatsJob>& jobs, int workers, const Tile
     }
   }
 
-  // Tensors split between workers: merge their pieces in worker order.
+  // Tensors split between parts: merge their pieces in part order.
   std::vector<StatsPartial> merged(jobs.size(), StatsPartial::Identity());
   std::vector<ExponentHistogram> merged_hist;
   std::vector<int> hist_index(jobs.size(), -1);
-  for (int w = 0; w < workers; ++w) {
+  for (int w = 0; w < parts; ++w) {
     for (const Piece& pc : split[w]) {
       merged[pc.job] = Merge(merged[pc.job], pc.partial);
       if (hist_index[pc.job] < 0) {

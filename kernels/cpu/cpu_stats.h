@@ -15,9 +15,9 @@ struct StatsJob {
 
 struct TileKernels;
 
-// Reduces every job with the tile kernels `kern`. `workers` fixes the
-// partition (and thus the merge order): results are bitwise identical for the
-// same `workers` and kernels, whatever OpenMP does.
+// Reduces every job with the tile kernels `kern` on `workers` threads, which
+// fix the partition (and thus the merge order): results are bitwise identical
+// for the same `workers` and kernels, whatever OpenMP does.
 void ReduceStatsBatch(const std::vector<StatsJob>& jobs, int workers, const TileKernels& kern);
 
 }  // namespace tstat::kernels::cpu

@@ -70,12 +70,19 @@ class TSTAT_EXPORT Backend {
 enum class CpuIsa : std::uint8_t { kAuto = 0, kAvx512 = 1, kAvx2 = 2, kBaseline = 3 };
 
 struct CpuBackendOptions {
-  int threads = 0;  // 0: OpenMP's default (OMP_NUM_THREADS or all cores)
+  int threads = 0;  // 0: DefaultCpuThreads()
   // kAuto: the widest the CPU supports. A requested set the CPU lacks falls back
   // to the widest supported one; description() names the one that runs. All
   // sets give identical counts and histograms (moments agree within 1e-7).
   CpuIsa isa = CpuIsa::kAuto;
 };
+
+// The CPU backend's thread count when none is configured: the first value of
+// OMP_NUM_THREADS if it is set, otherwise every processor this process may
+// run on. Deliberately not the calling thread's omp_set_num_threads value:
+// frameworks set that for their own pools (LibTorch sets 1 on a machine it
+// thinks has one core), which would make every capture single-threaded.
+TSTAT_EXPORT int DefaultCpuThreads();
 
 // Always available.
 TSTAT_EXPORT std::unique_ptr<Backend> CreateCpuBackend(const CpuBackendOptions& options = {});
