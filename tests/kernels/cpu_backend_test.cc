@@ -1,6 +1,10 @@
 // The CPU backend: the conformance suite with 1, 2 and 3 OpenMP threads, plus
 // CPU-only checks (kind/description, repeatability per thread count).
+#include <omp.h>
+#include <sched.h>
+
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -36,6 +40,36 @@ INSTANTIATE_TEST_SUITE_P(Cpu, BackendConformanceTest,
                                            CpuBackend(2, CpuIsa::kAvx2),
                                            CpuBackend(2, CpuIsa::kBaseline)),
                          BackendName);
+
+// Without a thread count the backend uses OMP_NUM_THREADS, or every processor
+// this process may run on -- never the calling thread's omp_set_num_threads
+// value, which frameworks (LibTorch) set for their own pools.
+TEST(CpuBackendTest, DefaultThreadsIgnoreTheCallersOpenMpSetting) {
+  const char* saved_env = std::getenv("OMP_NUM_THREADS");
+  const std::string saved = saved_env ? saved_env : "";
+  const int saved_icv = omp_get_max_threads();
+  cpu_set_t set;
+  ASSERT_EQ(sched_getaffinity(0, sizeof(set), &set), 0);
+  const int usable = CPU_COUNT(&set);
+
+  ::unsetenv("OMP_NUM_THREADS");
+  omp_set_num_threads(1);
+  EXPECT_EQ(DefaultCpuThreads(), usable);
+  EXPECT_NE(CreateCpuBackend()->description().find("(" + std::to_string(usable) + " thread"),
+            std::string::npos)
+      << CreateCpuBackend()->description();
+  ::setenv("OMP_NUM_THREADS", "3,1", 1);
+  EXPECT_EQ(DefaultCpuThreads(), 3);
+  ::setenv("OMP_NUM_THREADS", "junk", 1);
+  EXPECT_EQ(DefaultCpuThreads(), usable);
+
+  omp_set_num_threads(saved_icv);
+  if (saved_env) {
+    ::setenv("OMP_NUM_THREADS", saved.c_str(), 1);
+  } else {
+    ::unsetenv("OMP_NUM_THREADS");
+  }
+}
 
 TEST(CpuBackendTest, ForcedIsaIsNamedInTheDescription) {
   CpuBackendOptions o;
