@@ -19,20 +19,42 @@
 
 namespace tstat::io {
 
-// Creates an HDF5 file in memory (`name` identifies it in messages). Nothing
-// is written to disk.
-Result<H5File> CreateInMemoryH5File(const std::string& name);
-// Bytes of a file image, not zero-filled when allocated (a segment image is
-// hundreds of MiB of raw snapshots that are copied in at once).
-struct H5FileImage {
-  std::unique_ptr<std::uint8_t[]> bytes;
-  std::size_t size = 0;
+// The memory of an in-memory HDF5 file, owned here instead of by HDF5: the
+// core driver allocates and grows it through file-image callbacks, and when
+// the file is closed it is left here, holding the complete file, so a
+// segment is sealed and written to disk from where HDF5 built it (no copy of
+// the image). Must outlive the file; not movable (HDF5 holds its address).
+class CoreFileMemory {
+ public:
+  CoreFileMemory() = default;
+  ~CoreFileMemory();
+  CoreFileMemory(const CoreFileMemory&) = delete;
+  CoreFileMemory& operator=(const CoreFileMemory&) = delete;
+  // After the file is closed: its bytes. size() is the memory's size, which
+  // the core driver rounds up to its allocation step: the file is the first
+  // FlushedH5FileSize() bytes.
+  std::uint8_t* data() const { return static_cast<std::uint8_t*>(bytes_); }
+  std::size_t size() const { return size_; }
+  bool closed() const { return closed_; }
+
+ private:
+  friend struct CoreFileMemoryCallbacks;
+  void* bytes_ = nullptr;  // malloc'd
+  std::size_t size_ = 0;
+  bool closed_ = false;
 };
-// Sets `image` to `prefix_bytes` zero bytes followed by the bytes of the open
-// file. (HDF5 finds a superblock at offset 0, 512, 1024, ... and treats the
-// bytes before it as the user block, so a 512-byte prefix is a user block.)
-Status GetH5FileImage(hid_t file, std::size_t prefix_bytes, H5FileImage* image,
-                      const std::string& name);
+
+// Creates an HDF5 file in memory (`name` identifies it in messages). Nothing
+// is written to disk. The file has a user block of `user_block` bytes (0 or
+// a power of two >= 512) that HDF5 never writes: zero bytes at first.
+Result<H5File> CreateInMemoryH5File(const std::string& name, std::size_t user_block,
+                                    CoreFileMemory* memory);
+// Flushes the open file (created with a user block of `user_block` bytes)
+// and returns the size of the whole file, user block included: the end of
+// the space HDF5 allocated, which closing does not change (a flush releases
+// the free-space aggregators as a close does).
+Result<std::size_t> FlushedH5FileSize(hid_t file, std::size_t user_block,
+                                      const std::string& name);
 // Opens an existing file read-only. kCorruption when HDF5 cannot parse it.
 Result<H5File> OpenH5FileReadOnly(const std::string& path);
 // Closes and flushes `file`; kIoError (kResourceExhausted when the disk is

@@ -21,7 +21,9 @@
 namespace tstat::io {
 
 struct OpenSegmentFile {
+  CoreFileMemory memory;  // declared first: outlives `file`
   H5File file;
+  std::size_t size = 0;  // of the file image, once finished
 };
 
 namespace {
@@ -159,9 +161,10 @@ std::string Hdf5RunWriter::TmpPath() const {
 
 Status Hdf5RunWriter::OpenSegment() {
   H5Lock lock;
-  TSTAT_ASSIGN_OR_RETURN(H5File file, CreateInMemoryH5File(TmpPath()));
-  segment_ = std::make_unique<OpenSegmentFile>();
-  segment_->file = std::move(file);
+  auto segment = std::make_unique<OpenSegmentFile>();
+  TSTAT_ASSIGN_OR_RETURN(segment->file,
+                         CreateInMemoryH5File(TmpPath(), kSegmentUserBlock, &segment->memory));
+  segment_ = std::move(segment);
   segment_created_ = NowUnixSeconds();
   raw_count_ = 0;
   raw_bytes_ = 0;
@@ -218,7 +221,7 @@ PipelineCounters Hdf5RunWriter::StoredCounters(const PipelineCounters& counters,
   return stored;
 }
 
-Status Hdf5RunWriter::FinishImage(const PipelineCounters& counters, H5FileImage* image) {
+Status Hdf5RunWriter::FinishImage(const PipelineCounters& counters) {
   SegmentHeader header;
   header.rank = options_.info.rank;
   header.world_size = options_.info.world_size;
@@ -234,11 +237,14 @@ Status Hdf5RunWriter::FinishImage(const PipelineCounters& counters, H5FileImage*
   TSTAT_RETURN_IF_ERROR(WriteSegmentTables(segment_->file.get(), header, registry, *buffers_,
                                            StoredCounters(counters, true),
                                            options_.compression_level, TmpPath()));
-  TSTAT_RETURN_IF_ERROR(GetH5FileImage(segment_->file.get(), kSegmentUserBlock, image, TmpPath()));
-  Status closed = CloseH5File(&segment_->file, TmpPath());
-  segment_.reset();
-  TSTAT_RETURN_IF_ERROR(closed);
-  SealSegmentImage(image->bytes.get(), image->size);
+  TSTAT_ASSIGN_OR_RETURN(segment_->size, FlushedH5FileSize(segment_->file.get(), kSegmentUserBlock, TmpPath()));
+  TSTAT_RETURN_IF_ERROR(CloseH5File(&segment_->file, TmpPath()));
+  // Closed, the file's memory holds the complete file, user block first.
+  const CoreFileMemory& memory = segment_->memory;
+  if (!memory.closed() || segment_->size < kSegmentUserBlock || memory.size() < segment_->size) {
+    return Status::Internal(TmpPath() + ": the closed in-memory file left no complete image");
+  }
+  SealSegmentImage(memory.data(), segment_->size);
   return Status::OK();
 }
 
@@ -246,15 +252,16 @@ Status Hdf5RunWriter::Flush(const PipelineCounters& counters) {
   if (closed_) return Status::FailedPrecondition(worker_dir_ + ": writer is closed");
   last_counters_ = counters;
   if (!segment_) return Status::OK();  // nothing written since the last flush
-  H5FileImage image;
-  Status finished = FinishImage(counters, &image);
+  Status finished = FinishImage(counters);
   if (!finished.ok()) return FailSegment(finished, 0);
   const std::string tmp = TmpPath();
   const std::string final_path = JoinPath(worker_dir_, SegmentFileName(next_index_));
-  Status written = WriteNewFileDurably(tmp, image.bytes.get(), image.size);
+  const std::size_t size = segment_->size;
+  Status written = WriteNewFileDurably(tmp, segment_->memory.data(), size);
+  segment_.reset();
   if (written.ok()) written = RenameFile(tmp, final_path);
   if (!written.ok()) return FailSegment(written, 0);
-  bytes_written_ += image.size;
+  bytes_written_ += size;
   ++segments_written_;
   ++next_index_;
   buffers_->Clear();

@@ -2,10 +2,12 @@
 // sealed HDF5 segment files, RUN/worker-<rank:05d>/seg-<index:012d>.h5.
 //
 // Life of a segment: the first Write() after a Flush starts a new segment as
-// an HDF5 file IN MEMORY; raw snapshots are compressed into it at once (the
-// caller's bytes are not held), stats, histograms, scalars, ... are appended
-// to column buffers. Flush() writes every table with one H5Dwrite, takes the
-// file image, seals it (segment_seal.h), writes it to seg-<index>.h5.tmp,
+// an HDF5 file IN MEMORY (with a 512-byte user block for the seal); raw
+// snapshots are copied into it at once (deflated only at
+// raw_compression_level > 0; the caller's bytes are not held), stats,
+// histograms, scalars, ... are appended to column buffers. Flush() writes
+// every table with one H5Dwrite, closes the file, seals its memory in place
+// (segment_seal.h; no copy of the image), writes it to seg-<index>.h5.tmp,
 // fsyncs, renames it to seg-<index>.h5 and fsyncs the directory. Readers list
 // only *.h5, so a segment is visible whole or not at all; a crash (kill -9)
 // loses only what was not flushed. A Flush with nothing written since the
@@ -47,7 +49,6 @@ namespace tstat::io {
 // Private parts that need hdf5.h, which stays out of this header.
 struct OpenSegmentFile;
 struct SegmentBuffers;
-struct H5FileImage;
 
 class Hdf5RunWriter final : public StepSink {
  public:
@@ -82,8 +83,9 @@ class Hdf5RunWriter final : public StepSink {
   Status OpenSegment();
   // Discards the open segment and returns `cause` with the loss appended.
   Status FailSegment(const Status& cause, std::uint64_t extra_records_lost);
-  // Builds the sealed image of the open segment and closes it.
-  Status FinishImage(const PipelineCounters& counters, H5FileImage* image);
+  // Writes the tables, closes the open segment's file and seals its image
+  // (in segment_->memory).
+  Status FinishImage(const PipelineCounters& counters);
   PipelineCounters StoredCounters(const PipelineCounters& counters, bool include_open) const;
 
   Hdf5RunWriterOptions options_;
