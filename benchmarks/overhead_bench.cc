@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "benchmarks/overhead_model.h"
+#include "tstat/engine.h"
 #include "tstat/session.h"
 #include "tstat_torch/adapter.h"
 
@@ -43,6 +44,7 @@ SessionConfig CaptureConfig(const std::string& name, std::int64_t interval,
   SessionConfig c;
   c.out_dir = out_dir;
   c.pipeline.compression_level = o.compression_level;
+  c.pipeline.cpu_threads = o.capture_threads;
   c.collections.push_back(torch_adapter::LabelsCollection(kOverheadClasses));
   if (name == "stats_all") {
     c.save_config = SaveConfig::Every(interval);  // every built-in collection
@@ -133,7 +135,7 @@ const std::vector<std::string>& OverheadConfigNames() {
   return kNames;
 }
 
-std::string DescribeBlas() {
+std::string DescribeBlas(int capture_threads) {
   std::ifstream maps("/proc/self/maps");
   std::string line, blas;
   std::vector<std::string> seen;
@@ -160,6 +162,8 @@ std::string DescribeBlas() {
   info += "; torch " + std::string(TORCH_VERSION) + ", intra-op threads " +
           std::to_string(at::get_num_threads()) + ", inter-op threads " +
           std::to_string(at::get_num_interop_threads());
+  info += "; tstat capture threads " +
+          std::to_string(capture_threads > 0 ? capture_threads : DefaultCpuThreads());
   return info;
 }
 
@@ -193,7 +197,7 @@ Status RunOverheadBench(const OverheadBenchOptions& o, std::ostream& out, std::o
   const SyntheticBatch batch = MakeSyntheticBatch(o.batch, 1);
   for (int i = 0; i < 5; ++i) TSTAT_RETURN_IF_ERROR(TrainStep(net, opt, batch, nullptr));  // warm-up
 
-  (o.json ? err : out) << DescribeBlas() << "\n";
+  (o.json ? err : out) << DescribeBlas(o.capture_threads) << "\n";
   if (!o.json) {
     out << "batch " << o.batch << " of 3x32x32 images, " << net->parameters().size()
         << " parameter tensors; slowdown = median over " << o.repeats
@@ -254,9 +258,10 @@ Status RunOverheadBench(const OverheadBenchOptions& o, std::ostream& out, std::o
   PrintCase(none, o.json, out);
   cases.insert(cases.begin(), none);
   if (!o.plot_path.empty()) {
+    const std::string blas = DescribeBlas(o.capture_threads);
     const std::string subtitle = "ResNet-style CNN, batch " + std::to_string(o.batch) +
                                  ", CPU, baseline step " + Fixed(none.step_s * 1e3, 1) + " ms; " +
-                                 DescribeBlas().substr(0, DescribeBlas().find(" ("));
+                                 blas.substr(0, blas.find(" ("));
     TSTAT_RETURN_IF_ERROR(WriteOverheadSvg(cases, o.plot_path, subtitle));
     (o.json ? err : out) << "plot: " << o.plot_path << "\n";
   }

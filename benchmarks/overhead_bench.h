@@ -32,6 +32,7 @@ struct OverheadBenchOptions {
   int repeats = 3;
   std::int64_t batch = 16;
   int threads = 0;  // torch's intra-op threads (at::set_num_threads); 0: torch's default
+  int capture_threads = 0;  // tstat's pipeline.cpu_threads; 0: DefaultCpuThreads()
   std::vector<std::string> configs = {"stats_all", "raw_weights", "raw_all"};
   std::vector<std::int64_t> intervals = {1, 10, 100, 200, 500};
   int compression_level = 4;  // the runs' HDF5 deflate level (the default config's)
@@ -58,9 +59,10 @@ const std::vector<std::string>& OverheadConfigNames();
 // kInvalidArgument for unknown configs or bad numbers.
 Status RunOverheadBench(const OverheadBenchOptions& options, std::ostream& out, std::ostream& err);
 
-// The BLAS library torch runs with (from /proc/self/maps) and torch's
-// parallel info, one line.
-std::string DescribeBlas();
+// The BLAS library torch runs with (from /proc/self/maps), torch's parallel
+// info and tstat's capture thread count (`capture_threads`, 0: the default),
+// one line.
+std::string DescribeBlas(int capture_threads);
 
 // Fig. 4 style: slowdown (log y) against save_interval (log x), one curve
 // per configuration. kIoError when the file cannot be written.

@@ -40,6 +40,10 @@ CLI::App* AddBenchOverheadCommand(CLI::App* bench, std::function<int()>* run) {
   app->add_option("--threads", o->threads, "torch intra-op threads (0: torch's default)")
       ->check(CLI::Range(0, 1024))
       ->default_str("0");
+  app->add_option("--capture-threads", o->capture_threads,
+                  "tstat's CPU capture threads, pipeline.cpu_threads (0: DefaultCpuThreads)")
+      ->check(CLI::Range(0, 1024))
+      ->default_str("0");
   app->add_option("--compression-level", o->compression_level, "HDF5 deflate level of the runs")
       ->check(CLI::Range(0, 9))
       ->default_str("4");
