@@ -1,6 +1,9 @@
 // See h5_file.h.
 #include "io/h5_file.h"
 
+#include <sys/mman.h>
+
+#include <algorithm>
 #include <cstring>
 
 #include "io/h5_error.h"
@@ -28,12 +31,30 @@ Result<H5Plist> MakeFileAccess(const std::string& path, bool in_memory) {
 // without an initial image; the others are implemented for completeness.
 struct CoreFileMemoryCallbacks {
   static CoreFileMemory* Of(void* udata) { return static_cast<CoreFileMemory*>(udata); }
+  // Anonymous mappings in 2 MiB steps, with transparent huge pages asked
+  // for: the driver zero-fills every byte it grows by and HDF5 then copies
+  // the raw snapshots in, so 4 KiB page faults would cost as much as the
+  // copies themselves.
+  static void* Resize(CoreFileMemory* m, std::size_t size) {
+    constexpr std::size_t kStep = 2u << 20;
+    const std::size_t want = (std::max<std::size_t>(size, 1) + kStep - 1) / kStep * kStep;
+    void* p = m->bytes_;
+    if (p == nullptr) {
+      p = ::mmap(nullptr, want, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    } else if (want != m->mapped_) {
+      p = ::mremap(p, m->mapped_, want, MREMAP_MAYMOVE);
+    }
+    if (p == MAP_FAILED) return nullptr;
+    if (want != m->mapped_) ::madvise(p, want, MADV_HUGEPAGE);  // best effort
+    m->bytes_ = p;
+    m->mapped_ = want;
+    m->size_ = size;
+    return p;
+  }
   static void* Malloc(size_t size, H5FD_file_image_op_t, void* udata) {
     CoreFileMemory* m = Of(udata);
     if (m->bytes_ != nullptr) return nullptr;  // one image per file
-    m->bytes_ = std::malloc(size);
-    m->size_ = m->bytes_ ? size : 0;
-    return m->bytes_;
+    return Resize(m, size);
   }
   static void* Memcpy(void* dest, const void* src, size_t size, H5FD_file_image_op_t, void*) {
     return std::memcpy(dest, src, size);
@@ -41,11 +62,7 @@ struct CoreFileMemoryCallbacks {
   static void* Realloc(void* ptr, size_t size, H5FD_file_image_op_t, void* udata) {
     CoreFileMemory* m = Of(udata);
     if (ptr != m->bytes_) return nullptr;
-    void* grown = std::realloc(ptr, size);  // large blocks are remapped, not copied
-    if (grown == nullptr) return nullptr;
-    m->bytes_ = grown;
-    m->size_ = size;
-    return grown;
+    return Resize(m, size);
   }
   static herr_t Free(void* ptr, H5FD_file_image_op_t op, void* udata) {
     CoreFileMemory* m = Of(udata);
@@ -53,11 +70,8 @@ struct CoreFileMemoryCallbacks {
       m->closed_ = true;  // kept: the complete file
       return 0;
     }
-    if (ptr == m->bytes_) {
-      m->bytes_ = nullptr;
-      m->size_ = 0;
-    }
-    std::free(ptr);
+    if (ptr != m->bytes_) return -1;  // not ours
+    m->Release();
     return 0;
   }
   // The fapl is copied when the file is created; every copy points at the
@@ -66,7 +80,14 @@ struct CoreFileMemoryCallbacks {
   static herr_t FreeUdata(void*) { return 0; }
 };
 
-CoreFileMemory::~CoreFileMemory() { std::free(bytes_); }
+void CoreFileMemory::Release() {
+  if (bytes_ != nullptr) ::munmap(bytes_, mapped_);
+  bytes_ = nullptr;
+  mapped_ = 0;
+  size_ = 0;
+}
+
+CoreFileMemory::~CoreFileMemory() { Release(); }
 
 Result<H5File> CreateInMemoryH5File(const std::string& path, std::size_t user_block,
                                     CoreFileMemory* memory) {

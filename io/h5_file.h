@@ -39,7 +39,9 @@ class CoreFileMemory {
 
  private:
   friend struct CoreFileMemoryCallbacks;
-  void* bytes_ = nullptr;  // malloc'd
+  void Release();
+  void* bytes_ = nullptr;  // an anonymous mapping of mapped_ bytes
+  std::size_t mapped_ = 0;
   std::size_t size_ = 0;
   bool closed_ = false;
 };
