@@ -19,6 +19,21 @@
 namespace tstat {
 namespace {
 
+// Every member back to its default, without touching the storage of
+// disengaged optionals.
+void ResetForReuse(ReductionResult* r) {
+  r->status = Status::OK();
+  r->stats = TensorStats{};
+  r->exponent_histogram.reset();
+  r->linear_histogram.reset();
+  r->per_channel.reset();
+  r->label_counts.reset();
+  r->sample.reset();
+  r->delta.reset();
+  r->confusion.reset();
+  r->value_counts.clear();
+}
+
 class CpuBackend final : public Backend {
  public:
   explicit CpuBackend(const CpuBackendOptions& options)
@@ -34,8 +49,12 @@ class CpuBackend final : public Backend {
   Status Reduce(const std::vector<ReductionRequest>& requests, std::vector<ReductionResult>* results,
                 CUstream_st* /*stream*/) override {
     if (results == nullptr) return Status::InvalidArgument("results is null");
-    results->clear();
+    // Results from an earlier call are reset, not rebuilt: value-initialising
+    // a ReductionResult zeroes all of it (~2.4 KB with the histogram's array),
+    // which at 1,000 small tensors per step cost ~10% of the reduction.
+    const std::size_t reused = std::min(results->size(), requests.size());
     results->resize(requests.size());
+    for (std::size_t i = 0; i < reused; ++i) ResetForReuse(&(*results)[i]);
     std::vector<kernels::cpu::StatsJob> jobs;
     jobs.reserve(requests.size());
     std::vector<bool> valid(requests.size());

@@ -90,6 +90,45 @@ TEST(CpuBackendTest, KindAndDescription) {
 
 // Same input, same thread count -> bitwise equal results, on fresh backends
 // too; a large tensor so every thread has work.
+// A results vector passed again (as the session does every step) is reset,
+// not rebuilt: nothing of the earlier call survives -- optional parts,
+// per-request errors, extra elements -- and the values equal a fresh call's.
+TEST(CpuBackendTest, ReusedResultsVectorCarriesNothingOver) {
+  const HostTensor a = GenerateDefaultTensor(DType::kFloat32, 5000, 3, {50, 100});
+  const HostTensor b = GenerateDefaultTensor(DType::kFloat64, 777, 4, {});
+  ReductionRequest rich;
+  rich.tensor = a.View();
+  rich.options.linear_histogram.bins = 16;
+  rich.options.per_channel_axis = 1;
+  rich.options.sample_count = 5;
+  ReductionRequest bad;  // null data: a per-request error
+  bad.tensor = TensorView::Host(nullptr, DType::kFloat32, {4});
+  ReductionRequest plain;
+  plain.tensor = b.View();
+  plain.options.exponent_histogram = false;
+
+  std::unique_ptr<Backend> backend = CreateCpuBackend({2});
+  std::vector<ReductionResult> reused;
+  ASSERT_TRUE(backend->Reduce({rich, bad, rich}, &reused).ok());
+  ASSERT_FALSE(reused[1].status.ok());
+  ASSERT_TRUE(reused[0].linear_histogram && reused[0].per_channel && reused[0].sample);
+
+  const std::vector<ReductionRequest> second = {plain, plain};
+  ASSERT_TRUE(backend->Reduce(second, &reused).ok());
+  std::vector<ReductionResult> fresh;
+  ASSERT_TRUE(backend->Reduce(second, &fresh).ok());
+  ASSERT_EQ(reused.size(), 2u);
+  for (std::size_t i = 0; i < 2; ++i) {
+    EXPECT_TRUE(reused[i].status.ok()) << reused[i].status.ToString();
+    EXPECT_FALSE(reused[i].exponent_histogram || reused[i].linear_histogram ||
+                 reused[i].per_channel || reused[i].sample || reused[i].label_counts ||
+                 reused[i].delta || reused[i].confusion)
+        << "request " << i;
+    EXPECT_TRUE(reused[i].value_counts.empty());
+    EXPECT_TRUE(ResultsBitwiseEqual(reused[i], fresh[i])) << "request " << i;
+  }
+}
+
 TEST(CpuBackendTest, RepeatedRunsWithTheSameThreadCountAreIdentical) {
   const std::int64_t n = QuickMode() ? 300001 : 2000003;
   std::vector<HostTensor> tensors;
