@@ -44,6 +44,7 @@ SessionConfig CaptureConfig(const std::string& name, std::int64_t interval,
   SessionConfig c;
   c.out_dir = out_dir;
   c.pipeline.compression_level = o.compression_level;
+  c.pipeline.raw_compression_level = o.raw_compression_level;
   c.pipeline.cpu_threads = o.capture_threads;
   c.collections.push_back(torch_adapter::LabelsCollection(kOverheadClasses));
   if (name == "stats_all") {

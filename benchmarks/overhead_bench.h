@@ -36,6 +36,7 @@ struct OverheadBenchOptions {
   std::vector<std::string> configs = {"stats_all", "raw_weights", "raw_all"};
   std::vector<std::int64_t> intervals = {1, 10, 100, 200, 500};
   int compression_level = 4;  // the runs' HDF5 deflate level (the default config's)
+  int raw_compression_level = 0;  // of their raw snapshots (the default config's)
   bool json = false;
   std::string plot_path;  // SVG; empty: none
 };

@@ -69,6 +69,7 @@ Result<std::unique_ptr<Session>> CreateSessionWithDeps(const SessionConfig& give
     options.info.host = HostName();
     options.info.config_json = ConfigToJson(config);
     options.compression_level = config.pipeline.compression_level;
+    options.raw_compression_level = config.pipeline.raw_compression_level;
     TSTAT_ASSIGN_OR_RETURN(sink, io::OpenHdf5RunWriter(options));
   }
   Pipeline::Options options;

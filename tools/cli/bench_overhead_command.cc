@@ -44,9 +44,14 @@ CLI::App* AddBenchOverheadCommand(CLI::App* bench, std::function<int()>* run) {
                   "tstat's CPU capture threads, pipeline.cpu_threads (0: DefaultCpuThreads)")
       ->check(CLI::Range(0, 1024))
       ->default_str("0");
-  app->add_option("--compression-level", o->compression_level, "HDF5 deflate level of the runs")
+  app->add_option("--compression-level", o->compression_level,
+                  "HDF5 deflate level of the runs' tables")
       ->check(CLI::Range(0, 9))
       ->default_str("4");
+  app->add_option("--raw-compression-level", o->raw_compression_level,
+                  "HDF5 deflate level of the runs' raw snapshots")
+      ->check(CLI::Range(0, 9))
+      ->default_str("0");
   app->add_flag("--json", o->json, "One JSON object per line per case");
   app->add_option("--plot", o->plot_path, "Write the slowdown curves as an SVG image to FILE");
   *run = [o]() { return ReportError(bench::RunOverheadBench(*o, std::cout, std::cerr)); };
