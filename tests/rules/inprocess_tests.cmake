@@ -12,6 +12,9 @@ set(TSTAT_TEST_PLUGIN_DEFS
 tstat_add_test(rules inprocess SOURCES rules_inprocess_test.cc LIBS tstat_rules tstat_io_test_util)
 target_compile_definitions(tstat_test_rules_inprocess PRIVATE ${TSTAT_TEST_PLUGIN_DEFS})
 add_dependencies(tstat_test_rules_inprocess tstat_test_rule_plugin tstat_test_rule_plugin_noentry)
+# Under ThreadSanitizer too (tools/dev.sh test): the rules thread fed by the
+# pipeline, EndStep waiting for it, stop requests across threads.
+tstat_tsan_tests(rules inprocess)
 
 add_executable(tstat_rules_stepper rules_stepper.cc)
 target_link_libraries(tstat_rules_stepper PRIVATE tstat::tstat tstat_warnings)
