@@ -136,7 +136,7 @@ const std::vector<std::string>& OverheadConfigNames() {
   return kNames;
 }
 
-std::string DescribeBlas(int capture_threads) {
+std::string DescribeRuntime(int capture_threads) {
   std::ifstream maps("/proc/self/maps");
   std::string line, blas;
   std::vector<std::string> seen;
@@ -198,7 +198,7 @@ Status RunOverheadBench(const OverheadBenchOptions& o, std::ostream& out, std::o
   const SyntheticBatch batch = MakeSyntheticBatch(o.batch, 1);
   for (int i = 0; i < 5; ++i) TSTAT_RETURN_IF_ERROR(TrainStep(net, opt, batch, nullptr));  // warm-up
 
-  (o.json ? err : out) << DescribeBlas(o.capture_threads) << "\n";
+  (o.json ? err : out) << DescribeRuntime(o.capture_threads) << "\n";
   if (!o.json) {
     out << "batch " << o.batch << " of 3x32x32 images, " << net->parameters().size()
         << " parameter tensors; slowdown = median over " << o.repeats
@@ -259,7 +259,7 @@ Status RunOverheadBench(const OverheadBenchOptions& o, std::ostream& out, std::o
   PrintCase(none, o.json, out);
   cases.insert(cases.begin(), none);
   if (!o.plot_path.empty()) {
-    const std::string blas = DescribeBlas(o.capture_threads);
+    const std::string blas = DescribeRuntime(o.capture_threads);
     const std::string subtitle = "ResNet-style CNN, batch " + std::to_string(o.batch) +
                                  ", CPU, baseline step " + Fixed(none.step_s * 1e3, 1) + " ms; " +
                                  blas.substr(0, blas.find(" ("));

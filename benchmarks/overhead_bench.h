@@ -63,7 +63,7 @@ Status RunOverheadBench(const OverheadBenchOptions& options, std::ostream& out, 
 // The BLAS library torch runs with (from /proc/self/maps), torch's parallel
 // info and tstat's capture thread count (`capture_threads`, 0: the default),
 // one line.
-std::string DescribeBlas(int capture_threads);
+std::string DescribeRuntime(int capture_threads);
 
 // Fig. 4 style: slowdown (log y) against save_interval (log x), one curve
 // per configuration. kIoError when the file cannot be written.

@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <string>
+#include <utility>
 
 #include "io/closed_marker.h"
 #include "io/h5_file.h"
@@ -57,11 +59,13 @@ Result<std::unique_ptr<Hdf5RunWriter>> Hdf5RunWriter::Open(const Hdf5RunWriterOp
                                    " is not in [0, world_size=" + std::to_string(info.world_size) +
                                    ")");
   }
-  if (options.compression_level < 0 || options.compression_level > 9) {
-    return Status::InvalidArgument("compression_level must be 0..9");
-  }
-  if (options.raw_compression_level < 0 || options.raw_compression_level > 9) {
-    return Status::InvalidArgument("raw_compression_level must be 0..9");
+  for (const auto& [name, level] : {std::pair<const char*, int>{"compression_level",
+                                                                  options.compression_level},
+                                     {"raw_compression_level", options.raw_compression_level}}) {
+    if (level < 0 || level > 9) {
+      return Status::InvalidArgument(std::string(name) + " must be 0..9, not " +
+                                     std::to_string(level));
+    }
   }
   const std::string worker_dir = JoinPath(info.run_dir, WorkerDirName(info.rank));
   if (IsDirectory(worker_dir)) {
@@ -237,7 +241,8 @@ Status Hdf5RunWriter::FinishImage(const PipelineCounters& counters) {
   TSTAT_RETURN_IF_ERROR(WriteSegmentTables(segment_->file.get(), header, registry, *buffers_,
                                            StoredCounters(counters, true),
                                            options_.compression_level, TmpPath()));
-  TSTAT_ASSIGN_OR_RETURN(segment_->size, FlushedH5FileSize(segment_->file.get(), kSegmentUserBlock, TmpPath()));
+  TSTAT_ASSIGN_OR_RETURN(segment_->size,
+                         FlushedH5FileSize(segment_->file.get(), kSegmentUserBlock, TmpPath()));
   TSTAT_RETURN_IF_ERROR(CloseH5File(&segment_->file, TmpPath()));
   // Closed, the file's memory holds the complete file, user block first.
   const CoreFileMemory& memory = segment_->memory;

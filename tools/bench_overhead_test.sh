@@ -4,19 +4,14 @@
 # fields README documents and sane values, an SVG plot that parses as XML with
 # one curve per configuration, and bad input refused with the valid names.
 # Usage: bench_overhead_test.sh TSTAT PYTHON
-set -uo pipefail
 TSTAT="$1"
 PY="$2"
-T="$(mktemp -d)"
-trap 'rm -rf "$T"' EXIT
-fail() {
-  echo "FAIL: $*" >&2
-  exit 1
-}
+# shellcheck source=/dev/null
+source "$(dirname "${BASH_SOURCE[0]}")/test_lib.sh"
 
 "$TSTAT" bench overhead --configs stats_all,raw_weights --intervals 1,2 --steps 2 --repeats 1 \
   --batch 2 --json --plot "$T/plot.svg" >"$T/out.jsonl" 2>"$T/err.txt" ||
-  { cat "$T/err.txt" >&2; fail "tstat bench overhead exited $?"; }
+  { rc=$?; cat "$T/err.txt" >&2; fail "tstat bench overhead exited $rc"; }
 grep -q "^BLAS: .*tstat capture threads [1-9]" "$T/err.txt" || fail "no BLAS/threads line: $(cat "$T/err.txt")"
 "$PY" - "$T/out.jsonl" "$T/plot.svg" <<'PYEOF' || fail "results or plot are wrong (above)"
 import json, sys, xml.etree.ElementTree as ET

@@ -14,7 +14,6 @@
 // OpenMP's scheduling or on which thread took which part.
 #include "kernels/cpu/cpu_stats.h"
 
-#include <omp.h>
 
 #include <algorithm>
 #include <atomic>

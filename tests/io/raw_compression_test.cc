@@ -90,17 +90,20 @@ TEST(RawCompressionTest, Level0And6ReadBackBitExactThroughTrialAndH5py) {
   EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
 }
 
-TEST(RawCompressionTest, WriterRejectsALevelOutOfRange) {
+TEST(RawCompressionTest, WriterRejectsEitherLevelOutOfRangeNamingFieldAndValue) {
   TempDir dir;
-  Hdf5RunWriterOptions o;
-  o.info.run_dir = dir.path();
-  for (int level : {-1, 10}) {
-    o.raw_compression_level = level;
-    auto writer = Hdf5RunWriter::Open(o);
-    ASSERT_FALSE(writer.ok());
-    EXPECT_EQ(writer.status().code(), StatusCode::kInvalidArgument);
-    EXPECT_NE(writer.status().message().find("raw_compression_level"), std::string::npos)
-        << writer.status().message();
+  for (const bool raw : {false, true}) {
+    for (int level : {-1, 10}) {
+      Hdf5RunWriterOptions o;
+      o.info.run_dir = dir.path();
+      (raw ? o.raw_compression_level : o.compression_level) = level;
+      auto writer = Hdf5RunWriter::Open(o);
+      ASSERT_FALSE(writer.ok());
+      EXPECT_EQ(writer.status().code(), StatusCode::kInvalidArgument);
+      const std::string want = std::string(raw ? "raw_compression_level" : "compression_level") +
+                               " must be 0..9, not " + std::to_string(level);
+      EXPECT_EQ(writer.status().message().rfind(want, 0), 0u) << writer.status().message();
+    }
   }
 }
 

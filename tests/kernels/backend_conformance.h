@@ -1,7 +1,9 @@
 // BackendConformanceTest: the backend-independent conformance suite.
 //
-// backend_conformance.cc holds only TEST_Ps; a backend's test target compiles
-// it and instantiates the suite with its BackendUnderTest values, e.g.
+// The conformance_*.cc files hold only TEST_Ps; a backend's test target
+// compiles them (TSTAT_CONFORMANCE_SOURCES, tests/kernels/
+// conformance_sources.cmake) and instantiates the suite with its
+// BackendUnderTest values, e.g.
 //   INSTANTIATE_TEST_SUITE_P(Cpu, BackendConformanceTest,
 //                            ::testing::Values(...), BackendName);
 // Every tensor reaches the backend through param.place, so the same tests run

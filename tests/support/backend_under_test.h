@@ -1,5 +1,5 @@
 // BackendUnderTest: how the backend-independent conformance suite
-// (tests/kernels/backend_conformance.cc) gets a backend and puts test data
+// (tests/kernels/conformance_*.cc) gets a backend and puts test data
 // where that backend can read it. Each backend's test file instantiates the
 // suite with its own BackendUnderTest values.
 #pragma once

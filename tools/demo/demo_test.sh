@@ -5,19 +5,14 @@
 # within two steps of its first finding, that the JSON parses, that
 # `tstat check` re-judges the runs on disk the same way; then bad input.
 # Usage: demo_test.sh TSTAT PYTHON
-set -uo pipefail
 TSTAT="$1"
 PY="$2"
-T="$(mktemp -d)"
-trap 'rm -rf "$T"' EXIT
-fail() {
-  echo "FAIL: $*" >&2
-  exit 1
-}
+# shellcheck source=/dev/null
+source "$(dirname "${BASH_SOURCE[0]}")/../test_lib.sh"
 
 # --- the matrix
 "$TSTAT" demo --quick --json --out "$T/runs" >"$T/out.jsonl" 2>"$T/err.txt" ||
-  { cat "$T/err.txt" >&2; fail "tstat demo --quick --json exited $?"; }
+  { rc=$?; cat "$T/err.txt" >&2; fail "tstat demo --quick --json exited $rc"; }
 "$PY" - "$T/out.jsonl" <<'PYEOF' || fail "the JSON results are wrong (above)"
 import json, sys
 rows = [json.loads(line) for line in open(sys.argv[1]) if line.strip()]
