@@ -9,6 +9,7 @@
 
 #include "io/closed_marker.h"
 #include "io/h5_file.h"
+#include "io/segment_driver.h"
 #include "io/h5_lock.h"
 #include "io/posix_file.h"
 #include "io/run_layout.h"
@@ -23,9 +24,9 @@
 namespace tstat::io {
 
 struct OpenSegmentFile {
-  CoreFileMemory memory;  // declared first: outlives `file`
+  SegmentStore store;  // declared first: outlives `file`
   H5File file;
-  std::size_t size = 0;  // of the file image, once finished
+  std::size_t size = 0;  // of the file, once finished
 };
 
 namespace {
@@ -90,9 +91,12 @@ Hdf5RunWriter::Hdf5RunWriter(const Hdf5RunWriterOptions& options, std::string wo
 
 Hdf5RunWriter::~Hdf5RunWriter() {
   if (!segment_) return;
-  H5Lock lock;
-  CloseH5File(&segment_->file, TmpPath()).ok();  // in memory: nothing to lose but the data
+  {
+    H5Lock lock;
+    CloseH5File(&segment_->file, TmpPath()).ok();  // unsealed: nothing to lose but the data
+  }
   segment_.reset();
+  RemoveFile(TmpPath()).ok();  // an unsealed .tmp is never read; best effort
 }
 
 std::string Hdf5RunWriter::TEST_open_segment_path() const { return segment_ ? TmpPath() : ""; }
@@ -166,13 +170,19 @@ std::string Hdf5RunWriter::TmpPath() const {
 Status Hdf5RunWriter::OpenSegment() {
   H5Lock lock;
   auto segment = std::make_unique<OpenSegmentFile>();
-  TSTAT_ASSIGN_OR_RETURN(segment->file,
-                         CreateInMemoryH5File(TmpPath(), kSegmentUserBlock, &segment->memory));
+  TSTAT_RETURN_IF_ERROR(segment->store.Create(TmpPath()));
+  TSTAT_ASSIGN_OR_RETURN(segment->file, CreateSegmentH5File(&segment->store, kSegmentUserBlock));
   segment_ = std::move(segment);
   segment_created_ = NowUnixSeconds();
   raw_count_ = 0;
   raw_bytes_ = 0;
   return Status::OK();
+}
+
+Status Hdf5RunWriter::StoreErrorOr(const Status& hdf5_error) const {
+  // A disk error under HDF5 reaches it as a failed write; the store knows why.
+  if (segment_ && !segment_->store.error().ok()) return segment_->store.error();
+  return hdf5_error;
 }
 
 Status Hdf5RunWriter::FailSegment(const Status& cause, std::uint64_t extra_records_lost) {
@@ -205,7 +215,7 @@ Status Hdf5RunWriter::Write(const StepBatch& batch) {
     for (const RawSnapshot& raw : batch.raws) {
       Result<std::string> name = WriteRawSnapshot(segment_->file.get(), raw_count_, raw,
                                                   options_.raw_compression_level, TmpPath());
-      if (!name.ok()) return FailSegment(name.status(), RecordsIn(batch));
+      if (!name.ok()) return FailSegment(StoreErrorOr(name.status()), RecordsIn(batch));
       ++raw_count_;
       raw_bytes_ += raw.bytes ? raw.bytes->size() : 0;
       raws.push_back(RawEntry{batch.key, raw.tensor_id, name.value(), raw.dtype, raw.shape});
@@ -241,16 +251,13 @@ Status Hdf5RunWriter::FinishImage(const PipelineCounters& counters) {
   TSTAT_RETURN_IF_ERROR(WriteSegmentTables(segment_->file.get(), header, registry, *buffers_,
                                            StoredCounters(counters, true),
                                            options_.compression_level, TmpPath()));
-  TSTAT_ASSIGN_OR_RETURN(segment_->size,
-                         FlushedH5FileSize(segment_->file.get(), kSegmentUserBlock, TmpPath()));
   TSTAT_RETURN_IF_ERROR(CloseH5File(&segment_->file, TmpPath()));
-  // Closed, the file's memory holds the complete file, user block first.
-  const CoreFileMemory& memory = segment_->memory;
-  if (!memory.closed() || segment_->size < kSegmentUserBlock || memory.size() < segment_->size) {
-    return Status::Internal(TmpPath() + ": the closed in-memory file left no complete image");
+  // Closed, the end of HDF5's allocations is the file's length.
+  segment_->size = static_cast<std::size_t>(segment_->store.end_of_allocation());
+  if (segment_->size < kSegmentUserBlock) {
+    return Status::Internal(TmpPath() + ": the closed file is shorter than its user block");
   }
-  SealSegmentImage(memory.data(), segment_->size);
-  return Status::OK();
+  return segment_->store.Finish(segment_->size, kSegmentUserBlock);
 }
 
 Status Hdf5RunWriter::Flush(const PipelineCounters& counters) {
@@ -258,13 +265,12 @@ Status Hdf5RunWriter::Flush(const PipelineCounters& counters) {
   last_counters_ = counters;
   if (!segment_) return Status::OK();  // nothing written since the last flush
   Status finished = FinishImage(counters);
-  if (!finished.ok()) return FailSegment(finished, 0);
+  if (!finished.ok()) return FailSegment(StoreErrorOr(finished), 0);
   const std::string tmp = TmpPath();
   const std::string final_path = JoinPath(worker_dir_, SegmentFileName(next_index_));
   const std::size_t size = segment_->size;
-  Status written = WriteNewFileDurably(tmp, segment_->memory.data(), size);
   segment_.reset();
-  if (written.ok()) written = RenameFile(tmp, final_path);
+  Status written = RenameFile(tmp, final_path);
   if (!written.ok()) return FailSegment(written, 0);
   bytes_written_ += size;
   ++segments_written_;

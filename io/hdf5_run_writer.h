@@ -82,6 +82,8 @@ class Hdf5RunWriter final : public StepSink {
   std::string TmpPath() const;  // of the segment numbered next_index_
   Status OpenSegment();
   // Discards the open segment and returns `cause` with the loss appended.
+  // The segment store's disk error if it has one, else `hdf5_error`.
+  Status StoreErrorOr(const Status& hdf5_error) const;
   Status FailSegment(const Status& cause, std::uint64_t extra_records_lost);
   // Writes the tables, closes the open segment's file and seals its image
   // (in segment_->memory).

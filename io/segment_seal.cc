@@ -34,7 +34,9 @@ class ScopedFd {
   int fd_;
 };
 
-std::string Header(std::uint64_t length, std::uint32_t crc) {
+}  // namespace
+
+std::string SegmentSealHeader(std::uint64_t length, std::uint32_t crc) {
   char text[128];
   const int n = std::snprintf(text, sizeof(text), "%slength %" PRIu64 "\ncrc32 %08" PRIx32 "\n",
                               kMagic, length, crc);
@@ -42,6 +44,8 @@ std::string Header(std::uint64_t length, std::uint32_t crc) {
   header.resize(kSegmentUserBlock, '\0');
   return header;
 }
+
+namespace {
 
 // CRC-32 of bytes [kSegmentUserBlock, length) of the open file.
 Status Checksum(int fd, std::uint64_t length, const std::string& path, std::uint32_t* crc) {
@@ -68,7 +72,7 @@ void SealSegmentImage(std::uint8_t* image, std::size_t size) {
   // libdeflate's CRC-32 (carry-less multiply where the CPU has it) is the
   // same function as zlib's but ~10x faster; zlib's was as slow as the disk.
   const std::uint32_t crc = libdeflate_crc32(0, image + kSegmentUserBlock, size - kSegmentUserBlock);
-  const std::string header = Header(size, crc);
+  const std::string header = SegmentSealHeader(size, crc);
   std::memcpy(image, header.data(), kSegmentUserBlock);
 }
 
@@ -95,7 +99,7 @@ Status VerifySegmentSeal(const std::string& path) {
   const bool parsed = header.compare(0, sizeof(kMagic) - 1, kMagic) == 0 &&
                       std::sscanf(header.c_str() + sizeof(kMagic) - 1,
                                   "length %" SCNu64 "\ncrc32 %" SCNx32, &length, &stored) == 2 &&
-                      Header(length, stored) == header;
+                      SegmentSealHeader(length, stored) == header;
   if (!parsed) return Status::Corruption(path + ": segment seal (user block header) is damaged");
   if (length != size) {
     return Status::Corruption(path + ": segment is " + std::to_string(size) +

@@ -25,6 +25,9 @@ namespace tstat::io {
 
 inline constexpr std::uint64_t kSegmentUserBlock = 512;
 
+// The 512 bytes of the seal of a file of `length` bytes whose bytes
+// [512, length) have CRC-32 `crc`.
+std::string SegmentSealHeader(std::uint64_t length, std::uint32_t crc);
 // Computes the checksum of image[512, size) and writes the seal into
 // image[0, 512). `size` >= 512.
 void SealSegmentImage(std::uint8_t* image, std::size_t size);
