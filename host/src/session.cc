@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <string>
 #include <system_error>
@@ -79,6 +80,8 @@ Result<std::unique_ptr<Session>> CreateSessionWithDeps(const SessionConfig& give
   }
   options.observer = std::move(observer);
   impl->pipeline = std::make_unique<Pipeline>(options, std::move(sink), &impl->stop);
+  impl->snapshot_buffers = SnapshotBufferPool::Create(
+      static_cast<std::uint64_t>(std::max<std::int64_t>(0, config.pipeline.raw_memory_cap_bytes)) / 2);
   impl->StartRunDirRequests();
   impl->step_start = Session::Impl::Clock::now();
   return SessionFactory::Make(std::move(impl));
@@ -242,6 +245,7 @@ Status Session::Close() {
   }
   impl_->closed = true;
   const Status drained = impl_->pipeline->Close();
+  impl_->snapshot_buffers->Clear();  // the writer has released every snapshot
   // After the pipeline: every batch has been handed to the rules thread.
   const Status ruled = impl_->rules ? impl_->rules->Finish() : Status::OK();
   impl_->close_status = !drained.ok() ? drained : !s.ok() ? s : ruled;

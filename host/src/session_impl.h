@@ -20,6 +20,7 @@
 #include "host/src/pipeline.h"
 #include "host/src/rules_thread.h"
 #include "host/src/run_dir_requests.h"
+#include "host/src/snapshot_buffer_pool.h"
 #include "host/src/stop_state.h"
 #include "host/src/tensor_registry.h"
 #include "tstat/engine.h"
@@ -48,6 +49,8 @@ struct __attribute__((visibility("hidden"))) Session::Impl {
   std::unique_ptr<rules::ActionSink> action_sink;
   std::shared_ptr<host::RulesThread> rules;
   std::unique_ptr<host::Pipeline> pipeline;
+  // The memory of host raw snapshot copies, reused (half the raw cap kept).
+  std::shared_ptr<host::SnapshotBufferPool> snapshot_buffers;
   // Out-of-process requests (RUN/STOP, RUN/capture/), polled by EndStep.
   std::unique_ptr<host::RunDirRequests> run_requests;
   std::uint64_t batches_pushed = 0;  // batches queued so far (the rules thread's target)

@@ -125,10 +125,7 @@ void Session::Impl::SnapshotHost(std::uint32_t id, const TensorView& v, StepBatc
     return;
   }
   *reserved += bytes;
-  // Constructed from the source range: no zero-fill before the copy.
-  const auto* src = static_cast<const std::uint8_t*>(v.data);
-  auto data = std::make_shared<std::vector<std::uint8_t>>(src, src + bytes);
-  batch->raws.push_back({id, v.dtype, ShapeOf(v), std::move(data)});
+  batch->raws.push_back({id, v.dtype, ShapeOf(v), snapshot_buffers->Copy(v.data, bytes)});
 }
 
 Status Session::Impl::EndStepLocked(CUstream_st* stream, bool capture_registered) {
