@@ -72,12 +72,17 @@ void ExpectFinishedFileMatches(const std::string& path, const Model& model, std:
   TSTAT_EXPECT_OK(VerifySegmentSeal(path));
 }
 
-TEST(SegmentStoreTest, LargeRawWritesGoToDiskTheRestToMemory) {
+// A store on a new file in a temporary directory, and its model.
+class SegmentStoreFileTest : public ::testing::Test {
+ protected:
+  void SetUp() override { TSTAT_ASSERT_OK(store.Create(path)); }
   TempDir dir;
   const std::string path = dir.Sub("seg.h5.tmp");
   SegmentStore store;
-  TSTAT_ASSERT_OK(store.Create(path));
   Model model;
+};
+
+TEST_F(SegmentStoreFileTest, LargeRawWritesGoToDiskTheRestToMemory) {
   WriteBoth(&store, &model, false, 512, Pattern(3000, 1));          // metadata
   WriteBoth(&store, &model, true, 4096, Pattern(kBig - 1, 2));      // small raw: memory
   WriteBoth(&store, &model, true, 4096 + kBig, Pattern(kBig, 3));   // large raw: disk
@@ -92,12 +97,7 @@ TEST(SegmentStoreTest, LargeRawWritesGoToDiskTheRestToMemory) {
   ExpectFinishedFileMatches(path, model, size);
 }
 
-TEST(SegmentStoreTest, OverlappingWritesKeepTheLatestBytesWhereverTheyLive) {
-  TempDir dir;
-  const std::string path = dir.Sub("seg.h5.tmp");
-  SegmentStore store;
-  TSTAT_ASSERT_OK(store.Create(path));
-  Model model;
+TEST_F(SegmentStoreFileTest, OverlappingWritesKeepTheLatestBytesWhereverTheyLive) {
   WriteBoth(&store, &model, true, 1024, Pattern(4 * kBig, 10));       // disk [1024, 1024+4k)
   WriteBoth(&store, &model, false, 1024 + kBig, Pattern(100, 11));    // memory inside it
   WriteBoth(&store, &model, false, 1024 + 4 * kBig - 50, Pattern(100, 12));  // across its end
