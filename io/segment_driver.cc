@@ -26,7 +26,9 @@ struct DriverFile {
   SegmentStore* store;
 };
 
-SegmentStore* StoreOf(const H5FD_t* file) { return reinterpret_cast<const DriverFile*>(file)->store; }
+SegmentStore* StoreOf(const H5FD_t* file) {
+  return reinterpret_cast<const DriverFile*>(file)->store;
+}
 
 void* InfoCopy(const void* info) {
   void* copy = std::malloc(sizeof(DriverInfo));
@@ -68,8 +70,8 @@ herr_t Query(const H5FD_t*, unsigned long* flags) {
   // As the core driver: HDF5 gathers metadata and small raw data into blocks,
   // and sieves small contiguous raw reads and writes.
   if (flags != nullptr) {
-    *flags = H5FD_FEAT_AGGREGATE_METADATA | H5FD_FEAT_ACCUMULATE_METADATA |
-             H5FD_FEAT_DATA_SIEVE | H5FD_FEAT_AGGREGATE_SMALLDATA;
+    *flags = H5FD_FEAT_AGGREGATE_METADATA | H5FD_FEAT_ACCUMULATE_METADATA | H5FD_FEAT_DATA_SIEVE |
+             H5FD_FEAT_AGGREGATE_SMALLDATA;
   }
   return 0;
 }
@@ -95,7 +97,7 @@ herr_t Write(H5FD_t* file, H5FD_mem_t type, hid_t, haddr_t addr, size_t size, co
   return store->Write(type == H5FD_MEM_DRAW, addr, size, buffer) ? 0 : -1;
 }
 
-herr_t Flush(H5FD_t*, hid_t, hbool_t) { return 0; }  // Finish() writes and syncs
+herr_t Flush(H5FD_t*, hid_t, hbool_t) { return 0; }     // Finish() writes and syncs
 herr_t Truncate(H5FD_t*, hid_t, hbool_t) { return 0; }  // the length is the final EOA
 
 H5FD_class_t MakeDriverClass() {
@@ -143,7 +145,8 @@ hid_t DriverId() {
 Result<H5File> CreateSegmentH5File(SegmentStore* store, std::size_t user_block) {
   const std::string& path = store->path();
   const hid_t driver = DriverId();
-  if (driver < 0) return H5Failure(StatusCode::kInternal, "cannot register tstat's HDF5 file driver");
+  if (driver < 0)
+    return H5Failure(StatusCode::kInternal, "cannot register tstat's HDF5 file driver");
   const DriverInfo info{store};
   H5Plist fapl(H5Pcreate(H5P_FILE_ACCESS));
   H5Plist fcpl(H5Pcreate(H5P_FILE_CREATE));

@@ -125,8 +125,10 @@ bool SegmentStore::Read(std::uint64_t offset, std::size_t size, void* data) {
       continue;
     }
     // In memory; never-written bytes (past the mapping too) are zero.
-    const std::uint64_t in_memory = std::min<std::uint64_t>(next_disk, std::max<std::uint64_t>(pos, mapped_));
-    if (in_memory > pos) std::memcpy(out + (pos - offset), static_cast<char*>(memory_) + pos, in_memory - pos);
+    const std::uint64_t in_memory =
+        std::min<std::uint64_t>(next_disk, std::max<std::uint64_t>(pos, mapped_));
+    if (in_memory > pos)
+      std::memcpy(out + (pos - offset), static_cast<char*>(memory_) + pos, in_memory - pos);
     if (next_disk > in_memory) std::memset(out + (in_memory - offset), 0, next_disk - in_memory);
     pos = next_disk;
   }
@@ -149,21 +151,25 @@ Status SegmentStore::CrcOfRange(std::uint64_t begin, std::uint64_t end, bool on_
                                 std::uint32_t* crc) {
   static const std::vector<unsigned char> kZeros(1 << 16);
   if (!on_disk) {
-    const std::uint64_t in_memory = std::min<std::uint64_t>(end, std::max<std::uint64_t>(begin, mapped_));
+    const std::uint64_t in_memory =
+        std::min<std::uint64_t>(end, std::max<std::uint64_t>(begin, mapped_));
     if (in_memory > begin) {
       *crc = libdeflate_crc32(*crc, static_cast<const char*>(memory_) + begin, in_memory - begin);
     }
     for (std::uint64_t pos = in_memory; pos < end;) {
-      const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(kZeros.size(), end - pos));
+      const std::size_t n =
+          static_cast<std::size_t>(std::min<std::uint64_t>(kZeros.size(), end - pos));
       *crc = libdeflate_crc32(*crc, kZeros.data(), n);
       pos += n;
     }
     return Status::OK();
   }
   // Read back from the page cache: the bytes went out with pwrite.
-  std::vector<unsigned char> buffer(static_cast<std::size_t>(std::min<std::uint64_t>(4u << 20, end - begin)));
+  std::vector<unsigned char> buffer(
+      static_cast<std::size_t>(std::min<std::uint64_t>(4u << 20, end - begin)));
   for (std::uint64_t pos = begin; pos < end;) {
-    const std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(buffer.size(), end - pos));
+    const std::size_t want =
+        static_cast<std::size_t>(std::min<std::uint64_t>(buffer.size(), end - pos));
     const ssize_t n = ::pread(fd_, buffer.data(), want, static_cast<off_t>(pos));
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return ErrnoError(path_, "read back", errno);

@@ -80,8 +80,8 @@ Result<std::unique_ptr<Session>> CreateSessionWithDeps(const SessionConfig& give
   }
   options.observer = std::move(observer);
   impl->pipeline = std::make_unique<Pipeline>(options, std::move(sink), &impl->stop);
-  impl->snapshot_buffers = SnapshotBufferPool::Create(
-      static_cast<std::uint64_t>(std::max<std::int64_t>(0, config.pipeline.raw_memory_cap_bytes)) / 2);
+  const std::int64_t raw_cap = std::max<std::int64_t>(0, config.pipeline.raw_memory_cap_bytes);
+  impl->snapshot_buffers = SnapshotBufferPool::Create(static_cast<std::uint64_t>(raw_cap) / 2);
   impl->StartRunDirRequests();
   impl->step_start = Session::Impl::Clock::now();
   return SessionFactory::Make(std::move(impl));

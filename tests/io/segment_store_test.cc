@@ -3,6 +3,8 @@
 // disk, the rest to memory; whatever the mix and overlap, reads and the
 // finished file must equal the model, and the seal's CRC must be zlib's CRC-32
 // of the model's bytes [512, length).
+#include "io/segment_store.h"
+
 #include <gtest/gtest.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -16,7 +18,6 @@
 #include <vector>
 
 #include "io/segment_seal.h"
-#include "io/segment_store.h"
 #include "tests/io/io_test_util.h"
 
 namespace tstat::io::testing {
@@ -62,8 +63,8 @@ void ExpectFinishedFileMatches(const std::string& path, const Model& model, std:
   want.resize(size, 0);
   const std::vector<std::uint8_t> got = ReadFile(path);
   ASSERT_EQ(got.size(), size);
-  EXPECT_TRUE(std::equal(got.begin() + kSegmentUserBlock, got.end(),
-                         want.begin() + kSegmentUserBlock))
+  EXPECT_TRUE(
+      std::equal(got.begin() + kSegmentUserBlock, got.end(), want.begin() + kSegmentUserBlock))
       << "file bytes differ from the model";
   const auto crc = static_cast<std::uint32_t>(
       crc32(0, want.data() + kSegmentUserBlock, static_cast<uInt>(size - kSegmentUserBlock)));
@@ -83,9 +84,9 @@ class SegmentStoreFileTest : public ::testing::Test {
 };
 
 TEST_F(SegmentStoreFileTest, LargeRawWritesGoToDiskTheRestToMemory) {
-  WriteBoth(&store, &model, false, 512, Pattern(3000, 1));          // metadata
-  WriteBoth(&store, &model, true, 4096, Pattern(kBig - 1, 2));      // small raw: memory
-  WriteBoth(&store, &model, true, 4096 + kBig, Pattern(kBig, 3));   // large raw: disk
+  WriteBoth(&store, &model, false, 512, Pattern(3000, 1));         // metadata
+  WriteBoth(&store, &model, true, 4096, Pattern(kBig - 1, 2));     // small raw: memory
+  WriteBoth(&store, &model, true, 4096 + kBig, Pattern(kBig, 3));  // large raw: disk
   WriteBoth(&store, &model, false, 4096 + 3 * kBig, Pattern(100, 4));
   EXPECT_EQ(store.direct_bytes(), kBig);
   // Only the disk part is in the file before Finish.
@@ -98,11 +99,11 @@ TEST_F(SegmentStoreFileTest, LargeRawWritesGoToDiskTheRestToMemory) {
 }
 
 TEST_F(SegmentStoreFileTest, OverlappingWritesKeepTheLatestBytesWhereverTheyLive) {
-  WriteBoth(&store, &model, true, 1024, Pattern(4 * kBig, 10));       // disk [1024, 1024+4k)
-  WriteBoth(&store, &model, false, 1024 + kBig, Pattern(100, 11));    // memory inside it
+  WriteBoth(&store, &model, true, 1024, Pattern(4 * kBig, 10));              // disk [1024, 1024+4k)
+  WriteBoth(&store, &model, false, 1024 + kBig, Pattern(100, 11));           // memory inside it
   WriteBoth(&store, &model, false, 1024 + 4 * kBig - 50, Pattern(100, 12));  // across its end
   WriteBoth(&store, &model, true, 1024 + 2 * kBig, Pattern(kBig, 13));       // disk again
-  WriteBoth(&store, &model, false, 600, Pattern(500, 14));            // across its start
+  WriteBoth(&store, &model, false, 600, Pattern(500, 14));                   // across its start
   EXPECT_EQ(ReadAll(&store, model.bytes.size()), model.bytes);
   // A read in the middle, crossing memory/disk boundaries.
   std::vector<std::uint8_t> part(kBig + 200);
