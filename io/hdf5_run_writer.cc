@@ -9,11 +9,11 @@
 
 #include "io/closed_marker.h"
 #include "io/h5_file.h"
-#include "io/segment_driver.h"
 #include "io/h5_lock.h"
 #include "io/posix_file.h"
 #include "io/run_layout.h"
 #include "io/segment_buffers.h"
+#include "io/segment_driver.h"
 #include "io/segment_file_writer.h"
 #include "io/segment_seal.h"
 

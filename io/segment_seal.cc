@@ -2,9 +2,9 @@
 #include "io/segment_seal.h"
 
 #include <fcntl.h>
+#include <libdeflate.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <libdeflate.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -45,16 +45,15 @@ std::string SegmentSealHeader(std::uint64_t length, std::uint32_t crc) {
   return header;
 }
 
-namespace {
-
-// CRC-32 of bytes [kSegmentUserBlock, length) of the open file.
-Status Checksum(int fd, std::uint64_t length, const std::string& path, std::uint32_t* crc) {
-  std::vector<unsigned char> buffer(1 << 20);
-  std::uint32_t value = 0;
-  std::uint64_t offset = kSegmentUserBlock;
-  while (offset < length) {
+Status Crc32OfFileRange(int fd, std::uint64_t begin, std::uint64_t end, const std::string& path,
+                        std::uint32_t* crc) {
+  std::vector<unsigned char> buffer(
+      static_cast<std::size_t>(std::min<std::uint64_t>(1 << 20, end > begin ? end - begin : 0)));
+  std::uint32_t value = *crc;
+  std::uint64_t offset = begin;
+  while (offset < end) {
     const std::size_t want =
-        static_cast<std::size_t>(std::min<std::uint64_t>(buffer.size(), length - offset));
+        static_cast<std::size_t>(std::min<std::uint64_t>(buffer.size(), end - offset));
     const ssize_t n = ::pread(fd, buffer.data(), want, static_cast<off_t>(offset));
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return ErrnoStatus(path, "read", errno);
@@ -66,18 +65,13 @@ Status Checksum(int fd, std::uint64_t length, const std::string& path, std::uint
   return Status::OK();
 }
 
-}  // namespace
-
-void SealSegmentImage(std::uint8_t* image, std::size_t size) {
+void SealSegmentImage(std::vector<std::uint8_t>* image) {
   // libdeflate's CRC-32 (carry-less multiply where the CPU has it) is the
   // same function as zlib's but ~10x faster; zlib's was as slow as the disk.
-  const std::uint32_t crc = libdeflate_crc32(0, image + kSegmentUserBlock, size - kSegmentUserBlock);
-  const std::string header = SegmentSealHeader(size, crc);
-  std::memcpy(image, header.data(), kSegmentUserBlock);
-}
-
-void SealSegmentImage(std::vector<std::uint8_t>* image) {
-  SealSegmentImage(image->data(), image->size());
+  const std::uint32_t crc =
+      libdeflate_crc32(0, image->data() + kSegmentUserBlock, image->size() - kSegmentUserBlock);
+  const std::string header = SegmentSealHeader(image->size(), crc);
+  std::memcpy(image->data(), header.data(), kSegmentUserBlock);
 }
 
 Status VerifySegmentSeal(const std::string& path) {
@@ -107,7 +101,7 @@ Status VerifySegmentSeal(const std::string& path) {
                               (size < length ? " (truncated)" : " (extended)"));
   }
   std::uint32_t actual = 0;
-  TSTAT_RETURN_IF_ERROR(Checksum(fd.get(), length, path, &actual));
+  TSTAT_RETURN_IF_ERROR(Crc32OfFileRange(fd.get(), kSegmentUserBlock, length, path, &actual));
   if (actual != stored) {
     char text[96];
     std::snprintf(text, sizeof(text),

@@ -30,8 +30,12 @@ inline constexpr std::uint64_t kSegmentUserBlock = 512;
 std::string SegmentSealHeader(std::uint64_t length, std::uint32_t crc);
 // Computes the checksum of image[512, size) and writes the seal into
 // image[0, 512). `size` >= 512.
-void SealSegmentImage(std::uint8_t* image, std::size_t size);
 void SealSegmentImage(std::vector<std::uint8_t>* image);
+// Continues `crc` (CRC-32, zlib's) over bytes [begin, end) of the open file
+// `fd`; kCorruption if the file ends before `end`, kIoError if it cannot be
+// read (errors name `path`).
+Status Crc32OfFileRange(int fd, std::uint64_t begin, std::uint64_t end, const std::string& path,
+                        std::uint32_t* crc);
 // kCorruption (naming `path` and what does not match) unless the seal is
 // intact; kIoError when the file cannot be read.
 Status VerifySegmentSeal(const std::string& path);

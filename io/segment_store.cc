@@ -12,6 +12,7 @@
 #include <iterator>
 #include <vector>
 
+#include "io/posix_file.h"
 #include "io/segment_seal.h"
 
 namespace tstat::io {
@@ -19,10 +20,17 @@ namespace {
 
 constexpr std::size_t kMemoryStep = 2u << 20;  // a huge page
 
-Status ErrnoError(const std::string& path, const char* what, int err) {
-  const StatusCode code =
-      err == ENOSPC || err == EDQUOT ? StatusCode::kResourceExhausted : StatusCode::kIoError;
-  return Status(code, path + ": " + what + ": " + std::strerror(err));
+// Writes all `size` bytes at `offset`; 0, or the errno of the failure.
+int PwriteAll(int fd, const void* data, std::size_t size, std::uint64_t offset) {
+  const auto* p = static_cast<const char*>(data);
+  std::size_t done = 0;
+  while (done < size) {
+    const ssize_t n = ::pwrite(fd, p + done, size - done, static_cast<off_t>(offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return errno;
+    done += static_cast<std::size_t>(n);
+  }
+  return 0;
 }
 
 }  // namespace
@@ -35,12 +43,12 @@ SegmentStore::~SegmentStore() {
 Status SegmentStore::Create(const std::string& path) {
   path_ = path;
   fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd_ < 0) return ErrnoError(path, "create", errno);
+  if (fd_ < 0) return ErrnoStatus(path, "create", errno);
   return Status::OK();
 }
 
 bool SegmentStore::Fail(const char* what, int err) {
-  if (error_.ok()) error_ = ErrnoError(path_, what, err);
+  if (error_.ok()) error_ = ErrnoStatus(path_, what, err);
   return false;
 }
 
@@ -80,14 +88,7 @@ bool SegmentStore::Write(bool raw_data, std::uint64_t offset, std::size_t size, 
   // After a failure everything goes to memory: the segment is lost, and its
   // file must still close cleanly (Finish reports the failure).
   if (raw_data && size >= kDirectWriteBytes && error_.ok()) {
-    const auto* p = static_cast<const char*>(data);
-    std::size_t done = 0;
-    while (done < size) {
-      const ssize_t n = ::pwrite(fd_, p + done, size - done, static_cast<off_t>(offset + done));
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) return Fail("write", errno);
-      done += static_cast<std::size_t>(n);
-    }
+    if (const int err = PwriteAll(fd_, data, size, offset)) return Fail("write", err);
     direct_bytes_ += size;
     // Record [offset, end) as held on disk, merged with touching ranges.
     std::uint64_t begin = offset, stop = end;
@@ -137,14 +138,9 @@ bool SegmentStore::Read(std::uint64_t offset, std::size_t size, void* data) {
 
 Status SegmentStore::WriteMemoryRange(std::uint64_t begin, std::uint64_t end) {
   end = std::min<std::uint64_t>(end, mapped_);  // beyond: zeros, from the final ftruncate
-  const char* p = static_cast<const char*>(memory_);
-  while (begin < end) {
-    const ssize_t n = ::pwrite(fd_, p + begin, end - begin, static_cast<off_t>(begin));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return ErrnoError(path_, "write", errno);
-    begin += static_cast<std::uint64_t>(n);
-  }
-  return Status::OK();
+  if (begin >= end) return Status::OK();
+  const int err = PwriteAll(fd_, static_cast<const char*>(memory_) + begin, end - begin, begin);
+  return err ? ErrnoStatus(path_, "write", err) : Status::OK();
 }
 
 Status SegmentStore::CrcOfRange(std::uint64_t begin, std::uint64_t end, bool on_disk,
@@ -165,19 +161,7 @@ Status SegmentStore::CrcOfRange(std::uint64_t begin, std::uint64_t end, bool on_
     return Status::OK();
   }
   // Read back from the page cache: the bytes went out with pwrite.
-  std::vector<unsigned char> buffer(
-      static_cast<std::size_t>(std::min<std::uint64_t>(4u << 20, end - begin)));
-  for (std::uint64_t pos = begin; pos < end;) {
-    const std::size_t want =
-        static_cast<std::size_t>(std::min<std::uint64_t>(buffer.size(), end - pos));
-    const ssize_t n = ::pread(fd_, buffer.data(), want, static_cast<off_t>(pos));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return ErrnoError(path_, "read back", errno);
-    if (n == 0) return Status::IoError(path_ + ": read back: the file is shorter than written");
-    *crc = libdeflate_crc32(*crc, buffer.data(), static_cast<std::size_t>(n));
-    pos += static_cast<std::uint64_t>(n);
-  }
-  return Status::OK();
+  return Crc32OfFileRange(fd_, begin, end, path_, crc);
 }
 
 Status SegmentStore::Finish(std::uint64_t size, std::size_t user_block) {
@@ -201,14 +185,14 @@ Status SegmentStore::Finish(std::uint64_t size, std::size_t user_block) {
     TSTAT_RETURN_IF_ERROR(CrcOfRange(pos, size, false, &crc));
   }
   const std::string seal = SegmentSealHeader(size, crc);
-  if (::pwrite(fd_, seal.data(), seal.size(), 0) != static_cast<ssize_t>(seal.size())) {
-    return ErrnoError(path_, "write the seal", errno);
+  if (const int err = PwriteAll(fd_, seal.data(), seal.size(), 0)) {
+    return ErrnoStatus(path_, "write the seal", err);
   }
-  if (::ftruncate(fd_, static_cast<off_t>(size)) != 0) return ErrnoError(path_, "truncate", errno);
-  if (::fsync(fd_) != 0) return ErrnoError(path_, "fsync", errno);
+  if (::ftruncate(fd_, static_cast<off_t>(size)) != 0) return ErrnoStatus(path_, "truncate", errno);
+  if (::fsync(fd_) != 0) return ErrnoStatus(path_, "fsync", errno);
   const int fd = fd_;
   fd_ = -1;
-  if (::close(fd) != 0) return ErrnoError(path_, "close", errno);
+  if (::close(fd) != 0) return ErrnoStatus(path_, "close", errno);
   return Status::OK();
 }
 
