@@ -5,6 +5,7 @@
 #include <libdeflate.h>
 #include <sys/mman.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -18,7 +19,7 @@
 namespace tstat::io {
 namespace {
 
-constexpr std::size_t kMemoryStep = 2u << 20;  // a huge page
+constexpr std::size_t kMemoryStep = 2u << 20;
 
 // Writes all `size` bytes at `offset`; 0, or the errno of the failure.
 int PwriteAll(int fd, const void* data, std::size_t size, std::uint64_t offset) {
@@ -61,10 +62,19 @@ bool SegmentStore::GrowMemory(std::size_t size) {
                 ? ::mmap(nullptr, want, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
                 : ::mremap(memory_, mapped_, want, MREMAP_MAYMOVE);
   if (p == MAP_FAILED) return Fail("grow the in-memory metadata", errno);
-  ::madvise(p, want, MADV_HUGEPAGE);  // best effort
+  // No huge pages, even where THP is "always": the image is sparse where raw
+  // data went to disk (object headers sit between snapshots), and a 2 MiB
+  // page would be zeroed for each of them. Best effort.
+  ::madvise(p, want, MADV_NOHUGEPAGE);
   memory_ = p;
   mapped_ = want;
   return true;
+}
+
+void SegmentStore::ForgetWriteCrcs(std::uint64_t begin, std::uint64_t end) {
+  auto it = write_crcs_.upper_bound(begin);
+  if (it != write_crcs_.begin() && std::prev(it)->second.end > begin) --it;
+  while (it != write_crcs_.end() && it->first < end) it = write_crcs_.erase(it);
 }
 
 void SegmentStore::ForgetDisk(std::uint64_t begin, std::uint64_t end) {
@@ -89,6 +99,14 @@ bool SegmentStore::Write(bool raw_data, std::uint64_t offset, std::size_t size, 
   // file must still close cleanly (Finish reports the failure).
   if (raw_data && size >= kDirectWriteBytes && error_.ok()) {
     if (const int err = PwriteAll(fd_, data, size, offset)) return Fail("write", err);
+#if defined(SYNC_FILE_RANGE_WRITE)
+    // Starts writeback without waiting for it; a refusal only means Finish's
+    // fsync does all of it.
+    (void)::sync_file_range(fd_, static_cast<off_t>(offset), static_cast<off_t>(size),
+                            SYNC_FILE_RANGE_WRITE);
+#endif
+    ForgetWriteCrcs(offset, end);
+    write_crcs_[offset] = WriteCrc{end, libdeflate_crc32(0, data, size)};
     direct_bytes_ += size;
     // Record [offset, end) as held on disk, merged with touching ranges.
     std::uint64_t begin = offset, stop = end;
@@ -105,6 +123,7 @@ bool SegmentStore::Write(bool raw_data, std::uint64_t offset, std::size_t size, 
   if (!GrowMemory(static_cast<std::size_t>(end))) return false;
   std::memcpy(static_cast<char*>(memory_) + offset, data, size);
   ForgetDisk(offset, end);
+  ForgetWriteCrcs(offset, end);
   return true;
 }
 
@@ -160,8 +179,27 @@ Status SegmentStore::CrcOfRange(std::uint64_t begin, std::uint64_t end, bool on_
     }
     return Status::OK();
   }
-  // Read back from the page cache: the bytes went out with pwrite.
-  return Crc32OfFileRange(fd_, begin, end, path_, crc);
+  return CrcOfDiskRange(begin, end, crc);
+}
+
+Status SegmentStore::CrcOfDiskRange(std::uint64_t begin, std::uint64_t end, std::uint32_t* crc) {
+  std::uint64_t pos = begin;
+  auto it = write_crcs_.lower_bound(begin);
+  while (pos < end) {
+    if (it != write_crcs_.end() && it->first == pos && it->second.end <= end) {
+      *crc = static_cast<std::uint32_t>(
+          crc32_combine(*crc, it->second.crc, static_cast<z_off_t>(it->second.end - pos)));
+      pos = it->second.end;
+      ++it;
+      continue;
+    }
+    // Not a recorded write (a clipped edge, or bytes overwritten since).
+    while (it != write_crcs_.end() && it->first <= pos) ++it;
+    const std::uint64_t stop = it == write_crcs_.end() ? end : std::min(end, it->first);
+    TSTAT_RETURN_IF_ERROR(Crc32OfFileRange(fd_, pos, stop, path_, crc));
+    pos = stop;
+  }
+  return Status::OK();
 }
 
 Status SegmentStore::Finish(std::uint64_t size, std::size_t user_block) {

@@ -9,6 +9,12 @@
 // Finish() then writes the in-memory parts around them, the seal (its CRC is
 // computed over the file's bytes in order) and fsyncs.
 //
+// Two things keep Finish short for a segment of large snapshots: each direct
+// write's CRC is taken from the caller's buffer at write time (Finish combines
+// them, and reads back only ranges later overwritten), and its writeback is
+// started at once (sync_file_range), so the final fsync finds most of the
+// bytes already on their way to the disk.
+//
 // Failure model (why HDF5 still cannot end up half-closed by a full disk): only
 // raw-data writes touch the disk while HDF5 holds the file. A failed one fails
 // that H5Dwrite; metadata stays in memory, so the caller closes the file
@@ -66,12 +72,22 @@ class SegmentStore {
   void ForgetDisk(std::uint64_t begin, std::uint64_t end);
   Status WriteMemoryRange(std::uint64_t begin, std::uint64_t end);
   Status CrcOfRange(std::uint64_t begin, std::uint64_t end, bool on_disk, std::uint32_t* crc);
+  // The CRC of on-disk bytes [begin, end): the recorded CRCs of direct writes
+  // that tile it, file reads for the rest.
+  Status CrcOfDiskRange(std::uint64_t begin, std::uint64_t end, std::uint32_t* crc);
+  // Drops the recorded CRCs of direct writes overlapping [begin, end).
+  void ForgetWriteCrcs(std::uint64_t begin, std::uint64_t end);
 
   std::string path_;
   int fd_ = -1;
   void* memory_ = nullptr;  // an anonymous mapping, zero where never written
   std::size_t mapped_ = 0;
   std::map<std::uint64_t, std::uint64_t> on_disk_;  // begin -> end: latest bytes are on disk
+  struct WriteCrc {
+    std::uint64_t end;
+    std::uint32_t crc;  // of bytes [begin, end) as written, still unchanged
+  };
+  std::map<std::uint64_t, WriteCrc> write_crcs_;  // begin -> ...
   std::uint64_t eoa_ = 0, eof_ = 0;
   std::uint64_t direct_bytes_ = 0;
   Status error_;

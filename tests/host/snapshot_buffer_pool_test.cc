@@ -41,6 +41,26 @@ TEST(SnapshotBufferPoolTest, CopiesAreExactAndReleasedMemoryIsReused) {
   EXPECT_TRUE(std::equal(smaller->begin(), smaller->end(), b.begin()));
 }
 
+// Buffers of 4 MiB and more are first reserved and advised for huge pages,
+// then filled: the copy must still be exact, odd sizes included, and such a
+// buffer is reused like any other.
+TEST(SnapshotBufferPoolTest, LargeCopiesAdvisedForHugePagesAreExact) {
+  auto pool = SnapshotBufferPool::Create(64 << 20);
+  for (const std::size_t n : {std::size_t{4} << 20, (std::size_t{9} << 20) + 12345}) {
+    const std::vector<std::uint8_t> data = Bytes(n, static_cast<std::uint8_t>(n % 251));
+    auto copy = pool->Copy(data.data(), data.size());
+    ASSERT_EQ(copy->size(), n);
+    EXPECT_EQ(*copy, data);
+    const std::uint8_t* memory = copy->data();
+    copy.reset();
+    const std::vector<std::uint8_t> other = Bytes(n, 99);
+    auto again = pool->Copy(other.data(), other.size());
+    EXPECT_EQ(again->data(), memory);
+    EXPECT_EQ(*again, other);
+  }
+  EXPECT_EQ(pool->reuses(), 2u);
+}
+
 TEST(SnapshotBufferPoolTest, MuchSmallerOrLargerRequestsGetNewMemory) {
   auto pool = SnapshotBufferPool::Create(8 << 20);
   const std::vector<std::uint8_t> big = Bytes(1 << 20, 3);

@@ -113,6 +113,20 @@ TEST_F(SegmentStoreFileTest, OverlappingWritesKeepTheLatestBytesWhereverTheyLive
   ExpectFinishedFileMatches(path, model, model.bytes.size());
 }
 
+// The seal's CRC combines the CRCs taken at write time; what was overwritten
+// since, or lies partly in the user block, is read back instead. Each case
+// must give zlib's CRC of the final bytes (checked by ExpectFinishedFileMatches).
+TEST_F(SegmentStoreFileTest, SealCrcCoversRewrittenAndClippedDirectWrites) {
+  WriteBoth(&store, &model, true, 100, Pattern(kBig, 20));              // starts in the user block
+  WriteBoth(&store, &model, true, 100 + kBig, Pattern(kBig, 21));       // adjoining: one disk range
+  WriteBoth(&store, &model, true, 100 + kBig + 10, Pattern(kBig, 22));  // rewrites most of it
+  WriteBoth(&store, &model, true, 100 + 3 * kBig, Pattern(kBig, 23));
+  WriteBoth(&store, &model, false, 100 + 3 * kBig + 7, Pattern(1, 24));  // one byte in memory
+  WriteBoth(&store, &model, true, 100 + 3 * kBig, Pattern(kBig, 25));    // the same range again
+  TSTAT_ASSERT_OK(store.Finish(model.bytes.size(), kSegmentUserBlock));
+  ExpectFinishedFileMatches(path, model, model.bytes.size());
+}
+
 TEST(SegmentStoreTest, RandomWriteSequencesMatchTheModel) {
   std::mt19937 rng(20261122);
   for (int round = 0; round < 20; ++round) {
