@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <string>
 #include <utility>
@@ -60,9 +61,9 @@ Result<std::unique_ptr<Hdf5RunWriter>> Hdf5RunWriter::Open(const Hdf5RunWriterOp
                                    " is not in [0, world_size=" + std::to_string(info.world_size) +
                                    ")");
   }
-  for (const auto& [name, level] : {std::pair<const char*, int>{"compression_level",
-                                                                  options.compression_level},
-                                     {"raw_compression_level", options.raw_compression_level}}) {
+  for (const auto& [name, level] :
+       {std::pair<const char*, int>{"compression_level", options.compression_level},
+        {"raw_compression_level", options.raw_compression_level}}) {
     if (level < 0 || level > 9) {
       return Status::InvalidArgument(std::string(name) + " must be 0..9, not " +
                                      std::to_string(level));
@@ -201,6 +202,22 @@ Status Hdf5RunWriter::FailSegment(const Status& cause, std::uint64_t extra_recor
                                   " records lost)");
 }
 
+// A segment's packed small snapshots grow to about rotate_bytes_ (it rotates
+// after the batch that reaches it): reserved at once, untouched and advised
+// for huge pages, with room for a batch past it, rather than grown by
+// doubling, which copied everything again and faulted 4 KiB pages at each step.
+void Hdf5RunWriter::ReservePacked(std::size_t needed) {
+  std::vector<std::uint8_t>& packed = buffers_->raw_packed;
+  const std::size_t segment =
+      static_cast<std::size_t>(std::min<std::uint64_t>(rotate_bytes_, std::uint64_t{1} << 30)) +
+      (std::size_t{8} << 20);
+  std::vector<std::uint8_t> bigger;
+  bigger.reserve(std::max({needed, segment, 2 * packed.capacity()}));
+  AdviseHugePages(bigger.data(), bigger.capacity());
+  bigger.assign(packed.begin(), packed.end());
+  packed.swap(bigger);
+}
+
 Status Hdf5RunWriter::Write(const StepBatch& batch) {
   if (closed_) return Status::FailedPrecondition(worker_dir_ + ": writer is closed");
   TSTAT_RETURN_IF_ERROR(ValidateBatch(batch));
@@ -212,12 +229,26 @@ Status Hdf5RunWriter::Write(const StepBatch& batch) {
   std::vector<RawEntry> raws;
   if (!batch.raws.empty()) {
     H5Lock lock;
+    std::size_t small_bytes = 0;
     for (const RawSnapshot& raw : batch.raws) {
+      const std::size_t size = raw.bytes ? raw.bytes->size() : 0;
+      if (size < kRawPackBelowBytes) small_bytes += size;
+    }
+    std::vector<std::uint8_t>& packed = buffers_->raw_packed;
+    if (packed.capacity() < packed.size() + small_bytes) ReservePacked(packed.size() + small_bytes);
+    for (const RawSnapshot& raw : batch.raws) {
+      const std::size_t size = raw.bytes ? raw.bytes->size() : 0;
+      raw_bytes_ += size;
+      if (size < kRawPackBelowBytes) {  // into the segment's packed dataset, at Flush
+        raws.push_back(RawEntry{batch.key, raw.tensor_id, kRawPackedDataset, raw.dtype, raw.shape,
+                                packed.size(), size});
+        if (size) packed.insert(packed.end(), raw.bytes->begin(), raw.bytes->end());
+        continue;
+      }
       Result<std::string> name = WriteRawSnapshot(segment_->file.get(), raw_count_, raw,
                                                   options_.raw_compression_level, TmpPath());
       if (!name.ok()) return FailSegment(StoreErrorOr(name.status()), RecordsIn(batch));
       ++raw_count_;
-      raw_bytes_ += raw.bytes ? raw.bytes->size() : 0;
       raws.push_back(RawEntry{batch.key, raw.tensor_id, name.value(), raw.dtype, raw.shape});
     }
   }
@@ -248,6 +279,8 @@ Status Hdf5RunWriter::FinishImage(const PipelineCounters& counters) {
   registry.reserve(registry_.size());
   for (const auto& entry : registry_) registry.push_back(entry.second);
   H5Lock lock;
+  TSTAT_RETURN_IF_ERROR(WritePackedRawSnapshots(segment_->file.get(), buffers_->raw_packed,
+                                                options_.raw_compression_level, TmpPath()));
   TSTAT_RETURN_IF_ERROR(WriteSegmentTables(segment_->file.get(), header, registry, *buffers_,
                                            StoredCounters(counters, true),
                                            options_.compression_level, TmpPath()));

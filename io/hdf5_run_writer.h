@@ -87,6 +87,7 @@ class Hdf5RunWriter final : public StepSink {
   Status FailSegment(const Status& cause, std::uint64_t extra_records_lost);
   // Writes the tables, closes the open segment's file and seals its image
   // (in segment_->memory).
+  void ReservePacked(std::size_t needed);
   Status FinishImage(const PipelineCounters& counters);
   PipelineCounters StoredCounters(const PipelineCounters& counters, bool include_open) const;
 

@@ -22,9 +22,11 @@ struct DropEntry {
 struct RawEntry {
   StepKey key;
   std::uint32_t tensor_id = 0;
-  std::string dataset;  // path inside the file, "raw/000000"
+  std::string dataset;  // path inside the file, "raw/000000" or kRawPackedDataset
   DType dtype = DType::kFloat32;
   std::vector<std::int64_t> shape;
+  std::uint64_t byte_offset = 0;  // within kRawPackedDataset (else 0)
+  std::uint64_t byte_count = 0;
 };
 
 struct SegmentBuffers {
@@ -49,6 +51,7 @@ struct SegmentBuffers {
   std::vector<ScalarRow> scalars;
   std::vector<DropEntry> drops;
   std::vector<RawEntry> raws;
+  std::vector<std::uint8_t> raw_packed;  // kRawPackedDataset's bytes
 
   // Adds every record of `batch` except its raw snapshots.
   void Append(const StepBatch& batch);

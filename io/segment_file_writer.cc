@@ -91,9 +91,9 @@ Status WriteSegmentTables(hid_t file, const SegmentHeader& header,
   TSTAT_RETURN_IF_ERROR(WriteStringDataset(file, kConfigDataset, header.config_json, path));
   TSTAT_RETURN_IF_ERROR(WriteRegistry(file, registry, level, path));
 
-#define TSTAT_IO_TABLE(name, type_fn, rows)                                    \
-  do {                                                                         \
-    TSTAT_ASSIGN_OR_RETURN(H5Type t, type_fn());                               \
+#define TSTAT_IO_TABLE(name, type_fn, rows)                                       \
+  do {                                                                            \
+    TSTAT_ASSIGN_OR_RETURN(H5Type t, type_fn());                                  \
     TSTAT_RETURN_IF_ERROR(WriteTable(file, name, t.get(), rows, level, path, z)); \
   } while (0)
   TSTAT_IO_TABLE(kStepsTable, StepRowType, b.steps);
@@ -146,6 +146,8 @@ Status WriteSegmentTables(hid_t file, const SegmentHeader& header,
     row.dataset = r.dataset.c_str();
     SetDTypeChars(r.dtype, row.dtype);
     row.shape = ShapeVlen(r.shape);
+    row.byte_offset = r.byte_offset;
+    row.byte_count = r.byte_count;
     raws.push_back(row);
   }
   TSTAT_ASSIGN_OR_RETURN(H5Type raw_type, RawIndexRowType());
@@ -186,12 +188,29 @@ Status ValidateRawSnapshot(const RawSnapshot& raw) {
   return Status::OK();
 }
 
-Result<std::string> WriteRawSnapshot(hid_t file, std::uint64_t index, const RawSnapshot& raw,
-                                     int level, const std::string& path) {
+namespace {
+
+Status EnsureRawGroup(hid_t file, const std::string& path) {
   TSTAT_ASSIGN_OR_RETURN(bool has_group, H5LinkExists(file, kRawGroup, path));
   if (!has_group) {
     TSTAT_ASSIGN_OR_RETURN(H5Group group, CreateH5Group(file, kRawGroup, path));
   }
+  return Status::OK();
+}
+
+}  // namespace
+
+Status WritePackedRawSnapshots(hid_t file, const std::vector<std::uint8_t>& bytes, int level,
+                               const std::string& path) {
+  if (bytes.empty()) return Status::OK();
+  TSTAT_RETURN_IF_ERROR(EnsureRawGroup(file, path));
+  return WriteNewDataset(file, kRawPackedDataset, H5T_STD_U8LE, H5T_NATIVE_UINT8,
+                         {static_cast<hsize_t>(bytes.size())}, bytes.data(), level, path);
+}
+
+Result<std::string> WriteRawSnapshot(hid_t file, std::uint64_t index, const RawSnapshot& raw,
+                                     int level, const std::string& path) {
+  TSTAT_RETURN_IF_ERROR(EnsureRawGroup(file, path));
   char name[48];
   std::snprintf(name, sizeof(name), "%s/%06llu", kRawGroup, static_cast<unsigned long long>(index));
   const std::size_t numel = (raw.bytes ? raw.bytes->size() : 0) / DTypeSize(raw.dtype);

@@ -46,4 +46,9 @@ Result<std::string> WriteRawSnapshot(hid_t file, std::uint64_t index, const RawS
 // the shape (an empty shape: any element count, stored 1-D).
 Status ValidateRawSnapshot(const RawSnapshot& raw);
 
+// Writes the segment's packed small snapshots as kRawPackedDataset (nothing
+// when `bytes` is empty), at raw compression `level`.
+Status WritePackedRawSnapshots(hid_t file, const std::vector<std::uint8_t>& bytes, int level,
+                               const std::string& path);
+
 }  // namespace tstat::io

@@ -1,6 +1,7 @@
 // See segment_reader.h.
 #include "io/segment_reader.h"
 
+#include <cstdint>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -106,6 +107,23 @@ Status ReadArray(hid_t file, const char* name, hid_t type, std::vector<T>* out,
   return ReadTable(file, name, type, out, path);
 }
 
+// Files written before small snapshots were packed have no byte_offset and
+// byte_count columns in raw_index.
+Result<bool> RawIndexHasPackedColumns(hid_t file, const std::string& path) {
+  TSTAT_ASSIGN_OR_RETURN(bool exists, H5LinkExists(file, kRawIndexTable, path));
+  if (!exists) return true;
+  TSTAT_ASSIGN_OR_RETURN(H5DataSet table, OpenH5Dataset(file, kRawIndexTable, path));
+  H5Type stored(H5Dget_type(table.get()));
+  if (!stored.valid() || H5Tget_class(stored.get()) != H5T_COMPOUND) {
+    TakeH5ErrorStack();
+    return Status::Corruption(path + ": raw_index is not a table");
+  }
+  const bool has = H5Tget_member_index(stored.get(), "byte_offset") >= 0 &&
+                   H5Tget_member_index(stored.get(), "byte_count") >= 0;
+  TakeH5ErrorStack();  // a missing member leaves an error on HDF5's stack
+  return has;
+}
+
 Status ReadTables(hid_t file, const std::string& path, SegmentBuffers* b) {
 #define TSTAT_IO_READ(name, type_fn, rows)                              \
   do {                                                                  \
@@ -149,7 +167,8 @@ Status ReadTables(hid_t file, const std::string& path, SegmentBuffers* b) {
   }
   ReclaimVlen(drop_type.get(), drops.size(), drops.data());
 
-  TSTAT_ASSIGN_OR_RETURN(H5Type raw_type, RawIndexRowType());
+  TSTAT_ASSIGN_OR_RETURN(bool packed_columns, RawIndexHasPackedColumns(file, path));
+  TSTAT_ASSIGN_OR_RETURN(H5Type raw_type, RawIndexRowType(packed_columns));
   std::vector<RawIndexRow> raws;
   TSTAT_RETURN_IF_ERROR(ReadTable(file, kRawIndexTable, raw_type.get(), &raws, path));
   Status bad;
@@ -159,6 +178,8 @@ Status ReadTables(hid_t file, const std::string& path, SegmentBuffers* b) {
     e.tensor_id = r.tensor_id;
     e.dataset = r.dataset ? r.dataset : "";
     e.shape = ShapeOf(r.shape);
+    e.byte_offset = packed_columns ? r.byte_offset : 0;
+    e.byte_count = packed_columns ? r.byte_count : 0;
     if (!ParseDTypeChars(r.dtype, &e.dtype) && bad.ok()) {
       bad = Status::Corruption(path + ": raw_index row with an unknown dtype");
     }
@@ -200,6 +221,26 @@ Status Validate(const SegmentContents& s, const std::string& path) {
   for (const RawEntry& r : b.raws) {
     if (!ValidMode(static_cast<std::uint8_t>(r.key.mode)) || !ids.count(r.tensor_id)) {
       return bad("raw_index: invalid row");
+    }
+    if (r.dataset == kRawPackedDataset) {
+      if (r.byte_count % DTypeSize(r.dtype) != 0 || r.byte_offset > UINT64_MAX - r.byte_count) {
+        return bad("raw_index: packed byte range does not hold whole elements");
+      }
+      if (!r.shape.empty()) {
+        std::uint64_t numel = 1;
+        for (std::int64_t d : r.shape) {
+          if (d < 0) return bad("raw_index: negative dimension");
+          if (d > 0 && numel > UINT64_MAX / static_cast<std::uint64_t>(d) / 16) {
+            return bad("raw_index: packed shape too large");
+          }
+          numel *= static_cast<std::uint64_t>(d);
+        }
+        if (numel * DTypeSize(r.dtype) != r.byte_count) {
+          return bad("raw_index: packed byte count does not match the shape");
+        }
+      }
+    } else if (r.byte_offset != 0 || r.byte_count != 0) {
+      return bad("raw_index: byte range on a dataset that is not packed");
     }
   }
   for (const ExpHistRow& r : b.exp_hist) {
@@ -280,12 +321,49 @@ Result<SegmentContents> ReadSegment(const std::string& path) {
   return contents;
 }
 
+namespace {
+
+// Bytes [offset, offset + count) of the 1-D uint8 kRawPackedDataset.
+Result<std::vector<std::uint8_t>> ReadPackedBytes(hid_t data, std::uint64_t offset,
+                                                  std::uint64_t count, const std::string& path) {
+  const std::string what = path + ": " + kRawPackedDataset;
+  TSTAT_ASSIGN_OR_RETURN(std::vector<hsize_t> dims, H5DatasetDims(data, path));
+  H5Type stored(H5Dget_type(data));
+  if (dims.size() != 1 || !stored.valid() || H5Tget_size(stored.get()) != 1) {
+    TakeH5ErrorStack();
+    return Status::Corruption(what + " is not a 1-D byte dataset");
+  }
+  if (offset > dims[0] || count > dims[0] - offset) {
+    return Status::Corruption(what + " holds " + std::to_string(dims[0]) +
+                              " bytes; raw_index names bytes [" + std::to_string(offset) + ", " +
+                              std::to_string(offset + count) + ")");
+  }
+  std::vector<std::uint8_t> bytes(static_cast<std::size_t>(count));
+  if (count == 0) return bytes;
+  H5Space file_space(H5Dget_space(data));
+  const hsize_t start[1] = {offset}, n[1] = {count};
+  H5Space memory_space(H5Screate_simple(1, n, nullptr));
+  if (!file_space.valid() || !memory_space.valid() ||
+      H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start, nullptr, n, nullptr) < 0 ||
+      H5Dread(data, H5T_NATIVE_UINT8, memory_space.get(), file_space.get(), H5P_DEFAULT,
+              bytes.data()) < 0) {
+    return H5Failure(StatusCode::kCorruption, what + ": reading bytes failed");
+  }
+  return bytes;
+}
+
+}  // namespace
+
 Result<std::vector<std::uint8_t>> ReadRawDataset(const std::string& path,
                                                  const std::string& dataset, DType dtype,
-                                                 const std::vector<std::int64_t>& shape) {
+                                                 const std::vector<std::int64_t>& shape,
+                                                 std::uint64_t byte_offset,
+                                                 std::uint64_t byte_count) {
   H5Lock lock;
   TSTAT_ASSIGN_OR_RETURN(H5File file, OpenH5FileReadOnly(path));
   TSTAT_ASSIGN_OR_RETURN(H5DataSet data, OpenH5Dataset(file.get(), dataset.c_str(), path));
+  if (dataset == kRawPackedDataset)
+    return ReadPackedBytes(data.get(), byte_offset, byte_count, path);
   TSTAT_ASSIGN_OR_RETURN(std::vector<hsize_t> dims, H5DatasetDims(data.get(), path));
   std::uint64_t numel = 1;
   for (hsize_t d : dims) numel *= d;

@@ -32,9 +32,13 @@ struct SegmentContents {
 Result<SegmentContents> ReadSegment(const std::string& path);
 
 // Reads raw snapshot `dataset` of the segment at `path`: its bytes, checked
-// against `dtype` and the element count of `shape` (empty shape: any).
+// against `dtype` and the element count of `shape` (empty shape: any). For
+// kRawPackedDataset, bytes [byte_offset, byte_offset + byte_count) of it (the
+// row's shape and dtype were checked against byte_count by ReadSegment).
 Result<std::vector<std::uint8_t>> ReadRawDataset(const std::string& path,
                                                  const std::string& dataset, DType dtype,
-                                                 const std::vector<std::int64_t>& shape);
+                                                 const std::vector<std::int64_t>& shape,
+                                                 std::uint64_t byte_offset = 0,
+                                                 std::uint64_t byte_count = 0);
 
 }  // namespace tstat::io

@@ -283,7 +283,7 @@ Result<H5Type> TensorCollectionRowType() {
   return b.Build();
 }
 
-Result<H5Type> RawIndexRowType() {
+Result<H5Type> RawIndexRowType(bool packed_columns) {
   TSTAT_ASSIGN_OR_RETURN(H5Type str, VlenStringType());
   TSTAT_ASSIGN_OR_RETURN(H5Type dtype, DTypeStringType());
   TSTAT_ASSIGN_OR_RETURN(H5Type shape, VlenInt64Type());
@@ -292,6 +292,10 @@ Result<H5Type> RawIndexRowType() {
   b.TSTAT_IO_MEMBER(RawIndexRow, dataset, str.get())
       .TSTAT_IO_MEMBER(RawIndexRow, dtype, dtype.get())
       .TSTAT_IO_MEMBER(RawIndexRow, shape, shape.get());
+  if (packed_columns) {
+    b.TSTAT_IO_MEMBER(RawIndexRow, byte_offset, H5T_NATIVE_UINT64)
+        .TSTAT_IO_MEMBER(RawIndexRow, byte_count, H5T_NATIVE_UINT64);
+  }
   return b.Build();
 }
 

@@ -51,6 +51,11 @@ inline constexpr char kDropsTable[] = "drops";
 inline constexpr char kCountersTable[] = "counters";
 inline constexpr char kRawGroup[] = "raw";
 inline constexpr char kRawIndexTable[] = "raw_index";
+// Snapshots smaller than kRawPackBelowBytes share this 1-D uint8 dataset (one
+// HDF5 object each cost ~60 us to create and to open): raw_index gives each
+// one's byte range in it.
+inline constexpr char kRawPackedDataset[] = "raw/packed";
+inline constexpr std::size_t kRawPackBelowBytes = 64 << 10;
 
 // The stored TensorStats fields (sum, l2 and variance are derived on read).
 struct StoredStats {
@@ -191,9 +196,13 @@ struct RawIndexRow {
   std::uint8_t mode;
   std::int64_t mode_step;
   std::uint32_t tensor_id;
-  const char* dataset;  // "raw/000000"
+  const char* dataset;  // "raw/000000", or kRawPackedDataset
   char dtype[kDTypeChars];
   hvl_t shape;  // int64
+  // The snapshot's bytes within `dataset` when it is kRawPackedDataset (both 0
+  // otherwise; files written before packing have neither column).
+  std::uint64_t byte_offset;
+  std::uint64_t byte_count;
 };
 
 // The HDF5 type a raw snapshot of `t` is stored as (little-endian, the bytes
@@ -224,6 +233,8 @@ Result<H5Type> CountersRowType();
 Result<H5Type> TensorRowType();
 Result<H5Type> TensorCollectionRowType();
 Result<H5Type> DTypeStringType();  // the fixed 8-byte dtype string
-Result<H5Type> RawIndexRowType();
+// With `packed_columns` false: without byte_offset/byte_count, for reading
+// files written before packing.
+Result<H5Type> RawIndexRowType(bool packed_columns = true);
 
 }  // namespace tstat::io

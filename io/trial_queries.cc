@@ -223,7 +223,8 @@ Result<RawTensor> RunTrial::raw(const std::string& name, std::int64_t step, Mode
     for (const RawRef& ref : it->second) {
       if (ref.key.global_step != *g) continue;
       TSTAT_ASSIGN_OR_RETURN(std::vector<std::uint8_t> bytes,
-                             ReadRawDataset(ref.file, ref.dataset, ref.dtype, ref.shape));
+                             ReadRawDataset(ref.file, ref.dataset, ref.dtype, ref.shape,
+                                            ref.byte_offset, ref.byte_count));
       RawTensor out;
       out.dtype = ref.dtype;
       out.shape = ref.shape;

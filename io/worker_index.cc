@@ -162,7 +162,8 @@ void WorkerIndex::AddSegment(const SegmentContents& s, const std::string& path,
         ScalarPoint{KeyOf(r.global_step, r.mode, r.mode_step), r.value, r.wall_time});
   }
   for (const RawEntry& r : b.raws) {
-    raws[r.tensor_id].push_back(RawRef{r.key, path, r.dataset, r.dtype, r.shape});
+    raws[r.tensor_id].push_back(
+        RawRef{r.key, path, r.dataset, r.dtype, r.shape, r.byte_offset, r.byte_count});
   }
   for (const DropEntry& d : b.drops) drops.push_back(d.drop);
 }

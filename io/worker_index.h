@@ -67,9 +67,11 @@ struct ScalarPoint {
 struct RawRef {
   StepKey key;
   std::string file;     // segment path
-  std::string dataset;  // "raw/000000"
+  std::string dataset;  // "raw/000000", or kRawPackedDataset
   DType dtype = DType::kFloat32;
   std::vector<std::int64_t> shape;
+  std::uint64_t byte_offset = 0;  // within kRawPackedDataset
+  std::uint64_t byte_count = 0;
 };
 
 struct WorkerIndex {

@@ -1,20 +1,17 @@
 // See snapshot_buffer_pool.h.
 #include "host/src/snapshot_buffer_pool.h"
 
-#include <sys/mman.h>
-
 #include <cstdint>
 #include <utility>
+
+#include "io/posix_file.h"
 
 namespace tstat::host {
 namespace {
 
 // A new buffer's first touch costs a page fault and a page clear per 4 KiB
-// page (for a 64 MiB snapshot, ~2.5x the copy itself on this project's test
-// machine). Transparent huge pages take one fault per 2 MiB; with THP in
-// "madvise" mode (Debian's default) they need this hint. Only the 2 MiB-aligned
-// interior of a large buffer is advised; a refused hint changes nothing.
-constexpr std::size_t kHugePage = std::size_t{2} << 20;
+// (for a 64 MiB snapshot, ~2.5x the copy itself on this project's test
+// machine): large ones are advised for huge pages first.
 constexpr std::size_t kHugePageMinBytes = std::size_t{4} << 20;
 
 std::unique_ptr<SnapshotBufferPool::Buffer> NewBuffer(const std::uint8_t* src, std::size_t bytes) {
@@ -24,14 +21,7 @@ std::unique_ptr<SnapshotBufferPool::Buffer> NewBuffer(const std::uint8_t* src, s
     return buffer;
   }
   buffer->reserve(bytes);  // allocated, not yet touched
-#if defined(MADV_HUGEPAGE)
-  const auto begin = reinterpret_cast<std::uintptr_t>(buffer->data());
-  const std::uintptr_t first = (begin + kHugePage - 1) / kHugePage * kHugePage;
-  const std::uintptr_t last = (begin + bytes) / kHugePage * kHugePage;
-  if (last > first) {
-    (void)::madvise(reinterpret_cast<void*>(first), last - first, MADV_HUGEPAGE);
-  }
-#endif
+  io::AdviseHugePages(buffer->data(), bytes);
   buffer->assign(src, src + bytes);
   return buffer;
 }

@@ -1,5 +1,6 @@
 // Damaged runs: a segment truncated at many offsets, bytes overwritten at
-// many offsets, garbage appended, a damaged CLOSED marker, a missing segment.
+// many offsets, garbage appended, a damaged CLOSED marker, a missing segment,
+// a packed raw snapshot's byte range outside its dataset.
 // Each damaged segment gives kCorruption naming the file (never a crash) and
 // the rest of the run stays readable and correct.
 #include <gtest/gtest.h>
@@ -8,8 +9,12 @@
 #include <random>
 #include <set>
 
+#include "io/h5_dataset.h"
+#include "io/h5_file.h"
+#include "io/h5_lock.h"
 #include "io/posix_file.h"
 #include "io/segment_reader.h"
+#include "io/segment_schema.h"
 #include "io/segment_seal.h"
 #include "tests/io/io_test_util.h"
 #include "tstat/trial.h"
@@ -176,6 +181,48 @@ TEST_F(CorruptionTest, MissingSegmentIsReported) {
             std::string::npos)
       << refreshed.message();
   EXPECT_EQ((*trial)->steps().size(), 8u);
+}
+
+// A sealed segment whose raw_index sends the first (packed) snapshot's byte
+// range past the end of raw/packed: the segment still loads, and reading that
+// snapshot is kCorruption naming the file (never a read outside the dataset).
+TEST_F(CorruptionTest, PackedRawRangeOutsideItsDatasetIsCorruption) {
+  // raw/packed holds 4 snapshots of 256 bytes: far past its end, and across it.
+  for (const std::uint64_t offset : {std::uint64_t{1} << 40, std::uint64_t{1024 - 100}}) {
+    WriteFile(bad_path_, original_);
+    {
+      H5Lock lock;
+      H5File file(H5Fopen(bad_path_.c_str(), H5F_ACC_RDWR, H5P_DEFAULT));
+      ASSERT_TRUE(file.valid());
+      H5DataSet table(H5Dopen2(file.get(), kRawIndexTable, H5P_DEFAULT));
+      ASSERT_TRUE(table.valid());
+      auto type = RawIndexRowType();
+      TSTAT_ASSERT_OK(type);
+      std::vector<RawIndexRow> rows(4);  // steps 4..7
+      ASSERT_GE(H5Dread(table.get(), type->get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, rows.data()), 0);
+      ASSERT_STREQ(rows[0].dataset, kRawPackedDataset);
+      rows[0].byte_offset = offset;
+      ASSERT_GE(H5Dwrite(table.get(), type->get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, rows.data()), 0);
+      ReclaimVlen(type->get(), rows.size(), rows.data());
+      TSTAT_ASSERT_OK(CloseH5File(&file, bad_path_));
+    }
+    auto damaged = ReadWholeFile(bad_path_);
+    TSTAT_ASSERT_OK(damaged);
+    std::vector<std::uint8_t> image(damaged->begin(), damaged->end());
+    SealSegmentImage(&image);
+    WriteFile(bad_path_, std::string(image.begin(), image.end()));
+
+    auto trial = Trial::Open(dir_.path());
+    TSTAT_ASSERT_OK(trial);
+    TSTAT_ASSERT_OK((*trial)->Refresh());
+    const Status read = (*trial)->raw("a", 4).status();
+    EXPECT_EQ(read.code(), StatusCode::kCorruption) << read.ToString();
+    EXPECT_NE(read.message().find(kBadSegment), std::string::npos) << read.message();
+    EXPECT_NE(read.message().find("raw/packed"), std::string::npos) << read.message();
+    auto intact = (*trial)->raw("a", 5);  // the next snapshot in the same dataset
+    TSTAT_ASSERT_OK(intact);
+    EXPECT_EQ(intact->bytes, *StepRaw(5).bytes);
+  }
 }
 
 }  // namespace

@@ -111,10 +111,22 @@ def read_worker(worker_dir):
                 scalars[int(row["global_step"])] = (int(row["scalar_id"]), float(row["value"]))
             if "raw_index" in f:
                 for row in f["raw_index"][:]:
-                    ds = f[row["dataset"].decode()]
-                    assert ds.attrs["dtype"] == row["dtype"].decode() == "f32"
-                    assert list(ds.shape) == list(row["shape"])
-                    raws[int(row["global_step"])] = ds[()]
+                    assert row["dtype"].decode() == "f32"
+                    shape = [int(d) for d in row["shape"]]
+                    if row["dataset"].decode() == "raw/packed":
+                        # Small snapshots: a byte range of the shared uint8 dataset.
+                        packed = f["raw/packed"]
+                        assert packed.dtype == np.uint8 and packed.ndim == 1
+                        off, n = int(row["byte_offset"]), int(row["byte_count"])
+                        assert n == 4 * int(np.prod(shape)), (n, shape)
+                        value = packed[off:off + n].view("<f4").reshape(shape)
+                    else:
+                        ds = f[row["dataset"].decode()]
+                        assert ds.attrs["dtype"] == "f32"
+                        assert list(ds.shape) == shape
+                        assert int(row["byte_offset"]) == int(row["byte_count"]) == 0
+                        value = ds[()]
+                    raws[int(row["global_step"])] = value
             counters = f["counters"][0]
     return names, registry, steps, stats, hist, scalars, raws, counters
 

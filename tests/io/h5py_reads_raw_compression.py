@@ -27,6 +27,27 @@ def expected(g):
     return bits.astype(np.uint32).view(np.float32).reshape(ROWS, COLS)
 
 
+SMALL_ROWS, SMALL_COLS = 40, 50  # 16,000 bytes of f64: packed into raw/packed (48 KB per segment)
+
+
+def expected_small(g):
+    return (g * 1000 + np.arange(SMALL_ROWS * SMALL_COLS, dtype=np.float64) + 0.25).reshape(
+        SMALL_ROWS, SMALL_COLS)
+
+
+def check_storage(ds, level):
+    layout = ds.id.get_create_plist().get_layout()
+    if ds.nbytes <= 8192:  # compact (in the object header) at any level
+        assert layout == h5py.h5d.COMPACT and ds.compression is None, (layout, ds.nbytes)
+    elif level == 0:
+        assert ds.chunks is None and ds.compression is None and not ds.shuffle, \
+            (ds.chunks, ds.compression, ds.shuffle)
+        assert layout == h5py.h5d.CONTIGUOUS
+    else:
+        assert ds.chunks is not None and ds.compression == "gzip", ds.compression
+        assert ds.compression_opts == level and ds.shuffle, ds.compression_opts
+
+
 def check_seal(path):
     data = open(path, "rb").read()
     m = re.fullmatch(rb"TSTAT-SEGMENT 1\nlength (\d+)\ncrc32 ([0-9a-f]{8})\n",
@@ -38,29 +59,33 @@ def check_seal(path):
 def check_run(run, level):
     segs = sorted(glob.glob(os.path.join(run, "worker-00000", "seg-*.h5")))
     assert segs, run
-    seen = 0
+    seen = seen_small = 0
     for path in segs:
         check_seal(path)
         with h5py.File(path, "r") as f:
             assert f.userblock_size == 512
             for row in f["raw_index"][:]:
-                ds = f[row["dataset"].decode()]
                 g = int(row["global_step"])
+                if row["dataset"].decode() == "raw/packed":
+                    packed = f["raw/packed"]
+                    assert row["dtype"].decode() == "f64" and list(row["shape"]) == [SMALL_ROWS, SMALL_COLS]
+                    off, n = int(row["byte_offset"]), int(row["byte_count"])
+                    got = packed[off:off + n].view("<f8").reshape(SMALL_ROWS, SMALL_COLS)
+                    assert got.tobytes() == expected_small(g).tobytes(), f"{path}: step {g}"
+                    check_storage(packed, level)
+                    seen_small += 1
+                    continue
+                ds = f[row["dataset"].decode()]
                 got = ds[()]
                 assert got.dtype == np.float32 and got.shape == (ROWS, COLS), (got.dtype, got.shape)
                 assert got.tobytes() == expected(g).tobytes(), f"{path}: step {g} differs"
-                if level == 0:
-                    assert ds.chunks is None and ds.compression is None and not ds.shuffle, \
-                        (ds.chunks, ds.compression, ds.shuffle)
-                    assert ds.id.get_create_plist().get_layout() == h5py.h5d.CONTIGUOUS
-                else:
-                    assert ds.chunks is not None and ds.compression == "gzip", ds.compression
-                    assert ds.compression_opts == level and ds.shuffle, ds.compression_opts
+                check_storage(ds, level)
                 seen += 1
             st = f["stats"]
             # The tables keep their own level (chunked + deflate 4 once larger than compact).
             if st.id.get_create_plist().get_layout() == h5py.h5d.CHUNKED:
                 assert st.compression == "gzip" and st.compression_opts == 4, st.compression_opts
+    assert seen_small == seen, (seen_small, seen)
     return seen
 
 

@@ -1,14 +1,21 @@
 // Raw snapshots at raw_compression_level 0 (contiguous, uncompressed) and 6
 // (chunked, shuffle + deflate) read back bit-exact through Trial and through
-// h5py (tests/io/h5py_reads_raw_compression.py checks the values, the
-// storage and filters of each dataset, and the seal with zlib.crc32). The
-// level of the stats tables stays its own (compression_level).
+// h5py, both a large one (its own dataset) and a small one (a byte range of
+// the segment's packed dataset, "raw/packed") (tests/io/h5py_reads_raw_compression.py checks the
+// values, the storage and filters of each dataset, and the seal with zlib.crc32). The level of the
+// stats tables stays its own (compression_level).
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 
+#include "io/h5_dataset.h"
+#include "io/h5_file.h"
+#include "io/h5_lock.h"
 #include "io/posix_file.h"
+#include "io/segment_schema.h"
+#include "io/segment_seal.h"
 #include "tests/io/io_test_util.h"
 #include "tstat/trial.h"
 
@@ -17,6 +24,17 @@ namespace {
 
 constexpr std::int64_t kRows = 64, kCols = 1024;  // 256 KiB: not a compact dataset
 constexpr std::int64_t kSteps = 6;
+constexpr std::int64_t kSmallRows = 40, kSmallCols = 50;  // 16,000 bytes of f64: packed
+
+// The same formula as expected_small() in h5py_reads_raw_compression.py.
+std::vector<std::uint8_t> SmallRawBytes(std::int64_t g) {
+  std::vector<std::uint8_t> bytes(kSmallRows * kSmallCols * 8);
+  for (std::int64_t i = 0; i < kSmallRows * kSmallCols; ++i) {
+    const double v = static_cast<double>(g * 1000 + i) + 0.25;
+    std::memcpy(bytes.data() + 8 * i, &v, 8);
+  }
+  return bytes;
+}
 
 // The same formula as expected() in h5py_reads_raw_compression.py.
 std::vector<std::uint8_t> RawBytes(std::int64_t g) {
@@ -37,7 +55,8 @@ void WriteRun(const std::string& run, int raw_level) {
   auto writer = Hdf5RunWriter::Open(o);
   TSTAT_ASSERT_OK(writer);
   TSTAT_ASSERT_OK((*writer)->RegisterTensors(
-      {MakeTensorInfo(0, "w"), MakeTensorInfo(1, "big", {}, DType::kFloat32, {kRows, kCols})}));
+      {MakeTensorInfo(0, "w"), MakeTensorInfo(1, "big", {}, DType::kFloat32, {kRows, kCols}),
+       MakeTensorInfo(2, "small", {}, DType::kFloat64, {kSmallRows, kSmallCols})}));
   for (std::int64_t g = 0; g < kSteps; ++g) {
     StepBatch b = MakeBatch(g);
     for (std::uint32_t t = 0; t < 2; ++t) b.stats.push_back(SyntheticStatsRecord(g, t));
@@ -47,6 +66,12 @@ void WriteRun(const std::string& run, int raw_level) {
     raw.shape = {kRows, kCols};
     raw.bytes = std::make_shared<std::vector<std::uint8_t>>(RawBytes(g));
     b.raws.push_back(std::move(raw));
+    RawSnapshot small;
+    small.tensor_id = 2;
+    small.dtype = DType::kFloat64;
+    small.shape = {kSmallRows, kSmallCols};
+    small.bytes = std::make_shared<std::vector<std::uint8_t>>(SmallRawBytes(g));
+    b.raws.push_back(std::move(small));
     TSTAT_ASSERT_OK((*writer)->Write(b));
     if (g % 3 == 2) TSTAT_ASSERT_OK((*writer)->Flush({}));  // two segments
   }
@@ -63,6 +88,11 @@ void ExpectRawsBitExact(const std::string& run) {
     EXPECT_EQ(raw->dtype, DType::kFloat32);
     EXPECT_EQ(raw->shape, (std::vector<std::int64_t>{kRows, kCols}));
     EXPECT_TRUE(raw->bytes == RawBytes(g)) << "step " << g;
+    auto small = (*trial)->raw("small", g);
+    ASSERT_TRUE(small.ok()) << small.status().ToString();
+    EXPECT_EQ(small->dtype, DType::kFloat64);
+    EXPECT_EQ(small->shape, (std::vector<std::int64_t>{kSmallRows, kSmallCols}));
+    EXPECT_TRUE(small->bytes == SmallRawBytes(g)) << "step " << g;
   }
 }
 
@@ -88,6 +118,69 @@ TEST(RawCompressionTest, Level0And6ReadBackBitExactThroughTrialAndH5py) {
   const std::string cmd = std::string("/usr/bin/python3 ") + TSTAT_H5PY_RAW_COMPRESSION + " '" +
                           run0 + "' '" + run6 + "'";
   EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+}
+
+// Segments written before small snapshots were packed have raw_index without
+// byte_offset/byte_count: rewritten so, each segment still reads its own-dataset
+// snapshots bit-exact (the reader picks the row type from the file's columns).
+TEST(RawCompressionTest, RawIndexWithoutPackedColumnsStillReads) {
+  TempDir dir;
+  const std::string run = dir.Sub("old");
+  {
+    Hdf5RunWriterOptions o;
+    o.info.run_dir = run;
+    auto writer = Hdf5RunWriter::Open(o);
+    TSTAT_ASSERT_OK(writer);
+    TSTAT_ASSERT_OK((*writer)->RegisterTensors(
+        {MakeTensorInfo(1, "big", {}, DType::kFloat32, {kRows, kCols})}));
+    for (std::int64_t g = 0; g < 3; ++g) {
+      StepBatch b = MakeBatch(g);
+      RawSnapshot raw;
+      raw.tensor_id = 1;
+      raw.dtype = DType::kFloat32;
+      raw.shape = {kRows, kCols};
+      raw.bytes = std::make_shared<std::vector<std::uint8_t>>(RawBytes(g));
+      b.raws.push_back(std::move(raw));
+      TSTAT_ASSERT_OK((*writer)->Write(b));
+    }
+    TSTAT_ASSERT_OK((*writer)->Close({}));
+  }
+  const std::string path = run + "/worker-00000/seg-000000000000.h5";
+  {
+    H5Lock lock;
+    H5File file(H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT));
+    ASSERT_TRUE(file.valid());
+    auto now = RawIndexRowType(true);
+    auto old = RawIndexRowType(false);
+    TSTAT_ASSERT_OK(now);
+    TSTAT_ASSERT_OK(old);
+    std::vector<RawIndexRow> rows(3);
+    {
+      H5DataSet table(H5Dopen2(file.get(), kRawIndexTable, H5P_DEFAULT));
+      ASSERT_TRUE(table.valid());
+      ASSERT_GE(H5Dread(table.get(), now->get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, rows.data()), 0);
+    }
+    ASSERT_GE(H5Ldelete(file.get(), kRawIndexTable, H5P_DEFAULT), 0);
+    TSTAT_ASSERT_OK(WriteNewDataset(file.get(), kRawIndexTable, old->get(), old->get(), {3},
+                                    rows.data(), 0, path));
+    ReclaimVlen(now->get(), rows.size(), rows.data());
+    TSTAT_ASSERT_OK(CloseH5File(&file, path));
+  }
+  auto bytes = ReadWholeFile(path);
+  TSTAT_ASSERT_OK(bytes);
+  std::vector<std::uint8_t> image(bytes->begin(), bytes->end());
+  SealSegmentImage(&image);
+  std::ofstream(path, std::ios::binary | std::ios::trunc)
+      .write(reinterpret_cast<const char*>(image.data()),
+             static_cast<std::streamsize>(image.size()));
+
+  auto trial = Trial::Open(run);
+  TSTAT_ASSERT_OK(trial);
+  for (std::int64_t g = 0; g < 3; ++g) {
+    auto raw = (*trial)->raw("big", g);
+    ASSERT_TRUE(raw.ok()) << raw.status().ToString();
+    EXPECT_TRUE(raw->bytes == RawBytes(g)) << "step " << g;
+  }
 }
 
 TEST(RawCompressionTest, WriterRejectsEitherLevelOutOfRangeNamingFieldAndValue) {
