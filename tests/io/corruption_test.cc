@@ -206,11 +206,7 @@ TEST_F(CorruptionTest, PackedRawRangeOutsideItsDatasetIsCorruption) {
       ReclaimVlen(type->get(), rows.size(), rows.data());
       TSTAT_ASSERT_OK(CloseH5File(&file, bad_path_));
     }
-    auto damaged = ReadWholeFile(bad_path_);
-    TSTAT_ASSERT_OK(damaged);
-    std::vector<std::uint8_t> image(damaged->begin(), damaged->end());
-    SealSegmentImage(&image);
-    WriteFile(bad_path_, std::string(image.begin(), image.end()));
+    TSTAT_ASSERT_OK(ResealSegmentFile(bad_path_));
 
     auto trial = Trial::Open(dir_.path());
     TSTAT_ASSERT_OK(trial);

@@ -7,7 +7,10 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 
+#include "io/posix_file.h"
+#include "io/segment_seal.h"
 #include "tests/support/data.h"
 #include "tests/support/reference.h"
 
@@ -245,6 +248,26 @@ void ExpectRecordEqual(const TensorStatsRecord& got, const TensorStatsRecord& wa
       EXPECT_TRUE(SameDouble(got.sample->values[i], want.sample->values[i])) << where;
     }
   }
+}
+
+RawSnapshot MakeRawSnapshot(std::uint32_t tensor_id, DType dtype, std::vector<std::int64_t> shape,
+                            std::vector<std::uint8_t> bytes) {
+  RawSnapshot raw;
+  raw.tensor_id = tensor_id;
+  raw.dtype = dtype;
+  raw.shape = std::move(shape);
+  raw.bytes = std::make_shared<std::vector<std::uint8_t>>(std::move(bytes));
+  return raw;
+}
+
+Status ResealSegmentFile(const std::string& path) {
+  TSTAT_ASSIGN_OR_RETURN(std::string bytes, ReadWholeFile(path));
+  std::vector<std::uint8_t> image(bytes.begin(), bytes.end());
+  SealSegmentImage(&image);
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(reinterpret_cast<const char*>(image.data()),
+            static_cast<std::streamsize>(image.size()));
+  return out ? Status::OK() : Status::IoError(path + ": rewrite failed");
 }
 
 }  // namespace tstat::io::testing

@@ -47,6 +47,14 @@ TensorStatsRecord LabelRecord(std::int64_t step, std::uint32_t tensor_id);
 // A stats-only record with stats that are cheap, distinct functions of (step, tensor).
 TensorStatsRecord SyntheticStatsRecord(std::int64_t step, std::uint32_t tensor_id);
 
+// A raw snapshot holding `bytes`.
+RawSnapshot MakeRawSnapshot(std::uint32_t tensor_id, DType dtype, std::vector<std::int64_t> shape,
+                            std::vector<std::uint8_t> bytes);
+
+// Seals the segment file at `path` again over its current bytes (for tests
+// that edit a closed segment with HDF5 and need the seal to match).
+Status ResealSegmentFile(const std::string& path);
+
 // Opens a writer for `run_dir` (rank/world_size as given); fails the test on error.
 std::unique_ptr<Hdf5RunWriter> OpenWriterOrDie(const std::string& run_dir, int rank = 0,
                                                int world_size = 1,

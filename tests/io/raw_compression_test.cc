@@ -8,14 +8,12 @@
 
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 
 #include "io/h5_dataset.h"
 #include "io/h5_file.h"
 #include "io/h5_lock.h"
 #include "io/posix_file.h"
 #include "io/segment_schema.h"
-#include "io/segment_seal.h"
 #include "tests/io/io_test_util.h"
 #include "tstat/trial.h"
 
@@ -60,18 +58,9 @@ void WriteRun(const std::string& run, int raw_level) {
   for (std::int64_t g = 0; g < kSteps; ++g) {
     StepBatch b = MakeBatch(g);
     for (std::uint32_t t = 0; t < 2; ++t) b.stats.push_back(SyntheticStatsRecord(g, t));
-    RawSnapshot raw;
-    raw.tensor_id = 1;
-    raw.dtype = DType::kFloat32;
-    raw.shape = {kRows, kCols};
-    raw.bytes = std::make_shared<std::vector<std::uint8_t>>(RawBytes(g));
-    b.raws.push_back(std::move(raw));
-    RawSnapshot small;
-    small.tensor_id = 2;
-    small.dtype = DType::kFloat64;
-    small.shape = {kSmallRows, kSmallCols};
-    small.bytes = std::make_shared<std::vector<std::uint8_t>>(SmallRawBytes(g));
-    b.raws.push_back(std::move(small));
+    b.raws.push_back(MakeRawSnapshot(1, DType::kFloat32, {kRows, kCols}, RawBytes(g)));
+    b.raws.push_back(
+        MakeRawSnapshot(2, DType::kFloat64, {kSmallRows, kSmallCols}, SmallRawBytes(g)));
     TSTAT_ASSERT_OK((*writer)->Write(b));
     if (g % 3 == 2) TSTAT_ASSERT_OK((*writer)->Flush({}));  // two segments
   }
@@ -135,12 +124,7 @@ TEST(RawCompressionTest, RawIndexWithoutPackedColumnsStillReads) {
         {MakeTensorInfo(1, "big", {}, DType::kFloat32, {kRows, kCols})}));
     for (std::int64_t g = 0; g < 3; ++g) {
       StepBatch b = MakeBatch(g);
-      RawSnapshot raw;
-      raw.tensor_id = 1;
-      raw.dtype = DType::kFloat32;
-      raw.shape = {kRows, kCols};
-      raw.bytes = std::make_shared<std::vector<std::uint8_t>>(RawBytes(g));
-      b.raws.push_back(std::move(raw));
+      b.raws.push_back(MakeRawSnapshot(1, DType::kFloat32, {kRows, kCols}, RawBytes(g)));
       TSTAT_ASSERT_OK((*writer)->Write(b));
     }
     TSTAT_ASSERT_OK((*writer)->Close({}));
@@ -166,13 +150,7 @@ TEST(RawCompressionTest, RawIndexWithoutPackedColumnsStillReads) {
     ReclaimVlen(now->get(), rows.size(), rows.data());
     TSTAT_ASSERT_OK(CloseH5File(&file, path));
   }
-  auto bytes = ReadWholeFile(path);
-  TSTAT_ASSERT_OK(bytes);
-  std::vector<std::uint8_t> image(bytes->begin(), bytes->end());
-  SealSegmentImage(&image);
-  std::ofstream(path, std::ios::binary | std::ios::trunc)
-      .write(reinterpret_cast<const char*>(image.data()),
-             static_cast<std::streamsize>(image.size()));
+  TSTAT_ASSERT_OK(ResealSegmentFile(path));
 
   auto trial = Trial::Open(run);
   TSTAT_ASSERT_OK(trial);
