@@ -85,9 +85,11 @@ class Hdf5RunWriter final : public StepSink {
   // The segment store's disk error if it has one, else `hdf5_error`.
   Status StoreErrorOr(const Status& hdf5_error) const;
   Status FailSegment(const Status& cause, std::uint64_t extra_records_lost);
+  // Makes buffers_->raw_packed hold at least `needed` bytes without growing
+  // again this segment (see the .cc).
+  void ReservePacked(std::size_t needed);
   // Writes the tables, closes the open segment's file and seals its image
   // (in segment_->memory).
-  void ReservePacked(std::size_t needed);
   Status FinishImage(const PipelineCounters& counters);
   PipelineCounters StoredCounters(const PipelineCounters& counters, bool include_open) const;
 

@@ -32,6 +32,7 @@ Status FsyncPath(const std::string& path);  // a file or a directory
 // 2 MiB instead of per 4 KiB (THP's "madvise" mode, Debian's default, needs the
 // hint). Best effort: a refusal changes nothing.
 void AdviseHugePages(void* data, std::size_t bytes);
+
 Status RenameFile(const std::string& from, const std::string& to);
 // Removes a file; a missing file is not an error.
 Status RemoveFile(const std::string& path);
