@@ -11,6 +11,7 @@
 #include "io/closed_marker.h"
 #include "io/h5_file.h"
 #include "io/h5_lock.h"
+#include "io/packed_raw_dataset.h"
 #include "io/posix_file.h"
 #include "io/run_layout.h"
 #include "io/segment_buffers.h"
@@ -88,12 +89,14 @@ Result<std::unique_ptr<Hdf5RunWriter>> Hdf5RunWriter::Open(const Hdf5RunWriterOp
 Hdf5RunWriter::Hdf5RunWriter(const Hdf5RunWriterOptions& options, std::string worker_dir)
     : options_(options),
       worker_dir_(std::move(worker_dir)),
-      buffers_(std::make_unique<SegmentBuffers>()) {}
+      buffers_(std::make_unique<SegmentBuffers>()),
+      packed_(std::make_unique<PackedRawDataset>()) {}
 
 Hdf5RunWriter::~Hdf5RunWriter() {
   if (!segment_) return;
   {
     H5Lock lock;
+    packed_->Close();
     CloseH5File(&segment_->file, TmpPath()).ok();  // unsealed: nothing to lose but the data
   }
   segment_.reset();
@@ -174,6 +177,7 @@ Status Hdf5RunWriter::OpenSegment() {
   TSTAT_RETURN_IF_ERROR(segment->store.Create(TmpPath()));
   TSTAT_ASSIGN_OR_RETURN(segment->file, CreateSegmentH5File(&segment->store, kSegmentUserBlock));
   segment_ = std::move(segment);
+  packed_->Reset(options_.raw_compression_level);
   segment_created_ = NowUnixSeconds();
   raw_count_ = 0;
   raw_bytes_ = 0;
@@ -190,6 +194,7 @@ Status Hdf5RunWriter::FailSegment(const Status& cause, std::uint64_t extra_recor
   const std::uint64_t lost = buffers_->records() + extra_records_lost;
   if (segment_) {
     H5Lock lock;
+    packed_->Close();
     CloseH5File(&segment_->file, TmpPath()).ok();  // in memory; the cause is known
     segment_.reset();
   }
@@ -200,22 +205,6 @@ Status Hdf5RunWriter::FailSegment(const Status& cause, std::uint64_t extra_recor
   records_lost_ += lost;
   return Status(cause.code(), cause.message() + " (segment discarded, " + std::to_string(lost) +
                                   " records lost)");
-}
-
-// A segment's packed small snapshots grow to about rotate_bytes_ (it rotates
-// after the batch that reaches it): reserved at once, untouched and advised
-// for huge pages, with room for a batch past it, rather than grown by
-// doubling, which copied everything again and faulted 4 KiB pages at each step.
-void Hdf5RunWriter::ReservePacked(std::size_t needed) {
-  std::vector<std::uint8_t>& packed = buffers_->raw_packed;
-  const std::size_t segment =
-      static_cast<std::size_t>(std::min<std::uint64_t>(rotate_bytes_, std::uint64_t{1} << 30)) +
-      (std::size_t{8} << 20);
-  std::vector<std::uint8_t> bigger;
-  bigger.reserve(std::max({needed, segment, 2 * packed.capacity()}));
-  AdviseHugePages(bigger.data(), bigger.capacity());
-  bigger.assign(packed.begin(), packed.end());
-  packed.swap(bigger);
 }
 
 Status Hdf5RunWriter::Write(const StepBatch& batch) {
@@ -229,20 +218,17 @@ Status Hdf5RunWriter::Write(const StepBatch& batch) {
   std::vector<RawEntry> raws;
   if (!batch.raws.empty()) {
     H5Lock lock;
-    std::size_t small_bytes = 0;
-    for (const RawSnapshot& raw : batch.raws) {
-      const std::size_t size = raw.bytes ? raw.bytes->size() : 0;
-      if (size < kRawPackBelowBytes) small_bytes += size;
-    }
-    std::vector<std::uint8_t>& packed = buffers_->raw_packed;
-    if (packed.capacity() < packed.size() + small_bytes) ReservePacked(packed.size() + small_bytes);
     for (const RawSnapshot& raw : batch.raws) {
       const std::size_t size = raw.bytes ? raw.bytes->size() : 0;
       raw_bytes_ += size;
-      if (size < kRawPackBelowBytes) {  // into the segment's packed dataset, at Flush
+      if (size < kRawPackBelowBytes) {  // a byte range of the segment's packed dataset
+        const std::uint64_t offset = packed_->size();
+        if (size) {
+          Status packed = packed_->Append(segment_->file.get(), raw.bytes->data(), size, TmpPath());
+          if (!packed.ok()) return FailSegment(StoreErrorOr(packed), RecordsIn(batch));
+        }
         raws.push_back(RawEntry{batch.key, raw.tensor_id, kRawPackedDataset, raw.dtype, raw.shape,
-                                packed.size(), size});
-        if (size) packed.insert(packed.end(), raw.bytes->begin(), raw.bytes->end());
+                                offset, size});
         continue;
       }
       Result<std::string> name = WriteRawSnapshot(segment_->file.get(), raw_count_, raw,
@@ -279,8 +265,7 @@ Status Hdf5RunWriter::FinishImage(const PipelineCounters& counters) {
   registry.reserve(registry_.size());
   for (const auto& entry : registry_) registry.push_back(entry.second);
   H5Lock lock;
-  TSTAT_RETURN_IF_ERROR(WritePackedRawSnapshots(segment_->file.get(), buffers_->raw_packed,
-                                                options_.raw_compression_level, TmpPath()));
+  TSTAT_RETURN_IF_ERROR(packed_->Finish(segment_->file.get(), TmpPath()));
   TSTAT_RETURN_IF_ERROR(WriteSegmentTables(segment_->file.get(), header, registry, *buffers_,
                                            StoredCounters(counters, true),
                                            options_.compression_level, TmpPath()));

@@ -4,7 +4,9 @@
 // Life of a segment: the first Write() after a Flush starts a new segment as
 // an HDF5 file IN MEMORY (with a 512-byte user block for the seal); raw
 // snapshots are copied into it at once (deflated only at
-// raw_compression_level > 0; the caller's bytes are not held), stats,
+// raw_compression_level > 0; the caller's bytes are not held), small ones
+// into the segment's packed dataset a chunk at a time (packed_raw_dataset.h),
+// large ones going straight to disk (segment_store.h); stats,
 // histograms, scalars, ... are appended to column buffers. Flush() writes
 // every table with one H5Dwrite, closes the file, seals its memory in place
 // (segment_seal.h; no copy of the image), writes it to seg-<index>.h5.tmp,
@@ -49,6 +51,7 @@ namespace tstat::io {
 // Private parts that need hdf5.h, which stays out of this header.
 struct OpenSegmentFile;
 struct SegmentBuffers;
+class PackedRawDataset;
 
 class Hdf5RunWriter final : public StepSink {
  public:
@@ -85,9 +88,6 @@ class Hdf5RunWriter final : public StepSink {
   // The segment store's disk error if it has one, else `hdf5_error`.
   Status StoreErrorOr(const Status& hdf5_error) const;
   Status FailSegment(const Status& cause, std::uint64_t extra_records_lost);
-  // Makes buffers_->raw_packed hold at least `needed` bytes without growing
-  // again this segment (see the .cc).
-  void ReservePacked(std::size_t needed);
   // Writes the tables, closes the open segment's file and seals its image
   // (in segment_->memory).
   Status FinishImage(const PipelineCounters& counters);
@@ -97,6 +97,7 @@ class Hdf5RunWriter final : public StepSink {
   std::string worker_dir_;
   std::map<std::uint32_t, TensorInfo> registry_;
   std::unique_ptr<SegmentBuffers> buffers_;
+  std::unique_ptr<PackedRawDataset> packed_;  // the open segment's raw/packed
   std::unique_ptr<OpenSegmentFile> segment_;  // null: no segment open
   double segment_created_ = 0.0;
   std::uint64_t raw_count_ = 0;  // raw datasets in the open segment

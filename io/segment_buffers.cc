@@ -165,9 +165,6 @@ void SegmentBuffers::Clear() {
   scalars.clear();
   drops.clear();
   raws.clear();
-  raw_packed.clear();
-  // Kept for the next segment only up to a typical segment's worth.
-  if (raw_packed.capacity() > (std::size_t{32} << 20)) std::vector<std::uint8_t>().swap(raw_packed);
 }
 
 }  // namespace tstat::io

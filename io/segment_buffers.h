@@ -51,7 +51,6 @@ struct SegmentBuffers {
   std::vector<ScalarRow> scalars;
   std::vector<DropEntry> drops;
   std::vector<RawEntry> raws;
-  std::vector<std::uint8_t> raw_packed;  // kRawPackedDataset's bytes
 
   // Adds every record of `batch` except its raw snapshots.
   void Append(const StepBatch& batch);

@@ -188,8 +188,6 @@ Status ValidateRawSnapshot(const RawSnapshot& raw) {
   return Status::OK();
 }
 
-namespace {
-
 Status EnsureRawGroup(hid_t file, const std::string& path) {
   TSTAT_ASSIGN_OR_RETURN(bool has_group, H5LinkExists(file, kRawGroup, path));
   if (!has_group) {
@@ -197,8 +195,6 @@ Status EnsureRawGroup(hid_t file, const std::string& path) {
   }
   return Status::OK();
 }
-
-}  // namespace
 
 Status WritePackedRawSnapshots(hid_t file, const std::vector<std::uint8_t>& bytes, int level,
                                const std::string& path) {

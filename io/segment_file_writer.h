@@ -46,8 +46,13 @@ Result<std::string> WriteRawSnapshot(hid_t file, std::uint64_t index, const RawS
 // the shape (an empty shape: any element count, stored 1-D).
 Status ValidateRawSnapshot(const RawSnapshot& raw);
 
-// Writes the segment's packed small snapshots as kRawPackedDataset (nothing
-// when `bytes` is empty), at raw compression `level`.
+// Creates the group "raw" unless the file has it.
+Status EnsureRawGroup(hid_t file, const std::string& path);
+
+// Writes a segment's packed small snapshots as kRawPackedDataset, one
+// fixed-size dataset (nothing when `bytes` is empty), at raw compression
+// `level`: for segments whose packed bytes fit in one chunk
+// (packed_raw_dataset.h writes the others as they fill).
 Status WritePackedRawSnapshots(hid_t file, const std::vector<std::uint8_t>& bytes, int level,
                                const std::string& path);
 

@@ -361,9 +361,22 @@ Result<std::vector<std::uint8_t>> ReadRawDataset(const std::string& path,
                                                  std::uint64_t byte_count) {
   H5Lock lock;
   TSTAT_ASSIGN_OR_RETURN(H5File file, OpenH5FileReadOnly(path));
-  TSTAT_ASSIGN_OR_RETURN(H5DataSet data, OpenH5Dataset(file.get(), dataset.c_str(), path));
-  if (dataset == kRawPackedDataset)
+  if (dataset == kRawPackedDataset) {
+    // No chunk cache: a snapshot's bytes are read alone, not the whole 1 MiB
+    // chunk around them (+50 us per 4 KB read, unfiltered, with the cache).
+    H5Plist access(H5Pcreate(H5P_DATASET_ACCESS));
+    if (!access.valid() || H5Pset_chunk_cache(access.get(), H5D_CHUNK_CACHE_NSLOTS_DEFAULT, 0,
+                                              H5D_CHUNK_CACHE_W0_DEFAULT) < 0) {
+      return H5Failure(StatusCode::kInternal, path + ": dataset access list");
+    }
+    H5DataSet data(H5Dopen2(file.get(), kRawPackedDataset, access.get()));
+    if (!data.valid()) {
+      return H5Failure(StatusCode::kCorruption,
+                       path + ": cannot open dataset '" + kRawPackedDataset + "'");
+    }
     return ReadPackedBytes(data.get(), byte_offset, byte_count, path);
+  }
+  TSTAT_ASSIGN_OR_RETURN(H5DataSet data, OpenH5Dataset(file.get(), dataset.c_str(), path));
   TSTAT_ASSIGN_OR_RETURN(std::vector<hsize_t> dims, H5DatasetDims(data.get(), path));
   std::uint64_t numel = 1;
   for (hsize_t d : dims) numel *= d;

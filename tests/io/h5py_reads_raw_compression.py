@@ -6,7 +6,8 @@ argv[2]: the same at raw level 6; both with table level 4. Checks, with h5py
 and zlib only (no tstat code): the seal (zlib.crc32 of the bytes after 512),
 each raw dataset's values (the formula of the C++ test, bit-exact), its
 storage (level 0: contiguous, no filters; level 6: chunked, shuffle +
-gzip 6), and that the stats table keeps the tables' deflate level 4.
+gzip 6; raw/packed past 1 MiB: extendible, chunks of 1 MiB, the same
+filters), and that the stats table keeps the tables' deflate level 4.
 """
 import glob
 import os
@@ -35,10 +36,26 @@ def expected_small(g):
         SMALL_ROWS, SMALL_COLS)
 
 
+MEDIUM, MEDIUM_ELEMENTS, MEDIUM_STEPS, MEDIUM_ID0 = 20, 15000, 3, 10  # packed, first segment
+
+
+def expected_medium(m, g):
+    return ((g * 7 + m) * 100000 + np.arange(MEDIUM_ELEMENTS)).astype(np.float32)
+
+
+CHUNK = 1 << 20  # raw/packed past one chunk: written a chunk at a time
+
+
 def check_storage(ds, level):
     layout = ds.id.get_create_plist().get_layout()
     if ds.nbytes <= 8192:  # compact (in the object header) at any level
         assert layout == h5py.h5d.COMPACT and ds.compression is None, (layout, ds.nbytes)
+    elif ds.name == "/raw/packed" and ds.nbytes >= CHUNK:
+        assert ds.chunks == (CHUNK,) and ds.maxshape == (None,), (ds.chunks, ds.maxshape)
+        if level == 0:
+            assert ds.compression is None and not ds.shuffle, (ds.compression, ds.shuffle)
+        else:
+            assert ds.compression == "gzip" and ds.compression_opts == level and ds.shuffle
     elif level == 0:
         assert ds.chunks is None and ds.compression is None and not ds.shuffle, \
             (ds.chunks, ds.compression, ds.shuffle)
@@ -59,7 +76,8 @@ def check_seal(path):
 def check_run(run, level):
     segs = sorted(glob.glob(os.path.join(run, "worker-00000", "seg-*.h5")))
     assert segs, run
-    seen = seen_small = 0
+    seen = seen_small = seen_medium = 0
+    chunked_packed = 0
     for path in segs:
         check_seal(path)
         with h5py.File(path, "r") as f:
@@ -68,8 +86,16 @@ def check_run(run, level):
                 g = int(row["global_step"])
                 if row["dataset"].decode() == "raw/packed":
                     packed = f["raw/packed"]
-                    assert row["dtype"].decode() == "f64" and list(row["shape"]) == [SMALL_ROWS, SMALL_COLS]
                     off, n = int(row["byte_offset"]), int(row["byte_count"])
+                    if int(row["tensor_id"]) >= MEDIUM_ID0:
+                        m = int(row["tensor_id"]) - MEDIUM_ID0
+                        assert row["dtype"].decode() == "f32" and list(row["shape"]) == [MEDIUM_ELEMENTS]
+                        got = packed[off:off + n].view("<f4")
+                        assert got.tobytes() == expected_medium(m, g).tobytes(), f"{path}: m{m} step {g}"
+                        check_storage(packed, level)
+                        seen_medium += 1
+                        continue
+                    assert row["dtype"].decode() == "f64" and list(row["shape"]) == [SMALL_ROWS, SMALL_COLS]
                     got = packed[off:off + n].view("<f8").reshape(SMALL_ROWS, SMALL_COLS)
                     assert got.tobytes() == expected_small(g).tobytes(), f"{path}: step {g}"
                     check_storage(packed, level)
@@ -81,11 +107,16 @@ def check_run(run, level):
                 assert got.tobytes() == expected(g).tobytes(), f"{path}: step {g} differs"
                 check_storage(ds, level)
                 seen += 1
+            if "raw/packed" in f and f["raw/packed"].chunks == (CHUNK,):
+                chunked_packed += 1
             st = f["stats"]
             # The tables keep their own level (chunked + deflate 4 once larger than compact).
             if st.id.get_create_plist().get_layout() == h5py.h5d.CHUNKED:
                 assert st.compression == "gzip" and st.compression_opts == 4, st.compression_opts
     assert seen_small == seen, (seen_small, seen)
+    assert seen_medium == MEDIUM * MEDIUM_STEPS, seen_medium
+    # The first segment's packed bytes pass one chunk, the second's do not.
+    assert chunked_packed == 1, chunked_packed
     return seen
 
 

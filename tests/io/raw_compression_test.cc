@@ -1,8 +1,11 @@
 // Raw snapshots at raw_compression_level 0 (contiguous, uncompressed) and 6
 // (chunked, shuffle + deflate) read back bit-exact through Trial and through
-// h5py, both a large one (its own dataset) and a small one (a byte range of
-// the segment's packed dataset, "raw/packed") (tests/io/h5py_reads_raw_compression.py checks the
-// values, the storage and filters of each dataset, and the seal with zlib.crc32). The level of the
+// h5py, both a large one (its own dataset) and small ones (byte ranges of
+// the segment's packed dataset, "raw/packed"): the first segment's packed
+// bytes pass 1 MiB, so that dataset is written a chunk at a time
+// (io/packed_raw_dataset.h), with snapshots straddling chunk boundaries; the
+// second's stay under one chunk. tests/io/h5py_reads_raw_compression.py checks the
+// values, the storage and filters of each dataset, and the seal with zlib.crc32. The level of the
 // stats tables stays its own (compression_level).
 #include <gtest/gtest.h>
 
@@ -23,6 +26,22 @@ namespace {
 constexpr std::int64_t kRows = 64, kCols = 1024;  // 256 KiB: not a compact dataset
 constexpr std::int64_t kSteps = 6;
 constexpr std::int64_t kSmallRows = 40, kSmallCols = 50;  // 16,000 bytes of f64: packed
+// Steps 0..2 (the first segment) also hold kMedium snapshots of 60,000 bytes,
+// tensor ids kMediumId0 + m: 3.6 MB of packed bytes, 3 chunks and a tail.
+constexpr std::int64_t kMedium = 20, kMediumElements = 15000, kMediumSteps = 3;
+constexpr std::uint32_t kMediumId0 = 10;
+
+// The same formula as expected_medium() in h5py_reads_raw_compression.py.
+std::vector<std::uint8_t> MediumRawBytes(std::int64_t m, std::int64_t g) {
+  std::vector<std::uint8_t> bytes(kMediumElements * 4);
+  for (std::int64_t i = 0; i < kMediumElements; ++i) {
+    const float v = static_cast<float>((g * 7 + m) * 100000 + i);
+    std::memcpy(bytes.data() + 4 * i, &v, 4);
+  }
+  return bytes;
+}
+
+std::string MediumName(std::int64_t m) { return "m" + std::to_string(m); }
 
 // The same formula as expected_small() in h5py_reads_raw_compression.py.
 std::vector<std::uint8_t> SmallRawBytes(std::int64_t g) {
@@ -52,15 +71,24 @@ void WriteRun(const std::string& run, int raw_level) {
   o.raw_compression_level = raw_level;
   auto writer = Hdf5RunWriter::Open(o);
   TSTAT_ASSERT_OK(writer);
-  TSTAT_ASSERT_OK((*writer)->RegisterTensors(
-      {MakeTensorInfo(0, "w"), MakeTensorInfo(1, "big", {}, DType::kFloat32, {kRows, kCols}),
-       MakeTensorInfo(2, "small", {}, DType::kFloat64, {kSmallRows, kSmallCols})}));
+  std::vector<TensorInfo> tensors = {
+      MakeTensorInfo(0, "w"), MakeTensorInfo(1, "big", {}, DType::kFloat32, {kRows, kCols}),
+      MakeTensorInfo(2, "small", {}, DType::kFloat64, {kSmallRows, kSmallCols})};
+  for (std::int64_t m = 0; m < kMedium; ++m) {
+    tensors.push_back(MakeTensorInfo(kMediumId0 + static_cast<std::uint32_t>(m), MediumName(m), {},
+                                     DType::kFloat32, {kMediumElements}));
+  }
+  TSTAT_ASSERT_OK((*writer)->RegisterTensors(tensors));
   for (std::int64_t g = 0; g < kSteps; ++g) {
     StepBatch b = MakeBatch(g);
     for (std::uint32_t t = 0; t < 2; ++t) b.stats.push_back(SyntheticStatsRecord(g, t));
     b.raws.push_back(MakeRawSnapshot(1, DType::kFloat32, {kRows, kCols}, RawBytes(g)));
     b.raws.push_back(
         MakeRawSnapshot(2, DType::kFloat64, {kSmallRows, kSmallCols}, SmallRawBytes(g)));
+    for (std::int64_t m = 0; m < kMedium && g < kMediumSteps; ++m) {
+      b.raws.push_back(MakeRawSnapshot(kMediumId0 + static_cast<std::uint32_t>(m),
+                                       DType::kFloat32, {kMediumElements}, MediumRawBytes(m, g)));
+    }
     TSTAT_ASSERT_OK((*writer)->Write(b));
     if (g % 3 == 2) TSTAT_ASSERT_OK((*writer)->Flush({}));  // two segments
   }
@@ -82,6 +110,15 @@ void ExpectRawsBitExact(const std::string& run) {
     EXPECT_EQ(small->dtype, DType::kFloat64);
     EXPECT_EQ(small->shape, (std::vector<std::int64_t>{kSmallRows, kSmallCols}));
     EXPECT_TRUE(small->bytes == SmallRawBytes(g)) << "step " << g;
+  }
+  for (std::int64_t m = 0; m < kMedium; ++m) {
+    EXPECT_EQ((*trial)->raw_steps(MediumName(m)).size(), static_cast<std::size_t>(kMediumSteps));
+    for (std::int64_t g = 0; g < kMediumSteps; ++g) {
+      auto medium = (*trial)->raw(MediumName(m), g);
+      ASSERT_TRUE(medium.ok()) << medium.status().ToString();
+      EXPECT_EQ(medium->shape, (std::vector<std::int64_t>{kMediumElements}));
+      EXPECT_TRUE(medium->bytes == MediumRawBytes(m, g)) << MediumName(m) << " step " << g;
+    }
   }
 }
 

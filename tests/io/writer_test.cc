@@ -397,5 +397,70 @@ TEST(WriterTest, FileSizeLimitFailsTheSegmentOnly) {
   EXPECT_EQ(OpenH5ObjectCount(), 0);
 }
 
+// Small snapshots past 1 MiB go to the file a chunk at a time while the
+// segment is open (io/packed_raw_dataset.h): a chunk write that fails fails
+// the segment like any other write, and no HDF5 object is left open.
+TEST(WriterTest, FileSizeLimitDuringPackedChunkWritesFailsTheSegmentOnly) {
+  TempDir dir;
+  auto writer = OpenWriterOrDie(dir.path(), 0, 1, "{}", 0);
+  std::vector<TensorInfo> tensors = {MakeTensorInfo(0, "w")};
+  for (std::uint32_t t = 1; t <= 40; ++t) {
+    tensors.push_back(MakeTensorInfo(t, "s" + std::to_string(t), {}, DType::kFloat32, {15000}));
+  }
+  TSTAT_ASSERT_OK(writer->RegisterTensors(tensors));
+  TSTAT_ASSERT_OK(writer->Write(StatsBatch(0)));
+  TSTAT_ASSERT_OK(writer->Flush({}));
+  struct rlimit saved;
+  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &saved), 0);
+  auto* old_handler = ::signal(SIGXFSZ, SIG_IGN);
+  struct rlimit limited = saved;
+  limited.rlim_cur = 256 * 1024;
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &limited), 0);
+  StepBatch small = StatsBatch(1);  // 40 x 60,000 bytes: packed, 2.4 MB > the limit
+  for (std::uint32_t t = 1; t <= 40; ++t) small.raws.push_back(FloatRaw(t, {15000}, 15000, 1.f));
+  const Status failure = writer->Write(small);
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &saved), 0);
+  ::signal(SIGXFSZ, old_handler);
+  ASSERT_FALSE(failure.ok());
+  std::cout << "file size limit, packed: " << failure.ToString() << "\n";
+  EXPECT_NE(failure.message().find("seg-000000000001.h5.tmp"), std::string::npos)
+      << failure.message();
+  EXPECT_NE(failure.message().find("41 records lost"), std::string::npos) << failure.message();
+  EXPECT_EQ(writer->records_lost(), 41u);
+  // The writer goes on: a new segment, its own packed dataset from offset 0.
+  StepBatch next = StatsBatch(2);
+  for (std::uint32_t t = 1; t <= 40; ++t) next.raws.push_back(FloatRaw(t, {15000}, 15000, 2.f));
+  TSTAT_ASSERT_OK(writer->Write(next));
+  TSTAT_ASSERT_OK(writer->Close({}));
+  auto trial = Trial::Open(dir.path());
+  TSTAT_ASSERT_OK(trial);
+  EXPECT_EQ((*trial)->steps().size(), 2u);
+  auto raw = (*trial)->raw("s40", 2);
+  TSTAT_ASSERT_OK(raw);
+  EXPECT_EQ(raw->bytes, *FloatRaw(40, {15000}, 15000, 2.f).bytes);
+  writer.reset();
+  EXPECT_EQ(OpenH5ObjectCount(), 0);
+}
+
+// Destroyed with raw/packed open (past its first chunk): the segment is
+// dropped as a crash would leave it, with no HDF5 object left open.
+TEST(WriterTest, DestroyedWithAnOpenPackedDatasetLeavesNothingOpen) {
+  TempDir dir;
+  {
+    auto writer = OpenWriterOrDie(dir.path());
+    std::vector<TensorInfo> tensors;
+    for (std::uint32_t t = 0; t < 30; ++t) {
+      tensors.push_back(MakeTensorInfo(t, "s" + std::to_string(t), {}, DType::kFloat32, {15000}));
+    }
+    TSTAT_ASSERT_OK(writer->RegisterTensors(tensors));
+    StepBatch b = MakeBatch(0);  // 1.8 MB of small snapshots: one chunk written
+    for (std::uint32_t t = 0; t < 30; ++t) b.raws.push_back(FloatRaw(t, {15000}, 15000, 1.f));
+    TSTAT_ASSERT_OK(writer->Write(b));
+    EXPECT_GT(OpenH5ObjectCount(), 1);  // the file and raw/packed
+  }
+  EXPECT_EQ(OpenH5ObjectCount(), 0);
+  EXPECT_TRUE(Files(dir.Sub("worker-00000")).empty());
+}
+
 }  // namespace
 }  // namespace tstat::io::testing
