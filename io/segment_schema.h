@@ -52,10 +52,11 @@ inline constexpr char kCountersTable[] = "counters";
 inline constexpr char kRawGroup[] = "raw";
 inline constexpr char kRawIndexTable[] = "raw_index";
 // Snapshots smaller than kRawPackBelowBytes share this 1-D uint8 dataset (one
-// HDF5 object each cost ~60 us to create and to open): raw_index gives each
-// one's byte range in it.
+// HDF5 object each cost ~60 us to create and to open, the time to write
+// ~60-100 KB: at 400 KB per snapshot the writer ran at ~1 GB/s, packed at
+// ~1.6): raw_index gives each one's byte range in it.
 inline constexpr char kRawPackedDataset[] = "raw/packed";
-inline constexpr std::size_t kRawPackBelowBytes = 64 << 10;
+inline constexpr std::size_t kRawPackBelowBytes = 1 << 20;
 
 // The stored TensorStats fields (sum, l2 and variance are derived on read).
 struct StoredStats {

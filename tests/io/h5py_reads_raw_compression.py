@@ -7,7 +7,8 @@ and zlib only (no tstat code): the seal (zlib.crc32 of the bytes after 512),
 each raw dataset's values (the formula of the C++ test, bit-exact), its
 storage (level 0: contiguous, no filters; level 6: chunked, shuffle +
 gzip 6; raw/packed past 1 MiB: extendible, chunks of 1 MiB, the same
-filters), and that the stats table keeps the tables' deflate level 4.
+filters), that raw_index is not deflated, and that the stats table keeps
+the tables' deflate level 4.
 """
 import glob
 import os
@@ -18,7 +19,7 @@ import zlib
 import h5py
 import numpy as np
 
-ROWS, COLS = 64, 1024  # 256 KiB of f32 per snapshot: larger than a compact dataset
+ROWS, COLS = 64, 4096  # 1 MiB of f32 per snapshot: a dataset of its own
 
 
 def expected(g):
@@ -36,7 +37,7 @@ def expected_small(g):
         SMALL_ROWS, SMALL_COLS)
 
 
-MEDIUM, MEDIUM_ELEMENTS, MEDIUM_STEPS, MEDIUM_ID0 = 20, 15000, 3, 10  # packed, first segment
+MEDIUM, MEDIUM_ELEMENTS, MEDIUM_STEPS, MEDIUM_ID0 = 40, 15000, 3, 10  # packed, first segment
 
 
 def expected_medium(m, g):
@@ -77,7 +78,7 @@ def check_run(run, level):
     segs = sorted(glob.glob(os.path.join(run, "worker-00000", "seg-*.h5")))
     assert segs, run
     seen = seen_small = seen_medium = 0
-    chunked_packed = 0
+    chunked_packed = contiguous_index = 0
     for path in segs:
         check_seal(path)
         with h5py.File(path, "r") as f:
@@ -109,6 +110,13 @@ def check_run(run, level):
                 seen += 1
             if "raw/packed" in f and f["raw/packed"].chunks == (CHUNK,):
                 chunked_packed += 1
+            # raw_index is never deflated (LAYOUT.md), whatever the levels; the
+            # first segment's (126 rows) is past a compact dataset.
+            ri = f["raw_index"]
+            assert ri.compression is None, ri.compression
+            if ri.id.get_create_plist().get_layout() != h5py.h5d.COMPACT:
+                assert ri.chunks is None
+                contiguous_index += 1
             st = f["stats"]
             # The tables keep their own level (chunked + deflate 4 once larger than compact).
             if st.id.get_create_plist().get_layout() == h5py.h5d.CHUNKED:
@@ -117,6 +125,7 @@ def check_run(run, level):
     assert seen_medium == MEDIUM * MEDIUM_STEPS, seen_medium
     # The first segment's packed bytes pass one chunk, the second's do not.
     assert chunked_packed == 1, chunked_packed
+    assert contiguous_index == 1, contiguous_index
     return seen
 
 

@@ -23,12 +23,13 @@
 namespace tstat::io::testing {
 namespace {
 
-constexpr std::int64_t kRows = 64, kCols = 1024;  // 256 KiB: not a compact dataset
+constexpr std::int64_t kRows = 64, kCols = 4096;  // 1 MiB: a dataset of its own
 constexpr std::int64_t kSteps = 6;
 constexpr std::int64_t kSmallRows = 40, kSmallCols = 50;  // 16,000 bytes of f64: packed
 // Steps 0..2 (the first segment) also hold kMedium snapshots of 60,000 bytes,
-// tensor ids kMediumId0 + m: 3.6 MB of packed bytes, 3 chunks and a tail.
-constexpr std::int64_t kMedium = 20, kMediumElements = 15000, kMediumSteps = 3;
+// tensor ids kMediumId0 + m: 7.2 MB of packed bytes, 6 chunks and a tail (and
+// a raw_index larger than a compact dataset).
+constexpr std::int64_t kMedium = 40, kMediumElements = 15000, kMediumSteps = 3;
 constexpr std::uint32_t kMediumId0 = 10;
 
 // The same formula as expected_medium() in h5py_reads_raw_compression.py.
