@@ -46,8 +46,8 @@ Status PackedRawDataset::CreateChunked(hid_t file, const std::string& path) {
   if (rc >= 0 && level_ > 0) rc = H5Pset_deflate(dcpl.get(), static_cast<unsigned>(level_));
   if (rc >= 0) rc = H5Pset_fill_time(dcpl.get(), H5D_FILL_TIME_NEVER);
   if (rc < 0) return H5Failure(StatusCode::kInternal, what + ": creation list");
-  dataset_ = H5DataSet(H5Dcreate2(file, kRawPackedDataset, H5T_STD_U8LE, space.get(),
-                                  H5P_DEFAULT, dcpl.get(), H5P_DEFAULT));
+  dataset_ = H5DataSet(H5Dcreate2(file, kRawPackedDataset, H5T_STD_U8LE, space.get(), H5P_DEFAULT,
+                                  dcpl.get(), H5P_DEFAULT));
   if (!dataset_.valid()) return H5Failure(StatusCode::kIoError, what + ": create failed");
   return Status::OK();
 }
@@ -58,8 +58,8 @@ Status PackedRawDataset::WriteStagedChunk(const std::string& path) {
   // The extent first: a chunk is written only where the dataset reaches.
   const hsize_t extent[1] = {written_ + used};
   if (written_ > 0 && H5Dset_extent(dataset_.get(), extent) < 0) {
-    return H5Failure(StatusCode::kIoError, what + ": extending to " + std::to_string(extent[0]) +
-                                               " bytes failed");
+    return H5Failure(StatusCode::kIoError,
+                     what + ": extending to " + std::to_string(extent[0]) + " bytes failed");
   }
   stage_.resize(kChunkBytes, 0);  // an edge chunk is stored whole; readers stop at the extent
   const std::uint8_t* bytes = stage_.data();
@@ -73,8 +73,8 @@ Status PackedRawDataset::WriteStagedChunk(const std::string& path) {
   }
   const hsize_t offset[1] = {written_};
   if (H5Dwrite_chunk(dataset_.get(), H5P_DEFAULT, 0, offset, size, bytes) < 0) {
-    return H5Failure(StatusCode::kIoError, what + ": writing the chunk at byte " +
-                                               std::to_string(written_) + " failed");
+    return H5Failure(StatusCode::kIoError,
+                     what + ": writing the chunk at byte " + std::to_string(written_) + " failed");
   }
   written_ += used;
   stage_.clear();

@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <map>
+#include <optional>
 
 #include "io/h5_attribute.h"
 #include "io/h5_dataset.h"
@@ -177,15 +178,15 @@ Status ValidateRawSnapshot(const RawSnapshot& raw) {
                                    " elements");
   }
   if (!raw.shape.empty()) {
-    std::uint64_t numel = 1;
-    for (std::int64_t d : raw.shape) {
-      if (d < 0) return Status::InvalidArgument(what + ": negative dimension");
-      numel *= static_cast<std::uint64_t>(d);
+    const std::optional<std::uint64_t> shape_bytes = ShapeBytes(raw.shape, element);
+    if (!shape_bytes) {
+      return Status::InvalidArgument(what + ": the shape has a negative dimension or more than " +
+                                     "2^64 bytes of elements");
     }
-    if (numel != bytes / element) {
-      return Status::InvalidArgument(what + ": shape holds " + std::to_string(numel) +
-                                     " elements but the bytes hold " +
-                                     std::to_string(bytes / element));
+    if (*shape_bytes != bytes) {
+      return Status::InvalidArgument(
+          what + ": shape holds " + std::to_string(*shape_bytes / element) +
+          " elements but the bytes hold " + std::to_string(bytes / element));
     }
   }
   return Status::OK();

@@ -1,7 +1,9 @@
 // See segment_reader.h.
 #include "io/segment_reader.h"
 
+#include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -227,15 +229,9 @@ Status Validate(const SegmentContents& s, const std::string& path) {
         return bad("raw_index: packed byte range does not hold whole elements");
       }
       if (!r.shape.empty()) {
-        std::uint64_t numel = 1;
-        for (std::int64_t d : r.shape) {
-          if (d < 0) return bad("raw_index: negative dimension");
-          if (d > 0 && numel > UINT64_MAX / static_cast<std::uint64_t>(d) / 16) {
-            return bad("raw_index: packed shape too large");
-          }
-          numel *= static_cast<std::uint64_t>(d);
-        }
-        if (numel * DTypeSize(r.dtype) != r.byte_count) {
+        const std::optional<std::uint64_t> shape_bytes = ShapeBytes(r.shape, DTypeSize(r.dtype));
+        if (!shape_bytes) return bad("raw_index: negative or overflowing shape");
+        if (*shape_bytes != r.byte_count) {
           return bad("raw_index: packed byte count does not match the shape");
         }
       }
@@ -338,6 +334,13 @@ Result<std::vector<std::uint8_t>> ReadPackedBytes(hid_t data, std::uint64_t offs
                               " bytes; raw_index names bytes [" + std::to_string(offset) + ", " +
                               std::to_string(offset + count) + ")");
   }
+  // As for datasets of their own (ReadRawDataset): never allocate more than
+  // the stored bytes can inflate to.
+  const std::uint64_t storage = H5Dget_storage_size(data);
+  if (count > std::max<std::uint64_t>(storage, 1) * 1100) {
+    return Status::Corruption(what + " stores " + std::to_string(storage) +
+                              " bytes; raw_index names " + std::to_string(count));
+  }
   std::vector<std::uint8_t> bytes(static_cast<std::size_t>(count));
   if (count == 0) return bytes;
   H5Space file_space(H5Dget_space(data));
@@ -378,22 +381,34 @@ Result<std::vector<std::uint8_t>> ReadRawDataset(const std::string& path,
   }
   TSTAT_ASSIGN_OR_RETURN(H5DataSet data, OpenH5Dataset(file.get(), dataset.c_str(), path));
   TSTAT_ASSIGN_OR_RETURN(std::vector<hsize_t> dims, H5DatasetDims(data.get(), path));
-  std::uint64_t numel = 1;
-  for (hsize_t d : dims) numel *= d;
-  if (!shape.empty()) {
-    std::uint64_t expected = 1;
-    for (std::int64_t d : shape) expected *= static_cast<std::uint64_t>(d);
-    if (expected != numel) {
-      return Status::Corruption(path + ": raw dataset '" + dataset +
-                                "' does not match the shape in raw_index");
-    }
+  std::vector<std::int64_t> stored_shape;
+  for (hsize_t d : dims) {
+    stored_shape.push_back(d > static_cast<hsize_t>(INT64_MAX) ? -1 : static_cast<std::int64_t>(d));
+  }
+  const std::optional<std::uint64_t> size = ShapeBytes(stored_shape, DTypeSize(dtype));
+  if (!size) {
+    return Status::Corruption(path + ": raw dataset '" + dataset + "' has impossible dimensions");
+  }
+  if (!shape.empty() && ShapeBytes(shape, DTypeSize(dtype)) != size) {
+    return Status::Corruption(path + ": raw dataset '" + dataset +
+                              "' does not match the shape in raw_index");
   }
   H5Type stored(H5Dget_type(data.get()));
   if (!stored.valid() || H5Tget_size(stored.get()) != DTypeSize(dtype)) {
     TakeH5ErrorStack();
     return Status::Corruption(path + ": raw dataset '" + dataset + "' has the wrong element size");
   }
-  std::vector<std::uint8_t> bytes(static_cast<std::size_t>(numel) * DTypeSize(dtype));
+  // Damaged dimensions must not make us allocate what the file cannot hold:
+  // deflate expands at most ~1032x, so a dataset claims at most that over
+  // its stored bytes (its uncompressed forms store exactly its size).
+  const std::uint64_t storage = H5Dget_storage_size(data.get());
+  if (*size > std::max<std::uint64_t>(storage, 1) * 1100) {
+    return Status::Corruption(path + ": raw dataset '" + dataset + "' claims " +
+                              std::to_string(*size) + " bytes but stores " +
+                              std::to_string(storage));
+  }
+  const std::uint64_t numel = *size / DTypeSize(dtype);
+  std::vector<std::uint8_t> bytes(static_cast<std::size_t>(*size));
   if (numel > 0) {
     TSTAT_RETURN_IF_ERROR(ReadH5Dataset(data.get(), RawStorageType(dtype), bytes.data(), path));
   }

@@ -49,6 +49,23 @@ TensorStats FromStored(const StoredStats& s) {
   return t;
 }
 
+std::optional<std::uint64_t> ShapeBytes(const std::vector<std::int64_t>& shape,
+                                        std::size_t element_bytes) {
+  bool empty = false;  // a zero dimension: no bytes, whatever the others
+  for (std::int64_t d : shape) {
+    if (d < 0) return std::nullopt;
+    empty = empty || d == 0;
+  }
+  if (empty) return 0;
+  std::uint64_t bytes = element_bytes;
+  for (std::int64_t d : shape) {
+    const auto n = static_cast<std::uint64_t>(d);
+    if (bytes > UINT64_MAX / n) return std::nullopt;
+    bytes *= n;
+  }
+  return bytes;
+}
+
 hid_t RawStorageType(DType t) {
   switch (t) {
     case DType::kFloat32:

@@ -11,6 +11,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
+#include <vector>
 
 #include "io/h5_handle.h"
 #include "tstat/dtype.h"
@@ -211,6 +213,13 @@ struct RawIndexRow {
 // uint16 and the fp8 types as uint8 (their dataset's "dtype" attribute names
 // the real type).
 hid_t RawStorageType(DType t);
+
+// The bytes of a raw snapshot of `shape` (1 element for an empty shape) with
+// `element_bytes` per element; nullopt when a dimension is negative or the
+// product overflows 64 bits, so that no shape can wrap around to a plausible
+// size. Shared by the writer's validation and the reader's checks.
+std::optional<std::uint64_t> ShapeBytes(const std::vector<std::int64_t>& shape,
+                                        std::size_t element_bytes);
 
 // Fills a fixed dtype string field.
 void SetDTypeChars(DType t, char (&out)[kDTypeChars]);

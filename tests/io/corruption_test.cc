@@ -1,6 +1,7 @@
 // Damaged runs: a segment truncated at many offsets, bytes overwritten at
 // many offsets, garbage appended, a damaged CLOSED marker, a missing segment,
-// a packed raw snapshot's byte range outside its dataset.
+// a packed raw snapshot's byte range outside its dataset, a raw shape whose
+// element count wraps around 2^64.
 // Each damaged segment gives kCorruption naming the file (never a crash) and
 // the rest of the run stays readable and correct.
 #include <gtest/gtest.h>
@@ -219,6 +220,110 @@ TEST_F(CorruptionTest, PackedRawRangeOutsideItsDatasetIsCorruption) {
     TSTAT_ASSERT_OK(intact);
     EXPECT_EQ(intact->bytes, *StepRaw(5).bytes);
   }
+}
+
+// A snapshot with a dataset of its own (1 MiB) whose raw_index shape was
+// rewritten to 5 x 3,689,348,814,741,962,752: its element count, 2^64 + 2^18,
+// wraps around 2^64 to the dataset's 262,144, so only a checked count tells
+// them apart. Reading it is
+// kCorruption naming the file, never bytes handed out under an absurd shape.
+TEST(RawShapeCorruptionTest, ShapeThatWrapsToTheDatasetSizeIsCorruption) {
+  TempDir dir;
+  std::vector<std::uint8_t> bytes(std::size_t{1} << 20);
+  for (std::size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<std::uint8_t>(i * 13);
+  {
+    auto writer = OpenWriterOrDie(dir.path());
+    ASSERT_NE(writer, nullptr);
+    TSTAT_ASSERT_OK(
+        writer->RegisterTensors({MakeTensorInfo(0, "big", {}, DType::kFloat32, {512, 512})}));
+    StepBatch batch = MakeBatch(0);
+    batch.raws = {MakeRawSnapshot(0, DType::kFloat32, {512, 512}, bytes)};
+    TSTAT_ASSERT_OK(writer->Write(batch));
+    TSTAT_ASSERT_OK(writer->Close({}));
+  }
+  const std::string path = dir.Sub("worker-00000/seg-000000000000.h5");
+  {
+    H5Lock lock;
+    H5File file(H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT));
+    ASSERT_TRUE(file.valid());
+    H5DataSet table(H5Dopen2(file.get(), kRawIndexTable, H5P_DEFAULT));
+    ASSERT_TRUE(table.valid());
+    auto type = RawIndexRowType();
+    TSTAT_ASSERT_OK(type);
+    RawIndexRow row{};
+    ASSERT_GE(H5Dread(table.get(), type->get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, &row), 0);
+    ASSERT_STRNE(row.dataset, kRawPackedDataset);
+    const hvl_t original = row.shape;
+    std::int64_t wrapping[2] = {5, 3689348814741962752};  // (2^64 + 2^18) / 5
+    row.shape = hvl_t{2, wrapping};
+    ASSERT_GE(H5Dwrite(table.get(), type->get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, &row), 0);
+    row.shape = original;
+    ReclaimVlen(type->get(), 1, &row);
+    TSTAT_ASSERT_OK(CloseH5File(&file, path));
+  }
+  TSTAT_ASSERT_OK(ResealSegmentFile(path));
+  auto trial = Trial::Open(dir.path());
+  TSTAT_ASSERT_OK(trial);
+  auto raw = (*trial)->raw("big", 0);
+  ASSERT_FALSE(raw.ok()) << "read under shape [" << raw->shape[0] << ", " << raw->shape[1] << "]";
+  EXPECT_EQ(raw.status().code(), StatusCode::kCorruption) << raw.status().ToString();
+  EXPECT_NE(raw.status().message().find("seg-000000000000.h5"), std::string::npos)
+      << raw.status().message();
+}
+
+// raw/000000 replaced by a chunked dataset of 512 x 2^31 f32 (4 TiB) with no
+// chunk written, raw_index agreeing: the reader must not try to allocate
+// 4 TiB (std::bad_alloc through Trial) but report what the file stores.
+TEST(RawShapeCorruptionTest, DimensionsFarBeyondTheStoredBytesAreCorruption) {
+  TempDir dir;
+  {
+    auto writer = OpenWriterOrDie(dir.path());
+    ASSERT_NE(writer, nullptr);
+    TSTAT_ASSERT_OK(
+        writer->RegisterTensors({MakeTensorInfo(0, "big", {}, DType::kFloat32, {512, 512})}));
+    StepBatch batch = MakeBatch(0);
+    batch.raws = {MakeRawSnapshot(0, DType::kFloat32, {512, 512},
+                                  std::vector<std::uint8_t>(std::size_t{1} << 20, 7))};
+    TSTAT_ASSERT_OK(writer->Write(batch));
+    TSTAT_ASSERT_OK(writer->Close({}));
+  }
+  const std::string path = dir.Sub("worker-00000/seg-000000000000.h5");
+  std::int64_t huge[2] = {512, std::int64_t{1} << 31};
+  {
+    H5Lock lock;
+    H5File file(H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT));
+    ASSERT_TRUE(file.valid());
+    ASSERT_GE(H5Ldelete(file.get(), "raw/000000", H5P_DEFAULT), 0);
+    const hsize_t dims[2] = {512, hsize_t{1} << 31}, chunk[2] = {1, 1 << 18};
+    H5Space space(H5Screate_simple(2, dims, nullptr));
+    H5Plist dcpl(H5Pcreate(H5P_DATASET_CREATE));
+    ASSERT_GE(H5Pset_chunk(dcpl.get(), 2, chunk), 0);
+    H5DataSet empty(H5Dcreate2(file.get(), "raw/000000", H5T_IEEE_F32LE, space.get(), H5P_DEFAULT,
+                               dcpl.get(), H5P_DEFAULT));
+    ASSERT_TRUE(empty.valid());
+    empty = H5DataSet();
+    H5DataSet table(H5Dopen2(file.get(), kRawIndexTable, H5P_DEFAULT));
+    ASSERT_TRUE(table.valid());
+    auto type = RawIndexRowType();
+    TSTAT_ASSERT_OK(type);
+    RawIndexRow row{};
+    ASSERT_GE(H5Dread(table.get(), type->get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, &row), 0);
+    const hvl_t original = row.shape;
+    row.shape = hvl_t{2, huge};
+    ASSERT_GE(H5Dwrite(table.get(), type->get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, &row), 0);
+    row.shape = original;
+    ReclaimVlen(type->get(), 1, &row);
+    table = H5DataSet();
+    TSTAT_ASSERT_OK(CloseH5File(&file, path));
+  }
+  TSTAT_ASSERT_OK(ResealSegmentFile(path));
+  auto trial = Trial::Open(dir.path());
+  TSTAT_ASSERT_OK(trial);
+  auto raw = (*trial)->raw("big", 0);
+  ASSERT_FALSE(raw.ok());
+  EXPECT_EQ(raw.status().code(), StatusCode::kCorruption) << raw.status().ToString();
+  EXPECT_NE(raw.status().message().find("claims 4398046511104 bytes"), std::string::npos)
+      << raw.status().message();
 }
 
 }  // namespace

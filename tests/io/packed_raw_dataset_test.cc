@@ -3,6 +3,8 @@
 // one byte either side of a chunk, one append spanning several chunks -- the
 // dataset read back through HDF5 holds exactly the bytes appended, in order,
 // with the layout and filters LAYOUT.md gives for its size and raw level.
+#include "io/packed_raw_dataset.h"
+
 #include <gtest/gtest.h>
 #include <hdf5.h>
 
@@ -13,7 +15,6 @@
 
 #include "io/h5_dataset.h"
 #include "io/h5_lock.h"
-#include "io/packed_raw_dataset.h"
 #include "io/segment_schema.h"
 #include "tests/io/io_test_util.h"
 
@@ -76,7 +77,8 @@ std::vector<std::uint8_t> WritePacked(const std::string& path, int level,
   for (std::size_t n : pieces) {
     std::vector<std::uint8_t> piece(n);
     // Compressible but not constant: small values with runs.
-    for (std::size_t i = 0; i < n; ++i) piece[i] = static_cast<std::uint8_t>(rng() % 7 + (i / 97) % 3);
+    for (std::size_t i = 0; i < n; ++i)
+      piece[i] = static_cast<std::uint8_t>(rng() % 7 + (i / 97) % 3);
     EXPECT_EQ(packed.size(), all.size());
     const Status s = packed.Append(file.get(), piece.data(), piece.size(), path);
     EXPECT_TRUE(s.ok()) << s.ToString();

@@ -16,6 +16,7 @@
 
 #include "io/h5_file.h"
 #include "io/posix_file.h"
+#include "io/segment_schema.h"
 #include "tests/io/io_test_util.h"
 #include "tstat/trial.h"
 
@@ -119,6 +120,13 @@ TEST(WriterTest, CallerErrorsLeaveTheSegmentIntact) {
   StepBatch bad_raw = StatsBatch(6);
   bad_raw.raws.push_back(FloatRaw(1, {3, 5}, 14, 0.f));  // 14 elements, shape says 15
   EXPECT_EQ(writer->Write(bad_raw).code(), StatusCode::kInvalidArgument);
+  // A hostile shape whose element count wraps around 2^64 to the bytes given
+  // (2^40 x 2^30 x 4 bytes = 2^72: 0 mod 2^64, and no bytes).
+  StepBatch wrapping = StatsBatch(6);
+  wrapping.raws.push_back(FloatRaw(1, {std::int64_t{1} << 40, std::int64_t{1} << 30}, 0, 0.f));
+  const Status wrapped = writer->Write(wrapping);
+  EXPECT_EQ(wrapped.code(), StatusCode::kInvalidArgument) << wrapped.ToString();
+  EXPECT_NE(wrapped.message().find("2^64"), std::string::npos) << wrapped.message();
   StepBatch bad_sample = StatsBatch(6);
   bad_sample.stats[0].sample = ElementSample{{1, 2}, {0.5}};
   EXPECT_EQ(writer->Write(bad_sample).code(), StatusCode::kInvalidArgument);
@@ -137,6 +145,21 @@ TEST(WriterTest, CallerErrorsLeaveTheSegmentIntact) {
   ASSERT_EQ(steps.size(), 2u);
   EXPECT_EQ(steps[0].global_step, 5);
   EXPECT_EQ(steps[1].global_step, 6);
+}
+
+// The byte count of a raw shape, checked (io/segment_schema.h).
+TEST(WriterTest, ShapeBytesRejectsNegativeAndOverflowingShapes) {
+  EXPECT_EQ(ShapeBytes({}, 4), std::optional<std::uint64_t>(4));  // 0-d: one element
+  EXPECT_EQ(ShapeBytes({3, 5}, 8), std::optional<std::uint64_t>(120));
+  EXPECT_EQ(ShapeBytes({std::int64_t{1} << 40, std::int64_t{1} << 40, 0}, 4),
+            std::optional<std::uint64_t>(0));  // a zero dimension: empty, not an overflow
+  EXPECT_EQ(ShapeBytes({std::int64_t{1} << 31, std::int64_t{1} << 31}, 2),
+            std::optional<std::uint64_t>(std::uint64_t{1} << 63));
+  EXPECT_EQ(ShapeBytes({std::int64_t{1} << 31, std::int64_t{1} << 31}, 4), std::nullopt);  // 2^64
+  EXPECT_EQ(ShapeBytes({2, -1}, 4), std::nullopt);
+  EXPECT_EQ(ShapeBytes({INT64_MAX}, 1), std::optional<std::uint64_t>(INT64_MAX));
+  EXPECT_EQ(ShapeBytes({INT64_MAX}, 2), std::optional<std::uint64_t>(std::uint64_t{INT64_MAX} * 2));
+  EXPECT_EQ(ShapeBytes({INT64_MAX}, 4), std::nullopt);
 }
 
 TEST(WriterTest, DestroyedWithoutCloseDropsTheUnflushedSegment) {
