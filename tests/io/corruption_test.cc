@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <functional>
 #include <random>
 #include <set>
 
@@ -184,6 +185,35 @@ TEST_F(CorruptionTest, MissingSegmentIsReported) {
   EXPECT_EQ((*trial)->steps().size(), 8u);
 }
 
+// Opens the sealed segment `path` for writing, lets `edit` change the file
+// and the rows of its raw_index (rows keep HDF5's own variable-length
+// buffers: `edit` may point a row's shape elsewhere, the originals are freed
+// after the rows are written back), then reseals it.
+void RewriteRawIndex(const std::string& path,
+                     const std::function<void(hid_t file, std::vector<RawIndexRow>* rows)>& edit) {
+  {
+    H5Lock lock;
+    H5File file(H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT));
+    ASSERT_TRUE(file.valid()) << path;
+    H5DataSet table(H5Dopen2(file.get(), kRawIndexTable, H5P_DEFAULT));
+    ASSERT_TRUE(table.valid()) << path;
+    auto dims = H5DatasetDims(table.get(), path);
+    TSTAT_ASSERT_OK(dims);
+    auto type = RawIndexRowType();
+    TSTAT_ASSERT_OK(type);
+    std::vector<RawIndexRow> rows((*dims)[0]);
+    ASSERT_GE(H5Dread(table.get(), type->get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, rows.data()), 0);
+    const std::vector<RawIndexRow> read = rows;
+    edit(file.get(), &rows);
+    ASSERT_GE(H5Dwrite(table.get(), type->get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, rows.data()), 0);
+    std::vector<RawIndexRow> owned = read;  // what HDF5 allocated
+    ReclaimVlen(type->get(), owned.size(), owned.data());
+    table = H5DataSet();
+    TSTAT_ASSERT_OK(CloseH5File(&file, path));
+  }
+  TSTAT_ASSERT_OK(ResealSegmentFile(path));
+}
+
 // A sealed segment whose raw_index sends the first (packed) snapshot's byte
 // range past the end of raw/packed: the segment still loads, and reading that
 // snapshot is kCorruption naming the file (never a read outside the dataset).
@@ -191,23 +221,11 @@ TEST_F(CorruptionTest, PackedRawRangeOutsideItsDatasetIsCorruption) {
   // raw/packed holds 4 snapshots of 256 bytes: far past its end, and across it.
   for (const std::uint64_t offset : {std::uint64_t{1} << 40, std::uint64_t{1024 - 100}}) {
     WriteFile(bad_path_, original_);
-    {
-      H5Lock lock;
-      H5File file(H5Fopen(bad_path_.c_str(), H5F_ACC_RDWR, H5P_DEFAULT));
-      ASSERT_TRUE(file.valid());
-      H5DataSet table(H5Dopen2(file.get(), kRawIndexTable, H5P_DEFAULT));
-      ASSERT_TRUE(table.valid());
-      auto type = RawIndexRowType();
-      TSTAT_ASSERT_OK(type);
-      std::vector<RawIndexRow> rows(4);  // steps 4..7
-      ASSERT_GE(H5Dread(table.get(), type->get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, rows.data()), 0);
-      ASSERT_STREQ(rows[0].dataset, kRawPackedDataset);
-      rows[0].byte_offset = offset;
-      ASSERT_GE(H5Dwrite(table.get(), type->get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, rows.data()), 0);
-      ReclaimVlen(type->get(), rows.size(), rows.data());
-      TSTAT_ASSERT_OK(CloseH5File(&file, bad_path_));
-    }
-    TSTAT_ASSERT_OK(ResealSegmentFile(bad_path_));
+    RewriteRawIndex(bad_path_, [&](hid_t, std::vector<RawIndexRow>* rows) {
+      ASSERT_EQ(rows->size(), 4u);  // steps 4..7
+      ASSERT_STREQ((*rows)[0].dataset, kRawPackedDataset);
+      (*rows)[0].byte_offset = offset;
+    });
 
     auto trial = Trial::Open(dir_.path());
     TSTAT_ASSERT_OK(trial);
@@ -222,46 +240,36 @@ TEST_F(CorruptionTest, PackedRawRangeOutsideItsDatasetIsCorruption) {
   }
 }
 
-// A snapshot with a dataset of its own (1 MiB) whose raw_index shape was
-// rewritten to 5 x 3,689,348,814,741,962,752: its element count, 2^64 + 2^18,
-// wraps around 2^64 to the dataset's 262,144, so only a checked count tells
-// them apart. Reading it is
-// kCorruption naming the file, never bytes handed out under an absurd shape.
+// A run of one 512 x 512 f32 snapshot (1 MiB: a dataset of its own, raw/000000)
+// at step 0; returns its segment's path.
+std::string WriteOneBigSnapshot(const TempDir& dir, const std::vector<std::uint8_t>& bytes) {
+  auto writer = OpenWriterOrDie(dir.path());
+  EXPECT_NE(writer, nullptr);
+  if (writer == nullptr) return "";
+  EXPECT_TRUE(
+      writer->RegisterTensors({MakeTensorInfo(0, "big", {}, DType::kFloat32, {512, 512})}).ok());
+  StepBatch batch = MakeBatch(0);
+  batch.raws = {MakeRawSnapshot(0, DType::kFloat32, {512, 512}, bytes)};
+  EXPECT_TRUE(writer->Write(batch).ok());
+  EXPECT_TRUE(writer->Close({}).ok());
+  return dir.Sub("worker-00000/seg-000000000000.h5");
+}
+
+// The 1 MiB snapshot's raw_index shape rewritten to 5 x 3,689,348,814,741,962,752:
+// its element count, 2^64 + 2^18, wraps around 2^64 to the dataset's 262,144,
+// so only a checked count tells them apart. Reading it is kCorruption naming
+// the file, never bytes handed out under an absurd shape.
 TEST(RawShapeCorruptionTest, ShapeThatWrapsToTheDatasetSizeIsCorruption) {
   TempDir dir;
   std::vector<std::uint8_t> bytes(std::size_t{1} << 20);
   for (std::size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<std::uint8_t>(i * 13);
-  {
-    auto writer = OpenWriterOrDie(dir.path());
-    ASSERT_NE(writer, nullptr);
-    TSTAT_ASSERT_OK(
-        writer->RegisterTensors({MakeTensorInfo(0, "big", {}, DType::kFloat32, {512, 512})}));
-    StepBatch batch = MakeBatch(0);
-    batch.raws = {MakeRawSnapshot(0, DType::kFloat32, {512, 512}, bytes)};
-    TSTAT_ASSERT_OK(writer->Write(batch));
-    TSTAT_ASSERT_OK(writer->Close({}));
-  }
-  const std::string path = dir.Sub("worker-00000/seg-000000000000.h5");
-  {
-    H5Lock lock;
-    H5File file(H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT));
-    ASSERT_TRUE(file.valid());
-    H5DataSet table(H5Dopen2(file.get(), kRawIndexTable, H5P_DEFAULT));
-    ASSERT_TRUE(table.valid());
-    auto type = RawIndexRowType();
-    TSTAT_ASSERT_OK(type);
-    RawIndexRow row{};
-    ASSERT_GE(H5Dread(table.get(), type->get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, &row), 0);
-    ASSERT_STRNE(row.dataset, kRawPackedDataset);
-    const hvl_t original = row.shape;
-    std::int64_t wrapping[2] = {5, 3689348814741962752};  // (2^64 + 2^18) / 5
-    row.shape = hvl_t{2, wrapping};
-    ASSERT_GE(H5Dwrite(table.get(), type->get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, &row), 0);
-    row.shape = original;
-    ReclaimVlen(type->get(), 1, &row);
-    TSTAT_ASSERT_OK(CloseH5File(&file, path));
-  }
-  TSTAT_ASSERT_OK(ResealSegmentFile(path));
+  const std::string path = WriteOneBigSnapshot(dir, bytes);
+  std::int64_t wrapping[2] = {5, 3689348814741962752};  // (2^64 + 2^18) / 5
+  RewriteRawIndex(path, [&](hid_t, std::vector<RawIndexRow>* rows) {
+    ASSERT_EQ(rows->size(), 1u);
+    ASSERT_STRNE((*rows)[0].dataset, kRawPackedDataset);
+    (*rows)[0].shape = hvl_t{2, wrapping};
+  });
   auto trial = Trial::Open(dir.path());
   TSTAT_ASSERT_OK(trial);
   auto raw = (*trial)->raw("big", 0);
@@ -276,47 +284,20 @@ TEST(RawShapeCorruptionTest, ShapeThatWrapsToTheDatasetSizeIsCorruption) {
 // 4 TiB (std::bad_alloc through Trial) but report what the file stores.
 TEST(RawShapeCorruptionTest, DimensionsFarBeyondTheStoredBytesAreCorruption) {
   TempDir dir;
-  {
-    auto writer = OpenWriterOrDie(dir.path());
-    ASSERT_NE(writer, nullptr);
-    TSTAT_ASSERT_OK(
-        writer->RegisterTensors({MakeTensorInfo(0, "big", {}, DType::kFloat32, {512, 512})}));
-    StepBatch batch = MakeBatch(0);
-    batch.raws = {MakeRawSnapshot(0, DType::kFloat32, {512, 512},
-                                  std::vector<std::uint8_t>(std::size_t{1} << 20, 7))};
-    TSTAT_ASSERT_OK(writer->Write(batch));
-    TSTAT_ASSERT_OK(writer->Close({}));
-  }
-  const std::string path = dir.Sub("worker-00000/seg-000000000000.h5");
+  const std::string path =
+      WriteOneBigSnapshot(dir, std::vector<std::uint8_t>(std::size_t{1} << 20, 7));
   std::int64_t huge[2] = {512, std::int64_t{1} << 31};
-  {
-    H5Lock lock;
-    H5File file(H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT));
-    ASSERT_TRUE(file.valid());
-    ASSERT_GE(H5Ldelete(file.get(), "raw/000000", H5P_DEFAULT), 0);
+  RewriteRawIndex(path, [&](hid_t file, std::vector<RawIndexRow>* rows) {
+    ASSERT_GE(H5Ldelete(file, "raw/000000", H5P_DEFAULT), 0);
     const hsize_t dims[2] = {512, hsize_t{1} << 31}, chunk[2] = {1, 1 << 18};
     H5Space space(H5Screate_simple(2, dims, nullptr));
     H5Plist dcpl(H5Pcreate(H5P_DATASET_CREATE));
     ASSERT_GE(H5Pset_chunk(dcpl.get(), 2, chunk), 0);
-    H5DataSet empty(H5Dcreate2(file.get(), "raw/000000", H5T_IEEE_F32LE, space.get(), H5P_DEFAULT,
+    H5DataSet empty(H5Dcreate2(file, "raw/000000", H5T_IEEE_F32LE, space.get(), H5P_DEFAULT,
                                dcpl.get(), H5P_DEFAULT));
     ASSERT_TRUE(empty.valid());
-    empty = H5DataSet();
-    H5DataSet table(H5Dopen2(file.get(), kRawIndexTable, H5P_DEFAULT));
-    ASSERT_TRUE(table.valid());
-    auto type = RawIndexRowType();
-    TSTAT_ASSERT_OK(type);
-    RawIndexRow row{};
-    ASSERT_GE(H5Dread(table.get(), type->get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, &row), 0);
-    const hvl_t original = row.shape;
-    row.shape = hvl_t{2, huge};
-    ASSERT_GE(H5Dwrite(table.get(), type->get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, &row), 0);
-    row.shape = original;
-    ReclaimVlen(type->get(), 1, &row);
-    table = H5DataSet();
-    TSTAT_ASSERT_OK(CloseH5File(&file, path));
-  }
-  TSTAT_ASSERT_OK(ResealSegmentFile(path));
+    (*rows)[0].shape = hvl_t{2, huge};
+  });
   auto trial = Trial::Open(dir.path());
   TSTAT_ASSERT_OK(trial);
   auto raw = (*trial)->raw("big", 0);

@@ -383,6 +383,33 @@ TEST(WriterTest, ReadOnlyDirectoryIsReportedAndSurvived) {
   EXPECT_EQ(steps[1].global_step, 3);
 }
 
+// RLIMIT_FSIZE lowered to `bytes` (SIGXFSZ ignored, so writes past it fail
+// with EFBIG) for the object's lifetime. Needs no privileges.
+class FileSizeLimit {
+ public:
+  explicit FileSizeLimit(rlim_t bytes) {
+    old_handler_ = ::signal(SIGXFSZ, SIG_IGN);
+    if (::getrlimit(RLIMIT_FSIZE, &saved_) != 0) return;
+    struct rlimit limited = saved_;
+    limited.rlim_cur = bytes;
+    set_ = ::setrlimit(RLIMIT_FSIZE, &limited) == 0;
+  }
+  ~FileSizeLimit() {
+    if (set_) {
+      EXPECT_EQ(::setrlimit(RLIMIT_FSIZE, &saved_), 0);
+    }
+    ::signal(SIGXFSZ, old_handler_);
+  }
+  FileSizeLimit(const FileSizeLimit&) = delete;
+  FileSizeLimit& operator=(const FileSizeLimit&) = delete;
+  bool set() const { return set_; }
+
+ private:
+  struct rlimit saved_ {};
+  sighandler_t old_handler_ = SIG_DFL;
+  bool set_ = false;
+};
+
 // Without privileges: RLIMIT_FSIZE makes writes past the limit fail (EFBIG).
 TEST(WriterTest, FileSizeLimitFailsTheSegmentOnly) {
   TempDir dir;
@@ -391,18 +418,15 @@ TEST(WriterTest, FileSizeLimitFailsTheSegmentOnly) {
       {MakeTensorInfo(0, "w"), MakeTensorInfo(1, "big", {}, DType::kFloat32, {262144})}));
   TSTAT_ASSERT_OK(writer->Write(StatsBatch(0)));
   TSTAT_ASSERT_OK(writer->Flush({}));
-  struct rlimit saved;
-  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &saved), 0);
-  auto* old_handler = ::signal(SIGXFSZ, SIG_IGN);
-  struct rlimit limited = saved;
-  limited.rlim_cur = 256 * 1024;
-  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &limited), 0);
   StepBatch big = StatsBatch(1);
   big.raws.push_back(FloatRaw(1, {262144}, 262144, 1.f));  // 1 MiB > the limit
-  Status failure = writer->Write(big);
-  if (failure.ok()) failure = writer->Flush({});
-  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &saved), 0);
-  ::signal(SIGXFSZ, old_handler);
+  Status failure;
+  {
+    FileSizeLimit limit(256 * 1024);
+    ASSERT_TRUE(limit.set());
+    failure = writer->Write(big);
+    if (failure.ok()) failure = writer->Flush({});
+  }
   ASSERT_FALSE(failure.ok());
   std::cout << "file size limit: " << failure.ToString() << "\n";
   EXPECT_NE(failure.message().find("seg-000000000001.h5.tmp"), std::string::npos)
@@ -433,17 +457,14 @@ TEST(WriterTest, FileSizeLimitDuringPackedChunkWritesFailsTheSegmentOnly) {
   TSTAT_ASSERT_OK(writer->RegisterTensors(tensors));
   TSTAT_ASSERT_OK(writer->Write(StatsBatch(0)));
   TSTAT_ASSERT_OK(writer->Flush({}));
-  struct rlimit saved;
-  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &saved), 0);
-  auto* old_handler = ::signal(SIGXFSZ, SIG_IGN);
-  struct rlimit limited = saved;
-  limited.rlim_cur = 256 * 1024;
-  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &limited), 0);
   StepBatch small = StatsBatch(1);  // 40 x 60,000 bytes: packed, 2.4 MB > the limit
   for (std::uint32_t t = 1; t <= 40; ++t) small.raws.push_back(FloatRaw(t, {15000}, 15000, 1.f));
-  const Status failure = writer->Write(small);
-  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &saved), 0);
-  ::signal(SIGXFSZ, old_handler);
+  Status failure;
+  {
+    FileSizeLimit limit(256 * 1024);
+    ASSERT_TRUE(limit.set());
+    failure = writer->Write(small);
+  }
   ASSERT_FALSE(failure.ok());
   std::cout << "file size limit, packed: " << failure.ToString() << "\n";
   EXPECT_NE(failure.message().find("seg-000000000001.h5.tmp"), std::string::npos)
