@@ -60,9 +60,7 @@ Result<H5Plist> MakeCreationList(const std::vector<hsize_t>& dims, hid_t file_ty
     rc = H5Pset_layout(dcpl.get(), H5D_COMPACT);
   } else if (level > 0) {
     *chunk = ChunkDims(dims, element_bytes);
-    rc = H5Pset_chunk(dcpl.get(), static_cast<int>(chunk->size()), chunk->data());
-    if (rc >= 0) rc = H5Pset_shuffle(dcpl.get());
-    if (rc >= 0) rc = H5Pset_deflate(dcpl.get(), static_cast<unsigned>(std::min(level, 9)));
+    rc = SetChunkedLayout(dcpl.get(), *chunk, level);
   } else {
     rc = H5Pset_layout(dcpl.get(), H5D_CONTIGUOUS);
   }
@@ -75,6 +73,13 @@ Result<H5Plist> MakeCreationList(const std::vector<hsize_t>& dims, hid_t file_ty
 }
 
 }  // namespace
+
+herr_t SetChunkedLayout(hid_t dcpl, const std::vector<hsize_t>& chunk, int level) {
+  herr_t rc = H5Pset_chunk(dcpl, static_cast<int>(chunk.size()), chunk.data());
+  if (rc >= 0 && level > 0) rc = H5Pset_shuffle(dcpl);
+  if (rc >= 0 && level > 0) rc = H5Pset_deflate(dcpl, static_cast<unsigned>(std::min(level, 9)));
+  return rc;
+}
 
 Status WriteNewDataset(hid_t loc, const char* name, hid_t file_type, hid_t mem_type,
                        const std::vector<hsize_t>& dims, const void* data, int compression_level,
@@ -125,8 +130,9 @@ Result<std::string> ReadStringDataset(hid_t loc, const char* name, const std::st
   return value;
 }
 
-Result<H5DataSet> OpenH5Dataset(hid_t loc, const char* name, const std::string& path) {
-  H5DataSet dataset(H5Dopen2(loc, name, H5P_DEFAULT));
+Result<H5DataSet> OpenH5Dataset(hid_t loc, const char* name, const std::string& path,
+                                hid_t access) {
+  H5DataSet dataset(H5Dopen2(loc, name, access));
   if (!dataset.valid()) {
     return H5Failure(StatusCode::kCorruption, path + ": cannot open dataset '" + name + "'");
   }

@@ -28,6 +28,11 @@ class ChunkDeflater;
 inline constexpr std::size_t kCompactBytes = 8 * 1024;
 inline constexpr std::size_t kChunkBytes = 1 << 20;
 
+// Declares chunks of `chunk` in `dcpl`, with shuffle + deflate at `level`
+// when it is 1..9 (none at 0): the chunked layout of every compressed
+// dataset tstat writes. Negative on an HDF5 error.
+herr_t SetChunkedLayout(hid_t dcpl, const std::vector<hsize_t>& chunk, int level);
+
 // Creates `name` under `loc` (file type `file_type`, dimensions `dims`) and
 // writes `data`, laid out in memory as `mem_type`. With a `deflater`, a
 // chunked 1-D dataset of fixed-size rows is written as chunks shuffled and
@@ -41,7 +46,9 @@ Status WriteStringDataset(hid_t loc, const char* name, const std::string& value,
                           const std::string& path);
 Result<std::string> ReadStringDataset(hid_t loc, const char* name, const std::string& path);
 
-Result<H5DataSet> OpenH5Dataset(hid_t loc, const char* name, const std::string& path);
+// `access`: a dataset access list (e.g. a chunk cache setting), or the default.
+Result<H5DataSet> OpenH5Dataset(hid_t loc, const char* name, const std::string& path,
+                                hid_t access = H5P_DEFAULT);
 // Dimensions of an open dataset.
 Result<std::vector<hsize_t>> H5DatasetDims(hid_t dataset, const std::string& path);
 // Reads the whole dataset into `out`, converting to `mem_type`.

@@ -319,6 +319,17 @@ Result<SegmentContents> ReadSegment(const std::string& path) {
 
 namespace {
 
+// Damaged dimensions or byte ranges must not make the reader allocate what
+// the file cannot hold: deflate expands at most ~1032x, so `bytes` read from
+// `data` can be at most that over its stored bytes (uncompressed layouts
+// store exactly their size). kCorruption naming `what` otherwise.
+Status CheckStoredCanHold(hid_t data, std::uint64_t bytes, const std::string& what) {
+  const std::uint64_t storage = H5Dget_storage_size(data);
+  if (bytes <= std::max<std::uint64_t>(storage, 1) * 1100) return Status::OK();
+  return Status::Corruption(what + " claims " + std::to_string(bytes) + " bytes but stores " +
+                            std::to_string(storage));
+}
+
 // Bytes [offset, offset + count) of the 1-D uint8 kRawPackedDataset.
 Result<std::vector<std::uint8_t>> ReadPackedBytes(hid_t data, std::uint64_t offset,
                                                   std::uint64_t count, const std::string& path) {
@@ -334,13 +345,7 @@ Result<std::vector<std::uint8_t>> ReadPackedBytes(hid_t data, std::uint64_t offs
                               " bytes; raw_index names bytes [" + std::to_string(offset) + ", " +
                               std::to_string(offset + count) + ")");
   }
-  // As for datasets of their own (ReadRawDataset): never allocate more than
-  // the stored bytes can inflate to.
-  const std::uint64_t storage = H5Dget_storage_size(data);
-  if (count > std::max<std::uint64_t>(storage, 1) * 1100) {
-    return Status::Corruption(what + " stores " + std::to_string(storage) +
-                              " bytes; raw_index names " + std::to_string(count));
-  }
+  TSTAT_RETURN_IF_ERROR(CheckStoredCanHold(data, count, what));
   std::vector<std::uint8_t> bytes(static_cast<std::size_t>(count));
   if (count == 0) return bytes;
   H5Space file_space(H5Dget_space(data));
@@ -372,11 +377,8 @@ Result<std::vector<std::uint8_t>> ReadRawDataset(const std::string& path,
                                               H5D_CHUNK_CACHE_W0_DEFAULT) < 0) {
       return H5Failure(StatusCode::kInternal, path + ": dataset access list");
     }
-    H5DataSet data(H5Dopen2(file.get(), kRawPackedDataset, access.get()));
-    if (!data.valid()) {
-      return H5Failure(StatusCode::kCorruption,
-                       path + ": cannot open dataset '" + kRawPackedDataset + "'");
-    }
+    TSTAT_ASSIGN_OR_RETURN(H5DataSet data,
+                           OpenH5Dataset(file.get(), kRawPackedDataset, path, access.get()));
     return ReadPackedBytes(data.get(), byte_offset, byte_count, path);
   }
   TSTAT_ASSIGN_OR_RETURN(H5DataSet data, OpenH5Dataset(file.get(), dataset.c_str(), path));
@@ -398,15 +400,8 @@ Result<std::vector<std::uint8_t>> ReadRawDataset(const std::string& path,
     TakeH5ErrorStack();
     return Status::Corruption(path + ": raw dataset '" + dataset + "' has the wrong element size");
   }
-  // Damaged dimensions must not make us allocate what the file cannot hold:
-  // deflate expands at most ~1032x, so a dataset claims at most that over
-  // its stored bytes (its uncompressed forms store exactly its size).
-  const std::uint64_t storage = H5Dget_storage_size(data.get());
-  if (*size > std::max<std::uint64_t>(storage, 1) * 1100) {
-    return Status::Corruption(path + ": raw dataset '" + dataset + "' claims " +
-                              std::to_string(*size) + " bytes but stores " +
-                              std::to_string(storage));
-  }
+  TSTAT_RETURN_IF_ERROR(
+      CheckStoredCanHold(data.get(), *size, path + ": raw dataset '" + dataset + "'"));
   const std::uint64_t numel = *size / DTypeSize(dtype);
   std::vector<std::uint8_t> bytes(static_cast<std::size_t>(*size));
   if (numel > 0) {
