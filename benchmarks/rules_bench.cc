@@ -116,11 +116,12 @@ SyntheticRun MakeRun(std::int64_t count) {
     for (std::int64_t i = 0; i < count; ++i) {
       TensorStatsRecord r;
       r.tensor_id = static_cast<std::uint32_t>(i);
-      r.exponent_histogram.emplace();
+      ExponentHistogram hist;
       const double u = Unit(static_cast<std::uint64_t>(i) * 7919 + v);
       const int kind = static_cast<int>(i % 10);
       const double sd = kind < 4 ? 0.05 : kind < 8 ? 1e-3 * (1 + u) : kind == 8 ? 0.01 : 0.5;
-      r.stats = NormalStats((u - 0.5) * sd, sd, &*r.exponent_histogram);
+      r.stats = NormalStats((u - 0.5) * sd, sd, &hist);
+      r.exponent_histogram = hist;
       if (kind < 4) {  // weights: the delta against the previous save
         DeltaStats d;
         d.count = d.changed_count = kElements;

@@ -28,6 +28,7 @@ namespace tstat::io {
 struct OpenSegmentFile {
   SegmentStore store;  // declared first: outlives `file`
   H5File file;
+  std::string tmp_path;  // where it is written (for messages: Write needs it per raw snapshot)
   std::size_t size = 0;  // of the file, once finished
 };
 
@@ -124,7 +125,13 @@ Status Hdf5RunWriter::RegisterTensors(const std::vector<TensorInfo>& tensors) {
                                      "', cannot redeclare it as '" + t.name + "'");
     }
   }
-  for (const TensorInfo& t : tensors) registry_[t.id] = t;
+  for (const TensorInfo& t : tensors) {
+    registry_[t.id] = t;
+    if (t.id < kDenseIds) {
+      if (declared_.size() <= t.id) declared_.resize(t.id + 1, 0);
+      declared_[t.id] = 1;
+    }
+  }
   return Status::OK();
 }
 
@@ -136,7 +143,7 @@ Status Hdf5RunWriter::ValidateBatch(const StepBatch& batch) const {
                                       std::to_string(*last_global_step_));
   }
   auto declared = [&](std::uint32_t id, const char* what) -> Status {
-    if (registry_.count(id)) return Status::OK();
+    if (id < declared_.size() ? declared_[id] != 0 : registry_.count(id) != 0) return Status::OK();
     return Status::InvalidArgument(step + ": " + what + " id " + std::to_string(id) +
                                    " was never declared (RegisterTensors)");
   };
@@ -147,6 +154,12 @@ Status Hdf5RunWriter::ValidateBatch(const StepBatch& batch) const {
     const auto tensor = [&] { return step + ": tensor id " + std::to_string(r.tensor_id); };
     if (r.sample && r.sample->positions.size() != r.sample->values.size()) {
       return Status::InvalidArgument(tensor() + ": sample positions and values differ in number");
+    }
+    if (r.exponent_histogram && !r.exponent_histogram->valid()) {
+      return Status::InvalidArgument(tensor() + ": exponent histogram bins " +
+                                     std::to_string(r.exponent_histogram->first_bin) + " + " +
+                                     std::to_string(r.exponent_histogram->counts.size()) +
+                                     " lie outside [0, " + std::to_string(kExpHistBins) + ")");
     }
     if (r.count_values.size() != r.value_counts.size()) {
       return Status::InvalidArgument(tensor() + ": count_values and value_counts differ in number");
@@ -174,7 +187,8 @@ std::string Hdf5RunWriter::TmpPath() const {
 Status Hdf5RunWriter::OpenSegment() {
   H5Lock lock;
   auto segment = std::make_unique<OpenSegmentFile>();
-  TSTAT_RETURN_IF_ERROR(segment->store.Create(TmpPath()));
+  segment->tmp_path = TmpPath();
+  TSTAT_RETURN_IF_ERROR(segment->store.Create(segment->tmp_path));
   TSTAT_ASSIGN_OR_RETURN(segment->file, CreateSegmentH5File(&segment->store, kSegmentUserBlock));
   segment_ = std::move(segment);
   packed_->Reset(options_.raw_compression_level);
@@ -224,15 +238,17 @@ Status Hdf5RunWriter::Write(const StepBatch& batch) {
       if (size < kRawPackBelowBytes) {  // a byte range of the segment's packed dataset
         const std::uint64_t offset = packed_->size();
         if (size) {
-          Status packed = packed_->Append(segment_->file.get(), raw.bytes->data(), size, TmpPath());
+          Status packed =
+              packed_->Append(segment_->file.get(), raw.bytes->data(), size, segment_->tmp_path);
           if (!packed.ok()) return FailSegment(StoreErrorOr(packed), RecordsIn(batch));
         }
         raws.push_back(RawEntry{batch.key, raw.tensor_id, kRawPackedDataset, raw.dtype, raw.shape,
                                 offset, size});
         continue;
       }
-      Result<std::string> name = WriteRawSnapshot(segment_->file.get(), raw_count_, raw,
-                                                  options_.raw_compression_level, TmpPath());
+      Result<std::string> name =
+          WriteRawSnapshot(segment_->file.get(), raw_count_, raw, options_.raw_compression_level,
+                           segment_->tmp_path);
       if (!name.ok()) return FailSegment(StoreErrorOr(name.status()), RecordsIn(batch));
       ++raw_count_;
       raws.push_back(RawEntry{batch.key, raw.tensor_id, name.value(), raw.dtype, raw.shape});

@@ -19,14 +19,12 @@ struct BinRange {
   int first, count;
 };
 BinRange NonZeroRange(const std::uint64_t* c, int n) {
-  // Histograms are mostly zero on both sides: scan inwards from each end,
-  // four bins per test.
+  // Records arrive trimmed (ExponentBins from a histogram); a hand-built one
+  // may still carry zero bins at either end.
   int lo = 0;
-  while (lo + 4 <= n && (c[lo] | c[lo + 1] | c[lo + 2] | c[lo + 3]) == 0) lo += 4;
   while (lo < n && c[lo] == 0) ++lo;
   if (lo == n) return {0, 0};
   int hi = n;  // one past the last non-zero bin
-  while (hi - 4 >= lo && (c[hi - 1] | c[hi - 2] | c[hi - 3] | c[hi - 4]) == 0) hi -= 4;
   while (c[hi - 1] == 0) --hi;
   return {lo, hi - lo};
 }
@@ -46,15 +44,16 @@ void SegmentBuffers::Append(const StepBatch& batch) {
     row.has_stats = r.has_stats ? 1 : 0;
     row.s = ToStored(r.stats);
     stats.push_back(row);
-    if (r.exponent_histogram) {
-      const auto& counts = r.exponent_histogram->counts;
-      const BinRange range = NonZeroRange(counts.data(), kExpHistBins);
+    if (r.exponent_histogram) {  // checked valid() by the writer
+      const std::vector<std::uint64_t>& counts = r.exponent_histogram->counts;
+      const BinRange range = NonZeroRange(counts.data(), static_cast<int>(counts.size()));
       ExpHistRow e = KeyedRow<ExpHistRow>(key, r.tensor_id);
-      e.first_bin = static_cast<std::uint16_t>(range.first);
+      e.first_bin = static_cast<std::uint16_t>(
+          range.count ? r.exponent_histogram->first_bin + range.first : 0);
       e.num_bins = static_cast<std::uint16_t>(range.count);
       e.offset = exp_hist_counts.size();
-      exp_hist_counts.insert(exp_hist_counts.end(), counts.begin() + e.first_bin,
-                             counts.begin() + e.first_bin + e.num_bins);
+      exp_hist_counts.insert(exp_hist_counts.end(), counts.begin() + range.first,
+                             counts.begin() + range.first + range.count);
       exp_hist.push_back(e);
     }
     if (r.linear_histogram) {

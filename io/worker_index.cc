@@ -206,9 +206,10 @@ TensorStatsRecord WorkerIndex::MakeRecord(std::uint32_t id, const TensorSeries& 
   r.stats = ts.stats[row];
   const ExpHistRef& e = ts.exp[row];
   if (e.present) {
-    ExponentHistogram h;
-    for (std::size_t i = 0; i < e.num; ++i) h.counts[e.first + i] = exp_pool[e.offset + i];
-    r.exponent_histogram = h;
+    ExponentBins& h = r.exponent_histogram.emplace();
+    h.first_bin = static_cast<int>(e.first);
+    h.counts.assign(exp_pool.begin() + static_cast<std::ptrdiff_t>(e.offset),
+                    exp_pool.begin() + static_cast<std::ptrdiff_t>(e.offset + e.num));
   }
   auto it = ts.extras.find(row);
   if (it != ts.extras.end()) {

@@ -19,7 +19,7 @@ std::uint64_t ApproxBytes(const StepBatch& b) {
   std::uint64_t n = sizeof(StepBatch);
   for (const TensorStatsRecord& r : b.stats) {
     n += sizeof(r);
-    if (r.exponent_histogram) n += sizeof(ExponentHistogram);
+    if (r.exponent_histogram) n += r.exponent_histogram->counts.size() * 8;
     if (r.linear_histogram) n += r.linear_histogram->counts.size() * 8;
     if (r.per_channel) n += r.per_channel->channels.size() * sizeof(TensorStats);
     if (r.label_counts) n += r.label_counts->counts.size() * 8;

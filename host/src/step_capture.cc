@@ -97,13 +97,12 @@ void Session::Impl::AddResult(std::uint32_t id, const StatsOptions& options, Red
     batch->drops.push_back({id, "stats", r.status.message(), 0});
     return;
   }
-  // Built in place: the record holds a ~2.2 KB exponent histogram by value,
-  // so every move of it is a copy.
   TensorStatsRecord& rec = batch->stats.emplace_back();
   rec.tensor_id = id;
   rec.has_stats = options.label_classes == 0;
   if (rec.has_stats) rec.stats = r.stats;
-  rec.exponent_histogram = std::move(r.exponent_histogram);
+  // Trimmed here, where the histogram is still in this core's cache.
+  if (r.exponent_histogram) rec.exponent_histogram.emplace(*r.exponent_histogram);
   rec.linear_histogram = std::move(r.linear_histogram);
   rec.per_channel = std::move(r.per_channel);
   rec.label_counts = std::move(r.label_counts);

@@ -71,12 +71,6 @@ FormatBins BinsOf(const Format& f, double log2_scale) {
   return b;
 }
 
-std::uint64_t SumBins(const std::uint64_t* counts, int begin, int end) {
-  std::uint64_t t = 0;
-  for (int b = begin; b < end; ++b) t += counts[b];
-  return t;
-}
-
 class LowPrecisionRangeRule final : public TensorRuleT<LowPrecisionRangeRule> {
  public:
   LowPrecisionRangeRule(const RuleSpec& spec, RangeParams p)
@@ -110,22 +104,18 @@ class LowPrecisionRangeRule final : public TensorRuleT<LowPrecisionRangeRule> {
              std::vector<Finding>* findings) override {
     NoteNeeded(step, info, r.exponent_histogram.has_value());
     if (!r.exponent_histogram) return;
-    const ExponentHistogram& h = *r.exponent_histogram;
-    const std::uint64_t* counts = h.counts.data();
+    const ExponentBins& h = *r.exponent_histogram;
     // The usual case: no value in any bin a live check counts, so no check
     // of any format fires (each would compare 0 > threshold >= 0).
-    std::uint64_t any = 0;
-    for (int b = 0; b < low_end_; ++b) any |= counts[b];
-    for (int b = high_begin_; b < kExpHistBins; ++b) any |= counts[b];
-    if (any == 0) return;
+    if (h.Sum(0, low_end_) == 0 && h.Sum(high_begin_, kExpHistBins) == 0) return;
     const double total = static_cast<double>(h.total());
     if (total == 0) return;
     for (std::size_t k = 0; k < p_.formats.size(); ++k) {
       const Format& f = p_.formats[k];
       const FormatBins& fb = bins_[k];
-      const std::uint64_t under = SumBins(counts, 0, fb.under_end);
-      const std::uint64_t sub = SumBins(counts, 0, fb.sub_end);
-      const std::uint64_t over = SumBins(counts, fb.over_begin, kExpHistBins);
+      const std::uint64_t under = h.Sum(0, fb.under_end);
+      const std::uint64_t sub = h.Sum(0, fb.sub_end);
+      const std::uint64_t over = h.Sum(fb.over_begin, kExpHistBins);
       const double u = 100.0 * static_cast<double>(under) / total;
       const double s = 100.0 * static_cast<double>(sub) / total;
       const double o = 100.0 * static_cast<double>(over) / total;
@@ -164,8 +154,8 @@ class LowPrecisionRangeRule final : public TensorRuleT<LowPrecisionRangeRule> {
  private:
   RangeParams p_;
   double log2_scale_;
-  std::vector<FormatBins> bins_;  // of p_.formats
-  int low_end_ = 0;               // bins [0, low_end_) and [high_begin_, end) are
+  std::vector<FormatBins> bins_;   // of p_.formats
+  int low_end_ = 0;                // bins [0, low_end_) and [high_begin_, end) are
   int high_begin_ = kExpHistBins;  // the ones some live check counts
 };
 

@@ -79,7 +79,7 @@ std::vector<std::int64_t> StepsWithStats(const std::vector<StepBatch>& batches, 
 ReductionResult ToResult(const TensorStatsRecord& r) {
   ReductionResult out;
   out.stats = r.stats;
-  out.exponent_histogram = r.exponent_histogram;
+  if (r.exponent_histogram) out.exponent_histogram = r.exponent_histogram->Expand();
   out.linear_histogram = r.linear_histogram;
   out.per_channel = r.per_channel;
   out.label_counts = r.label_counts;

@@ -130,6 +130,18 @@ TEST(WriterTest, CallerErrorsLeaveTheSegmentIntact) {
   StepBatch bad_sample = StatsBatch(6);
   bad_sample.stats[0].sample = ElementSample{{1, 2}, {0.5}};
   EXPECT_EQ(writer->Write(bad_sample).code(), StatusCode::kInvalidArgument);
+  // Exponent bins reaching past the 279 bins of the layout.
+  StepBatch bad_bins = StatsBatch(6);
+  bad_bins.stats[0].exponent_histogram = ExponentBins{};
+  bad_bins.stats[0].exponent_histogram->first_bin = kExpHistBins - 2;
+  bad_bins.stats[0].exponent_histogram->counts = {1, 2, 3};
+  const Status bins = writer->Write(bad_bins);
+  EXPECT_EQ(bins.code(), StatusCode::kInvalidArgument) << bins.ToString();
+  EXPECT_NE(bins.message().find("bins 277 + 3 lie outside [0, 279)"), std::string::npos)
+      << bins.message();
+  bad_bins.stats[0].exponent_histogram->first_bin = -1;
+  bad_bins.stats[0].exponent_histogram->counts = {1};
+  EXPECT_EQ(writer->Write(bad_bins).code(), StatusCode::kInvalidArgument);
   StepBatch bad_mode = StatsBatch(6);
   bad_mode.key.mode = static_cast<Mode>(9);
   EXPECT_EQ(writer->Write(bad_mode).code(), StatusCode::kInvalidArgument);
@@ -145,6 +157,71 @@ TEST(WriterTest, CallerErrorsLeaveTheSegmentIntact) {
   ASSERT_EQ(steps.size(), 2u);
   EXPECT_EQ(steps[0].global_step, 5);
   EXPECT_EQ(steps[1].global_step, 6);
+}
+
+// Records and raw snapshots of ids never declared are refused, for ids both
+// below and above the writer's dense lookup (kDenseIds = 2^20).
+TEST(WriterTest, UndeclaredIdsAreRefusedAtAnyMagnitude) {
+  TempDir dir;
+  auto writer = OpenWriterOrDie(dir.path());
+  const std::uint32_t big = (1u << 20) + 5;
+  TSTAT_ASSERT_OK(
+      writer->RegisterTensors({MakeTensorInfo(3, "small"), MakeTensorInfo(big, "big")}));
+  for (std::uint32_t id : {0u, 2u, 4u, big - 1, big + 1, 0xffffffffu}) {
+    StepBatch b = MakeBatch(1);
+    b.stats.push_back(SyntheticStatsRecord(1, id));
+    const Status s = writer->Write(b);
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << id;
+    EXPECT_NE(s.message().find("tensor id " + std::to_string(id) + " was never declared"),
+              std::string::npos)
+        << s.message();
+    StepBatch r = MakeBatch(1);
+    r.raws.push_back(FloatRaw(id, {2}, 2, 0.f));
+    EXPECT_EQ(writer->Write(r).code(), StatusCode::kInvalidArgument) << id;
+  }
+  StepBatch ok = MakeBatch(1);
+  ok.stats.push_back(SyntheticStatsRecord(1, 3));
+  ok.stats.push_back(SyntheticStatsRecord(1, big));
+  TSTAT_ASSERT_OK(writer->Write(ok));
+  TSTAT_ASSERT_OK(writer->Close({}));
+  auto trial = Trial::Open(dir.path());
+  TSTAT_ASSERT_OK(trial);
+  TSTAT_ASSERT_OK((*trial)->stats("big", 1));
+  TSTAT_ASSERT_OK((*trial)->stats("small", 1));
+}
+
+// Hand-built exponent bins may carry zero bins at either end, or none at
+// all: the file keeps the non-zero range, and the reader returns equal bins.
+TEST(WriterTest, ExponentBinsAreStoredTrimmed) {
+  TempDir dir;
+  auto writer = OpenWriterOrDie(dir.path());
+  TSTAT_ASSERT_OK(writer->RegisterTensors({MakeTensorInfo(0, "w"), MakeTensorInfo(1, "z")}));
+  StepBatch b = StatsBatch(1);
+  b.stats[0].exponent_histogram = ExponentBins{};
+  b.stats[0].exponent_histogram->first_bin = 140;
+  b.stats[0].exponent_histogram->counts = {0, 0, 7, 0, 9, 0};
+  TensorStatsRecord all_zero = SyntheticStatsRecord(1, 1);
+  all_zero.exponent_histogram = ExponentBins{};
+  all_zero.exponent_histogram->first_bin = 3;
+  all_zero.exponent_histogram->counts = {0, 0};
+  b.stats.push_back(all_zero);
+  TSTAT_ASSERT_OK(writer->Write(b));
+  TSTAT_ASSERT_OK(writer->Close({}));
+
+  auto trial = Trial::Open(dir.path());
+  TSTAT_ASSERT_OK(trial);
+  auto w = (*trial)->record("w", 1);
+  TSTAT_ASSERT_OK(w);
+  ASSERT_TRUE(w->exponent_histogram.has_value());
+  EXPECT_EQ(w->exponent_histogram->first_bin, 142);
+  EXPECT_EQ(w->exponent_histogram->counts, (std::vector<std::uint64_t>{7, 0, 9}));
+  EXPECT_EQ(w->exponent_histogram->Expand().counts[144], 9u);
+  EXPECT_EQ(w->exponent_histogram->total(), 16u);
+  auto z = (*trial)->record("z", 1);
+  TSTAT_ASSERT_OK(z);
+  ASSERT_TRUE(z->exponent_histogram.has_value());  // present, and empty
+  EXPECT_TRUE(z->exponent_histogram->counts.empty());
+  EXPECT_EQ(z->exponent_histogram->total(), 0u);
 }
 
 // The byte count of a raw shape, checked (io/segment_schema.h).

@@ -293,10 +293,9 @@ TEST(NlpSequenceRatioTest, MissingCountsAndBadParameters) {
 TensorStatsRecord HistRecord(std::uint32_t id, const std::map<int, std::uint64_t>& by_exponent) {
   TensorStatsRecord r;
   r.tensor_id = id;
-  r.exponent_histogram.emplace();
-  for (const auto& [e, n] : by_exponent) {
-    r.exponent_histogram->counts[ExponentHistogram::BinOf(e)] = n;
-  }
+  ExponentHistogram h;
+  for (const auto& [e, n] : by_exponent) h.counts[ExponentHistogram::BinOf(e)] = n;
+  r.exponent_histogram = h;
   return r;
 }
 

@@ -66,7 +66,7 @@ struct TensorStatsRecord {
   std::uint32_t tensor_id = 0;
   TensorStats stats;  // absent (all zero counts) when only label counts were asked
   bool has_stats = true;
-  std::optional<ExponentHistogram> exponent_histogram;
+  std::optional<ExponentBins> exponent_histogram;  // the non-zero range
   std::optional<LinearHistogram> linear_histogram;
   std::optional<PerChannelStats> per_channel;
   std::optional<LabelCounts> label_counts;
