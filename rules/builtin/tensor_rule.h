@@ -194,8 +194,8 @@ inline void PrefetchRecordBytes(const TensorStatsRecord* r, std::size_t offset, 
 // The base of a concrete tensor rule `Self` (a final class with a public
 // Check()): walks the selected records calling Self::Check directly.
 //
-// Why the prefetch: a record is kilobytes (the exponent histogram is inline),
-// so consecutive selected records are pages apart and every one is a cache
+// Why the prefetch: a record is ~0.5 KB and a rule selects some of them, so
+// consecutive selected records are not adjacent and every one is a cache
 // miss the hardware prefetcher does not foresee; asking for the record a few
 // ahead overlaps those misses. Self::Prefetch names the bytes Check() reads
 // (by default tensor_id through has_stats; a rule that reads more, e.g. the
