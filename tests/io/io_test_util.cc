@@ -199,6 +199,11 @@ void ExpectRecordEqual(const TensorStatsRecord& got, const TensorStatsRecord& wa
   if (want.has_stats) ExpectStatsEqual(got.stats, want.stats, where);
   ASSERT_EQ(got.exponent_histogram.has_value(), want.exponent_histogram.has_value()) << where;
   if (want.exponent_histogram) {
+    // Every bin, whatever range each side stores (== of ExponentBins).
+    EXPECT_TRUE(*got.exponent_histogram == *want.exponent_histogram)
+        << where << ": exponent histogram from bin " << got.exponent_histogram->first_bin
+        << ", want from bin " << want.exponent_histogram->first_bin;
+    EXPECT_EQ(got.exponent_histogram->first_bin, want.exponent_histogram->first_bin) << where;
     EXPECT_EQ(got.exponent_histogram->counts, want.exponent_histogram->counts) << where;
   }
   ASSERT_EQ(got.linear_histogram.has_value(), want.linear_histogram.has_value()) << where;
