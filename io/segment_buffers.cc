@@ -14,21 +14,6 @@ Row KeyedRow(const StepKey& key, std::uint32_t tensor_id) {
   return row;
 }
 
-// Bins [first, first + count) span every non-zero count ({0, 0}: none).
-struct BinRange {
-  int first, count;
-};
-BinRange NonZeroRange(const std::uint64_t* c, int n) {
-  // Records arrive trimmed (ExponentBins from a histogram); a hand-built one
-  // may still carry zero bins at either end.
-  int lo = 0;
-  while (lo < n && c[lo] == 0) ++lo;
-  if (lo == n) return {0, 0};
-  int hi = n;  // one past the last non-zero bin
-  while (c[hi - 1] == 0) --hi;
-  return {lo, hi - lo};
-}
-
 }  // namespace
 
 std::uint64_t RecordsIn(const StepBatch& batch) {
@@ -46,7 +31,8 @@ void SegmentBuffers::Append(const StepBatch& batch) {
     stats.push_back(row);
     if (r.exponent_histogram) {  // checked valid() by the writer
       const std::vector<std::uint64_t>& counts = r.exponent_histogram->counts;
-      const BinRange range = NonZeroRange(counts.data(), static_cast<int>(counts.size()));
+      // Usually trimmed already; a hand-built record may carry zero bins at either end.
+      const NonZeroBins range = FindNonZeroBins(counts.data(), static_cast<int>(counts.size()));
       ExpHistRow e = KeyedRow<ExpHistRow>(key, r.tensor_id);
       e.first_bin = static_cast<std::uint16_t>(
           range.count ? r.exponent_histogram->first_bin + range.first : 0);

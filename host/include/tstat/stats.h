@@ -47,7 +47,7 @@ struct ExponentHistogram {
   std::array<std::uint64_t, kExpHistBins> counts{};
   static constexpr int BinExponent(int bin) { return bin + kExpHistMinExp; }
   static constexpr int BinOf(int exponent) {
-    return exponent < kExpHistMinExp   ? 0
+    return exponent < kExpHistMinExp ? 0
            : exponent > kExpHistMaxExp ? kExpHistBins - 1
                                        : exponent - kExpHistMinExp;
   }
@@ -57,6 +57,27 @@ struct ExponentHistogram {
     return t;
   }
 };
+
+// Bins [first, first + count) of `c[0..n)` span every non-zero count
+// ({0, 0}: none). Histograms are mostly zero on both sides, so it tests eight
+// bins at a time from each end (bin by bin cost ~100 ns per 279-bin histogram,
+// a fifth of reducing 1,000 floats).
+struct NonZeroBins {
+  int first = 0, count = 0;
+};
+inline NonZeroBins FindNonZeroBins(const std::uint64_t* c, int n) {
+  auto zero8 = [c](int i) {
+    return (c[i] | c[i + 1] | c[i + 2] | c[i + 3] | c[i + 4] | c[i + 5] | c[i + 6] | c[i + 7]) == 0;
+  };
+  int lo = 0;
+  while (lo + 8 <= n && zero8(lo)) lo += 8;
+  while (lo < n && c[lo] == 0) ++lo;
+  if (lo == n) return {};
+  int hi = n;  // one past the last non-zero bin
+  while (hi - 8 >= lo && zero8(hi - 8)) hi -= 8;
+  while (c[hi - 1] == 0) --hi;
+  return {lo, hi - lo};
+}
 
 // An exponent histogram as records carry it and files store it: only the bins
 // from first_bin to first_bin + counts.size() - 1; every other bin is zero.
@@ -70,22 +91,9 @@ struct ExponentBins {
   ExponentBins() = default;
   // The non-zero range of `h` (implicit, so `record.exponent_histogram = h` works).
   ExponentBins(const ExponentHistogram& h) {  // NOLINT(google-explicit-constructor)
-    // Most bins are zero: test eight at a time from each end (a bin-by-bin
-    // scan cost ~100 ns per record, a fifth of reducing 1,000 floats).
-    const std::uint64_t* c = h.counts.data();
-    auto zero8 = [c](int i) {
-      return (c[i] | c[i + 1] | c[i + 2] | c[i + 3] | c[i + 4] | c[i + 5] | c[i + 6] | c[i + 7]) ==
-             0;
-    };
-    int lo = 0;
-    while (lo + 8 <= kExpHistBins && zero8(lo)) lo += 8;
-    while (lo < kExpHistBins && c[lo] == 0) ++lo;
-    if (lo == kExpHistBins) return;
-    int hi = kExpHistBins;  // one past the last non-zero bin
-    while (hi - 8 >= lo && zero8(hi - 8)) hi -= 8;
-    while (c[hi - 1] == 0) --hi;
-    first_bin = lo;
-    counts.assign(c + lo, c + hi);
+    const NonZeroBins range = FindNonZeroBins(h.counts.data(), kExpHistBins);
+    first_bin = range.first;
+    counts.assign(h.counts.begin() + range.first, h.counts.begin() + range.first + range.count);
   }
   // True when the range lies within [0, kExpHistBins).
   bool valid() const {
@@ -143,9 +151,9 @@ struct ExponentBins {
 // the nan/inf counts). With the automatic range, lo/hi are the tensor's finite
 // min/max; if they are equal the range is [v-0.5, v+0.5] (as TensorBoard does).
 struct LinearHistogramOptions {
-  int bins = 0;               // 0 = off; otherwise 1..kMaxLinearBins
-  bool fixed_range = false;   // false: use the tensor's own [min, max]
-  double lo = 0.0, hi = 0.0;  // used when fixed_range; need lo < hi, finite
+  int bins = 0;              // 0 = off; otherwise 1..kMaxLinearBins
+  bool fixed_range = false;  // false: use the tensor's own [min, max]
+  double lo = 0.0, hi = 0.0; // used when fixed_range; need lo < hi, finite
 };
 inline constexpr int kMaxLinearBins = 65536;
 
@@ -206,17 +214,17 @@ inline constexpr int kMaxCountValues = 64;
 // Options for one tensor's reduction. Defaults give the cheap set plus the
 // exponent histogram.
 struct StatsOptions {
-  double band_lo = -0.97;   // x <= band_lo counts as low-saturated
-  double band_hi = 0.97;    // x >= band_hi counts as high-saturated
-  double small_eps = 1e-7;  // |x| < small_eps counts as vanishing
+  double band_lo = -0.97;    // x <= band_lo counts as low-saturated
+  double band_hi = 0.97;     // x >= band_hi counts as high-saturated
+  double small_eps = 1e-7;   // |x| < small_eps counts as vanishing
   bool exponent_histogram = true;
   LinearHistogramOptions linear_histogram;  // second pass when bins > 0
-  int per_channel_axis = -1;                // >= 0: also per-channel stats along this axis
-  int label_classes = 0;          // > 0: bincount of an integer tensor instead of the stat set
-  std::int64_t sample_count = 0;  // > 0: k elements at pseudo-random positions
-  std::uint64_t sample_seed = 0;  // e.g. hash(tensor name) ^ step
-  DeltaOptions delta;             // float tensors, with the stat set
-  ConfusionOptions confusion;     // with label_classes > 0
+  int per_channel_axis = -1;     // >= 0: also per-channel stats along this axis
+  int label_classes = 0;         // > 0: bincount of an integer tensor instead of the stat set
+  std::int64_t sample_count = 0; // > 0: k elements at pseudo-random positions
+  std::uint64_t sample_seed = 0; // e.g. hash(tensor name) ^ step
+  DeltaOptions delta;            // float tensors, with the stat set
+  ConfusionOptions confusion;    // with label_classes > 0
   std::vector<std::int64_t> count_values;  // integer tensors; at most kMaxCountValues
 };
 
