@@ -104,6 +104,12 @@ Result<ChunkDeflater::Output> ChunkDeflater::Deflate(const void* shuffled, std::
   if (level < 1 || level > 9) {
     return Status::InvalidArgument("deflate level " + std::to_string(level) + " is not 1..9");
   }
+  if (level == 1) {
+    const std::size_t bound = RunLengthDeflater::Bound(bytes);
+    if (out_.size() < bound) out_.resize(bound);
+    const auto* in = static_cast<const std::uint8_t*>(shuffled);
+    return Output{out_.data(), run_length_.Compress(in, bytes, out_.data())};
+  }
   if (compressor_ == nullptr || level_ != level) {
     if (compressor_) libdeflate_free_compressor(compressor_);
     compressor_ = libdeflate_alloc_compressor(level);

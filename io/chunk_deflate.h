@@ -7,15 +7,17 @@
 // j * n + i, a tail of bytes % element_size bytes stays in place; no change
 // for 1-byte elements or a single element), then a zlib stream (RFC 1950,
 // Adler-32 trailer) as the deflate filter inflates. The compressed bytes
-// differ from zlib's own at the same level (libdeflate's matcher), the
-// decoded bytes do not. One deflater per writer thread: it keeps its
-// libdeflate compressor and buffers across calls. Not thread-safe.
+// differ from zlib's own at the same level (libdeflate's matcher at levels
+// 2-9, run_length_deflate.h at level 1), the decoded bytes do not. One
+// deflater per writer thread: it keeps its compressors and buffers across
+// calls. Not thread-safe.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <vector>
 
+#include "io/run_length_deflate.h"
 #include "tstat/status.h"
 
 struct libdeflate_compressor;
@@ -30,8 +32,9 @@ class ChunkDeflater {
   ChunkDeflater& operator=(const ChunkDeflater&) = delete;
 
   // Shuffles `bytes` bytes of `element_size`-byte elements, then compresses
-  // them as a zlib stream at `level` (1..9, as H5Pset_deflate). The result
-  // points into this object and stays valid until the next call.
+  // them as a zlib stream at `level` (1..9, as H5Pset_deflate): level 1 by
+  // the run-length encoder (run_length_deflate.h), 2..9 by libdeflate. The
+  // result points into this object and stays valid until the next call.
   struct Output {
     const std::uint8_t* data = nullptr;
     std::size_t size = 0;
@@ -46,6 +49,7 @@ class ChunkDeflater {
   std::uint8_t* InputBuffer(std::size_t bytes);
 
  private:
+  RunLengthDeflater run_length_;
   libdeflate_compressor* compressor_ = nullptr;
   int level_ = -1;
   std::vector<std::uint8_t> input_;

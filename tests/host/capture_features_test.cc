@@ -117,6 +117,87 @@ TEST(CaptureFeaturesTest, ConfusionAgainstAPredictionsTensorAndValueCounts) {
   EXPECT_TRUE(batches[0].drops.empty());
 }
 
+// Tensors with different stat options (linear histogram, label counts
+// without stats or exponent histogram, value counts) over many steps: with
+// the tensors unchanged, every step's records equal the first step's, so no
+// record carries anything from another tensor or step (the pipeline reuses
+// the memory of batches the writer is done with).
+TEST(CaptureFeaturesTest, RecycledRecordsCarryNothingFromTheirLastUse) {
+  SessionConfig config = TestConfig();
+  CollectionConfig weights;
+  weights.name = "weights";
+  weights.stats.histogram_bins = 4;
+  CollectionConfig labels;
+  labels.name = "labels";
+  labels.stats.label_classes = 3;
+  labels.stats.exponent_histogram = false;
+  CollectionConfig tokens;
+  tokens.name = "tokens";
+  tokens.tensor_names = {"input_ids"};
+  tokens.stats.count_values = {0, 7};
+  config.collections = {weights, labels, tokens};
+  auto sink = std::make_shared<io::MemorySink>();
+  auto session = MakeSession(config, sink);
+  std::vector<float> w = {1.0f, -2.0f, 3.0f, 0.0f, 1e-30f};
+  std::vector<std::int64_t> y = {0, 1, 2, 2, 1, 0, 9};
+  std::vector<std::int32_t> ids = {7, 0, 0, 3, 7, 7, 1};
+  ASSERT_TRUE(
+      session->RegisterTensor({"fc.weight", TensorView::Host(w.data(), DType::kFloat32, 5)}).ok());
+  ASSERT_TRUE(
+      session->RegisterTensor({"labels", TensorView::Host(y.data(), DType::kInt64, 7)}).ok());
+  ASSERT_TRUE(
+      session->RegisterTensor({"input_ids", TensorView::Host(ids.data(), DType::kInt32, 7)}).ok());
+  constexpr int kSteps = 200;
+  for (int i = 0; i < kSteps; ++i) ASSERT_TRUE(session->EndStep().ok());
+  ASSERT_TRUE(session->Close().ok());
+  const auto batches = sink->batches();
+  ASSERT_EQ(batches.size(), static_cast<std::size_t>(kSteps));
+  for (std::uint32_t id = 0; id < 3; ++id) {
+    const TensorStatsRecord* first = FindStats(batches[0], id);
+    ASSERT_NE(first, nullptr);
+    for (int k = 1; k < kSteps; ++k) {
+      SCOPED_TRACE("tensor " + std::to_string(id) + ", step " + std::to_string(k));
+      const TensorStatsRecord* r = FindStats(batches[static_cast<std::size_t>(k)], id);
+      ASSERT_NE(r, nullptr);
+      EXPECT_EQ(r->has_stats, first->has_stats);
+      EXPECT_EQ(r->stats.count, first->stats.count);
+      EXPECT_EQ(r->stats.zero_count, first->stats.zero_count);
+      EXPECT_EQ(r->stats.l1, first->stats.l1);
+      EXPECT_EQ(r->exponent_histogram, first->exponent_histogram);
+      EXPECT_EQ(r->linear_histogram.has_value(), first->linear_histogram.has_value());
+      if (r->linear_histogram && first->linear_histogram) {
+        EXPECT_EQ(r->linear_histogram->counts, first->linear_histogram->counts);
+      }
+      ASSERT_EQ(r->label_counts.has_value(), first->label_counts.has_value());
+      if (r->label_counts) {
+        EXPECT_EQ(r->label_counts->counts, first->label_counts->counts);
+        EXPECT_EQ(r->label_counts->out_of_range, first->label_counts->out_of_range);
+      }
+      EXPECT_EQ(r->count_values, first->count_values);
+      EXPECT_EQ(r->value_counts, first->value_counts);
+      if (::testing::Test::HasFailure()) return;
+    }
+  }
+  // What the first step's records hold, by hand.
+  const TensorStatsRecord* wr = FindStats(batches[0], 0);
+  EXPECT_TRUE(wr->has_stats);
+  EXPECT_EQ(wr->stats.count, 5u);
+  ASSERT_TRUE(wr->exponent_histogram.has_value());
+  EXPECT_EQ(wr->exponent_histogram->total(), 4u);  // finite non-zero values
+  EXPECT_TRUE(wr->count_values.empty());
+  EXPECT_FALSE(wr->label_counts.has_value());
+  const TensorStatsRecord* lr = FindStats(batches[0], 1);
+  EXPECT_FALSE(lr->has_stats);
+  EXPECT_EQ(lr->stats.count, 0u);
+  EXPECT_FALSE(lr->exponent_histogram.has_value());
+  ASSERT_TRUE(lr->label_counts.has_value());
+  EXPECT_EQ(lr->label_counts->counts, (std::vector<std::uint64_t>{2, 2, 2}));
+  EXPECT_EQ(lr->label_counts->out_of_range, 1u);
+  const TensorStatsRecord* tr = FindStats(batches[0], 2);
+  EXPECT_EQ(tr->count_values, (std::vector<std::int64_t>{0, 7}));
+  EXPECT_EQ(tr->value_counts, (std::vector<std::uint64_t>{2, 3}));
+}
+
 TEST(CaptureFeaturesTest, AMissingPredictionsTensorIsRecorded) {
   SessionConfig config = TestConfig();
   CollectionConfig labels;

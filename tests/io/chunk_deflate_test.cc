@@ -237,7 +237,8 @@ TEST_F(SelfChunksTest, TablesDecodeThroughHdf5ZlibAndH5py) {
   CheckStoredChunk("stats_big", stats->get(), big, 3 * 6636, 4);
   WriteAndCheck("stats_big_l9", stats->get(), big, 9);
   CheckStoredChunk("stats_big_l9", stats->get(), big, 6636, 9);
-  WriteAndCheck("stats_big_l1", stats->get(), big, 1);
+  WriteAndCheck("stats_big_l1", stats->get(), big, 1);  // the run-length encoder
+  CheckStoredChunk("stats_big_l1", stats->get(), big, 2 * 6636, 1);
   // One chunk holding the whole table (> 8 KiB, < 1 MiB).
   const std::vector<StatsRow> one = MakeStatsRows(500);
   WriteAndCheck("stats_one_chunk", stats->get(), one, 4);
@@ -249,6 +250,8 @@ TEST_F(SelfChunksTest, TablesDecodeThroughHdf5ZlibAndH5py) {
   const std::vector<std::uint64_t> counts = MakeCounts(3 * 131072 + 17);
   WriteAndCheck("counts", u64, counts, 4);
   CheckStoredChunk("counts", u64, counts, 3 * 131072, 4);
+  WriteAndCheck("counts_l1", u64, counts, 1);
+  CheckStoredChunk("counts_l1", u64, counts, 131072, 1);
   CloseFile();
   const std::string cmd =
       std::string("/usr/bin/python3 ") + TSTAT_H5PY_SELF_CHUNKS + " '" + path_ + "'";

@@ -102,6 +102,10 @@ def read_worker(worker_dir):
                 stats[key] = {k: row[k] for k in st.dtype.names}
             eh = f["exp_hist"][:]
             counts = f["exp_hist_counts"][:]
+            # The narrowest unsigned width that holds the segment's counts.
+            assert counts.dtype.kind == "u" and counts.dtype.itemsize in (2, 4, 8), counts.dtype
+            assert counts.max() < 65536 or counts.dtype.itemsize > 2, counts.dtype
+            assert counts.max() >= 65536 or counts.dtype.itemsize == 2, counts.dtype
             for row in eh:
                 bins = np.zeros(279, dtype=np.uint64)
                 first, num, off = int(row["first_bin"]), int(row["num_bins"]), int(row["offset"])

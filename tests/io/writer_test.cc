@@ -14,6 +14,7 @@
 #include <fstream>
 #include <iostream>
 
+#include "io/h5_dataset.h"
 #include "io/h5_file.h"
 #include "io/posix_file.h"
 #include "io/segment_schema.h"
@@ -222,6 +223,49 @@ TEST(WriterTest, ExponentBinsAreStoredTrimmed) {
   ASSERT_TRUE(z->exponent_histogram.has_value());  // present, and empty
   EXPECT_TRUE(z->exponent_histogram->counts.empty());
   EXPECT_EQ(z->exponent_histogram->total(), 0u);
+}
+
+// Count arrays are stored in the narrowest of uint16/32/64 that holds the
+// segment's largest count; the reader widens them back.
+TEST(WriterTest, CountArraysAreStoredInTheNarrowestWidth) {
+  struct Case {
+    std::uint64_t largest;
+    std::size_t bytes;
+  };
+  for (const Case c : {Case{0, 2}, Case{65535, 2}, Case{65536, 4}, Case{0xFFFFFFFFu, 4},
+                       Case{std::uint64_t{1} << 32, 8}, Case{~std::uint64_t{0}, 8}}) {
+    SCOPED_TRACE("largest count " + std::to_string(c.largest));
+    TempDir dir;
+    auto writer = OpenWriterOrDie(dir.path());
+    TSTAT_ASSERT_OK(writer->RegisterTensors({MakeTensorInfo(0, "w")}));
+    StepBatch b = StatsBatch(1);
+    b.stats[0].exponent_histogram = ExponentBins{};
+    b.stats[0].exponent_histogram->first_bin = 100;
+    b.stats[0].exponent_histogram->counts = {3, c.largest, 1};
+    b.stats[0].label_counts = LabelCounts{};
+    b.stats[0].label_counts->counts = {c.largest, 0, 7};
+    TSTAT_ASSERT_OK(writer->Write(b));
+    TSTAT_ASSERT_OK(writer->Close({}));
+
+    auto file = OpenH5FileReadOnly(dir.Sub("worker-00000/seg-000000000000.h5"));
+    TSTAT_ASSERT_OK(file);
+    for (const char* name : {kExpHistCounts, kLabelCounts}) {
+      auto dataset = OpenH5Dataset(file->get(), name, name);
+      TSTAT_ASSERT_OK(dataset);
+      H5Type stored(H5Dget_type(dataset->get()));
+      EXPECT_EQ(H5Tget_class(stored.get()), H5T_INTEGER) << name;
+      EXPECT_EQ(H5Tget_sign(stored.get()), H5T_SGN_NONE) << name;
+      EXPECT_EQ(H5Tget_size(stored.get()), c.bytes) << name;
+    }
+    auto trial = Trial::Open(dir.path());
+    TSTAT_ASSERT_OK(trial);
+    auto w = (*trial)->record("w", 1);
+    TSTAT_ASSERT_OK(w);
+    ASSERT_TRUE(w->exponent_histogram.has_value());
+    EXPECT_EQ(w->exponent_histogram->counts, (std::vector<std::uint64_t>{3, c.largest, 1}));
+    ASSERT_TRUE(w->label_counts.has_value());
+    EXPECT_EQ(w->label_counts->counts, (std::vector<std::uint64_t>{c.largest, 0, 7}));
+  }
 }
 
 // The byte count of a raw shape, checked (io/segment_schema.h).

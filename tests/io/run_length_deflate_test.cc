@@ -1,0 +1,151 @@
+// RunLengthDeflater (io/run_length_deflate.h) against zlib's inflate, the
+// decoder HDF5's deflate filter uses: every input decodes to itself, through
+// run lengths at the length-code boundaries, block boundaries, stored and
+// dynamic blocks, and the output stays within Bound().
+#include "io/run_length_deflate.h"
+
+#include <gtest/gtest.h>
+#include <zlib.h>
+
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace tstat::io {
+namespace {
+
+std::vector<std::uint8_t> Compress(const std::vector<std::uint8_t>& in) {
+  RunLengthDeflater deflater;
+  std::vector<std::uint8_t> out(RunLengthDeflater::Bound(in.size()) + 64, 0xAB);
+  const std::size_t n = deflater.Compress(in.data(), in.size(), out.data());
+  EXPECT_LE(n, RunLengthDeflater::Bound(in.size()));
+  for (std::size_t i = n; i < out.size(); ++i) {  // nothing written past the end
+    if (out[i] != 0xAB) {
+      ADD_FAILURE() << "byte " << i << " written past the reported size " << n;
+      break;
+    }
+  }
+  out.resize(n);
+  return out;
+}
+
+// zlib's inflate of `z`, which must be one complete zlib stream.
+std::vector<std::uint8_t> Inflate(const std::vector<std::uint8_t>& z, std::size_t expected) {
+  std::vector<std::uint8_t> back(expected + 1);
+  z_stream s{};
+  EXPECT_EQ(inflateInit(&s), Z_OK);
+  s.next_in = const_cast<Bytef*>(z.data());
+  s.avail_in = static_cast<uInt>(z.size());
+  s.next_out = back.data();
+  s.avail_out = static_cast<uInt>(back.size());
+  const int rc = inflate(&s, Z_FINISH);
+  EXPECT_EQ(rc, Z_STREAM_END) << (s.msg ? s.msg : "");
+  EXPECT_EQ(s.avail_in, 0u) << "bytes after the stream";
+  back.resize(s.total_out);
+  inflateEnd(&s);
+  return back;
+}
+
+void ExpectRoundTrip(const std::vector<std::uint8_t>& in, const std::string& what) {
+  SCOPED_TRACE(what + " (" + std::to_string(in.size()) + " bytes)");
+  const std::vector<std::uint8_t> z = Compress(in);
+  ASSERT_GE(z.size(), 6u);
+  EXPECT_EQ(z[0], 0x78);
+  EXPECT_EQ((z[0] * 256 + z[1]) % 31, 0);
+  const std::vector<std::uint8_t> back = Inflate(z, in.size());
+  ASSERT_EQ(back.size(), in.size());
+  EXPECT_TRUE(back == in);
+}
+
+TEST(RunLengthDeflateTest, EmptyAndTinyInputs) {
+  ExpectRoundTrip({}, "empty");
+  ExpectRoundTrip({7}, "one byte");
+  ExpectRoundTrip({7, 7}, "two equal bytes");
+  ExpectRoundTrip({7, 7, 7, 7}, "a run of 3 after the first byte");
+  ExpectRoundTrip({0, 1, 2, 3, 4}, "no runs");
+}
+
+// Every run length from 1 to 600 covers each length symbol, its extra bits,
+// 258 + 1 and 258 + 2 (a remainder below the minimum match of 3).
+TEST(RunLengthDeflateTest, EveryRunLengthUpTo600) {
+  std::vector<std::uint8_t> in;
+  for (int run = 1; run <= 600; ++run)
+    in.insert(in.end(), static_cast<std::size_t>(run), static_cast<std::uint8_t>(run * 37));
+  ExpectRoundTrip(in, "runs 1..600");
+}
+
+TEST(RunLengthDeflateTest, BlockBoundaries) {
+  const std::size_t b = RunLengthDeflater::kBlockBytes;
+  for (std::size_t size : {b - 1, b, b + 1, 2 * b, 3 * b + 5}) {
+    ExpectRoundTrip(std::vector<std::uint8_t>(size, 0), "zeros");
+    std::vector<std::uint8_t> runs(size);
+    for (std::size_t i = 0; i < size; ++i) runs[i] = static_cast<std::uint8_t>((i / 1000) % 3);
+    ExpectRoundTrip(runs, "runs across blocks");
+  }
+}
+
+TEST(RunLengthDeflateTest, RandomBytesAreStoredNotExpanded) {
+  std::mt19937 rng(11);
+  std::vector<std::uint8_t> in(200000);
+  for (auto& x : in) x = static_cast<std::uint8_t>(rng());
+  const std::vector<std::uint8_t> z = Compress(in);
+  // Stored blocks: 5 bytes per 32 KB block, plus the zlib header and trailer.
+  EXPECT_LE(z.size(), in.size() + 5 * (in.size() / RunLengthDeflater::kBlockBytes + 1) + 6);
+  ExpectRoundTrip(in, "random");
+}
+
+TEST(RunLengthDeflateTest, RunsCompressAndSkewedLiteralsGetShortCodes) {
+  std::vector<std::uint8_t> zeros(1 << 20, 0);
+  // 32 blocks, each a header of ~15 bytes (code lengths) and 127 matches of
+  // 258 at 2 bits (a 1-bit length code, a 1-bit distance): ~46 bytes a block.
+  EXPECT_LT(Compress(zeros).size(), 1600u);
+  ExpectRoundTrip(zeros, "1 MiB of zeros");
+  // Few distinct values without runs: Huffman codes of ~2 bits, not 8.
+  std::mt19937 rng(5);
+  std::vector<std::uint8_t> skewed(100000);
+  for (auto& x : skewed) x = static_cast<std::uint8_t>(0x3F + (rng() % 4 == 0));
+  for (std::size_t i = 1; i < skewed.size(); i += 2) skewed[i] = 0x40;  // break runs
+  EXPECT_LT(Compress(skewed).size(), skewed.size() / 3);
+  ExpectRoundTrip(skewed, "skewed literals");
+}
+
+// Many distinct symbols with a steep frequency fall-off need code lengths
+// over 15 bits before the limit is enforced.
+TEST(RunLengthDeflateTest, LengthLimitedCodesWithFibonacciFrequencies) {
+  std::vector<std::uint8_t> in;
+  std::uint64_t a = 1, b = 1;
+  for (int symbol = 0; symbol < 25; ++symbol) {
+    for (std::uint64_t k = 0; k < a; ++k) {
+      in.push_back(static_cast<std::uint8_t>(symbol));
+      in.push_back(static_cast<std::uint8_t>(200 + symbol % 2));  // no runs
+    }
+    const std::uint64_t c = a + b;
+    a = b;
+    b = c;
+    if (in.size() > RunLengthDeflater::kBlockBytes) break;
+  }
+  ExpectRoundTrip(in, "fibonacci frequencies");
+}
+
+// Mixed runs and noise at many random shapes; each must decode exactly.
+TEST(RunLengthDeflateTest, RandomMixturesOfRunsAndNoise) {
+  std::mt19937 rng(2026);
+  for (int trial = 0; trial < 200; ++trial) {
+    std::vector<std::uint8_t> in;
+    const std::size_t size = rng() % 100000;
+    while (in.size() < size) {
+      const std::size_t len = 1 + rng() % (rng() % 2 ? 600 : 8);
+      if (rng() % 3 == 0) {
+        for (std::size_t k = 0; k < len; ++k) in.push_back(static_cast<std::uint8_t>(rng()));
+      } else {
+        in.insert(in.end(), len, static_cast<std::uint8_t>(rng() % 4));
+      }
+    }
+    ExpectRoundTrip(in, "trial " + std::to_string(trial));
+    if (::testing::Test::HasFailure()) break;
+  }
+}
+
+}  // namespace
+}  // namespace tstat::io
