@@ -131,8 +131,9 @@ struct PipelineConfig {
   int cuda_device = 0;
   int cuda_inflight = 2;      // steps reducing on the GPU at once
   // HDF5 deflate level of the stats tables. 1: tstat's run-length deflate
-  // (io/run_length_deflate.h): ~3x less writer CPU than 4 on changing
-  // statistics, ~2x larger tables; 2-9: libdeflate.
+  // (io/run_length_deflate.h): ~2.4x less writer CPU than 4 on statistics
+  // that change every step, tables up to ~2x larger when steps repeat each
+  // other; 2-9: libdeflate.
   int compression_level = 4;
   // HDF5 deflate level of raw snapshots. 0 (default): stored uncompressed
   // and contiguous, written at disk speed; deflate runs at ~10-20 MB/s on
