@@ -134,6 +134,23 @@ void AtLeastTwoUsed(std::uint32_t* freq, int n) {
   }
 }
 
+// A complete, length-limited Huffman code for up to kNumLitLen symbols.
+struct HuffmanCode {
+  std::uint8_t length[kNumLitLen];
+  std::uint16_t code[kNumLitLen];
+
+  // From the symbols' counts (0: no code), giving codes to unused symbols
+  // when fewer than two are used (AtLeastTwoUsed).
+  void Build(const std::uint32_t* freq, int n, int max_bits) {
+    std::uint32_t used[kNumLitLen];
+    std::memcpy(used, freq, static_cast<std::size_t>(n) * sizeof(used[0]));
+    AtLeastTwoUsed(used, n);
+    BuildLengths(used, n, max_bits, length);
+    std::fill(code, code + n, std::uint16_t{0});
+    BuildCodes(length, n, code);
+  }
+};
+
 class BitWriter {
  public:
   explicit BitWriter(std::uint8_t* out) : out_(out) {}
@@ -251,11 +268,10 @@ void WriteBlock(const std::uint8_t* data, std::size_t begin, std::size_t end,
   std::uint32_t freq[kNumLitLen];
   std::memcpy(freq, token_freq, sizeof(freq));
   freq[kEndOfBlock] = 1;
-  AtLeastTwoUsed(freq, kNumLitLen);
-  std::uint8_t lit_len[kNumLitLen];
-  BuildLengths(freq, kNumLitLen, kMaxLitLenBits, lit_len);
-  std::uint16_t lit_code[kNumLitLen] = {};
-  BuildCodes(lit_len, kNumLitLen, lit_code);
+  HuffmanCode lit;
+  lit.Build(freq, kNumLitLen, kMaxLitLenBits);
+  const std::uint8_t* lit_len = lit.length;
+  const std::uint16_t* lit_code = lit.code;
   int num_lit = kNumLitLen;
   while (num_lit > 257 && lit_len[num_lit - 1] == 0) --num_lit;
 
@@ -267,13 +283,10 @@ void WriteBlock(const std::uint8_t* data, std::size_t begin, std::size_t end,
   CodeLengthItem items[kNumLitLen + 2];
   std::uint32_t cl_freq[kNumCodeLen] = {};
   const int num_items = EncodeCodeLengths(all_lengths, num_lit + 2, items, cl_freq);
-  std::uint32_t cl_freq_used[kNumCodeLen];
-  std::memcpy(cl_freq_used, cl_freq, sizeof(cl_freq));
-  AtLeastTwoUsed(cl_freq_used, kNumCodeLen);
-  std::uint8_t cl_len[kNumCodeLen];
-  BuildLengths(cl_freq_used, kNumCodeLen, kMaxCodeLenBits, cl_len);
-  std::uint16_t cl_code[kNumCodeLen] = {};
-  BuildCodes(cl_len, kNumCodeLen, cl_code);
+  HuffmanCode cl;
+  cl.Build(cl_freq, kNumCodeLen, kMaxCodeLenBits);
+  const std::uint8_t* cl_len = cl.length;
+  const std::uint16_t* cl_code = cl.code;
   int num_cl = kNumCodeLen;
   while (num_cl > 4 && cl_len[kCodeLenOrder[num_cl - 1]] == 0) --num_cl;
 
