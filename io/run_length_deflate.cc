@@ -187,15 +187,22 @@ class BitWriter {
   int count_ = 0;
 };
 
+// p[0, 8) XOR p[-1, 7) as one word (p[-1] must exist): a zero byte where a
+// byte repeats the one before it; on a little-endian machine byte k of the
+// word belongs to p[k].
+inline std::uint64_t XorWithPrevious(const std::uint8_t* p) {
+  std::uint64_t here, before;
+  std::memcpy(&here, p, 8);
+  std::memcpy(&before, p - 1, 8);
+  return here ^ before;
+}
+
 // How many of data[i, end) repeat data[i - 1] (i >= 1).
 inline std::size_t RunLength(const std::uint8_t* data, std::size_t i, std::size_t end) {
   const std::size_t start = i;
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-  while (i + 8 <= end) {  // byte k of x is data[i + k] ^ data[i + k - 1]
-    std::uint64_t here, before;
-    std::memcpy(&here, data + i, 8);
-    std::memcpy(&before, data + i - 1, 8);
-    const std::uint64_t x = here ^ before;
+  while (i + 8 <= end) {
+    const std::uint64_t x = XorWithPrevious(data + i);
     if (x) return i - start + (static_cast<unsigned>(__builtin_ctzll(x)) >> 3);
     i += 8;
   }
@@ -204,13 +211,10 @@ inline std::size_t RunLength(const std::uint8_t* data, std::size_t i, std::size_
   return i - start;
 }
 
-// Whether any of p[0, 8) equals the byte before it (p[-1] must exist): the
-// classic test for a zero byte, on the bytes XORed with their predecessors.
+// Whether any of p[0, 8) equals the byte before it: the classic test for a
+// zero byte in a word (any byte order).
 inline bool RepeatsAnyByte(const std::uint8_t* p) {
-  std::uint64_t here, before;
-  std::memcpy(&here, p, 8);
-  std::memcpy(&before, p - 1, 8);
-  const std::uint64_t x = here ^ before;
+  const std::uint64_t x = XorWithPrevious(p);
   return ((x - 0x0101010101010101ull) & ~x & 0x8080808080808080ull) != 0;
 }
 
@@ -355,35 +359,29 @@ std::size_t RunLengthDeflater::Compress(const std::uint8_t* data, std::size_t si
   BitWriter w(out);
   w.Put(0x78, 8);  // CMF: deflate, 32 KB window
   w.Put(0x01, 8);  // FLG: fastest; 0x7801 is a multiple of 31
+  if (tokens_.size() < kBlockBytes) tokens_.resize(kBlockBytes);  // a token per byte at most
+  std::uint16_t* tokens = tokens_.data();
   std::size_t begin = 0;
   do {
     const std::size_t end = std::min(size, begin + kBlockBytes);
-    // At most one token per input byte.
-    if (tokens_.size() < kBlockBytes) tokens_.resize(kBlockBytes);
-    std::uint16_t* tokens = tokens_.data();
     std::size_t n = 0;
     std::uint32_t freq[kNumLitLen] = {};
     std::uint32_t matches = 0;
+    auto literal = [&](std::uint8_t byte) {
+      tokens[n++] = byte;
+      ++freq[byte];
+    };
     std::size_t i = begin;
-    if (i == 0 && i < end) {  // the first byte has nothing before it to repeat
-      tokens[n++] = data[0];
-      ++freq[data[0]];
-      ++i;
-    }
+    if (i == 0 && i < end) literal(data[i++]);  // nothing before it to repeat
     while (i < end) {
       if (i + 8 <= end && !RepeatsAnyByte(data + i)) {  // noise: eight literals
-        for (int k = 0; k < 8; ++k) {
-          tokens[n++] = data[i + k];
-          ++freq[data[i + k]];
-        }
+        for (int k = 0; k < 8; ++k) literal(data[i + k]);
         i += 8;
         continue;
       }
       std::size_t run = RunLength(data, i, end);
       if (run < kMinMatch) {
-        tokens[n++] = data[i];
-        ++freq[data[i]];
-        ++i;
+        literal(data[i++]);
         continue;
       }
       i += run;
@@ -393,10 +391,7 @@ std::size_t RunLengthDeflater::Compress(const std::uint8_t* data, std::size_t si
         ++freq[257 + kLengthIndex.of[length]];
         ++matches;
       }
-      for (; run > 0; --run) {  // 1 or 2 left: literals of the repeated byte
-        tokens[n++] = data[i - 1];
-        ++freq[data[i - 1]];
-      }
+      for (; run > 0; --run) literal(data[i - 1]);  // 1 or 2 left of the repeated byte
     }
     WriteBlock(data, begin, end, tokens, n, freq, matches, end == size, &w);
     begin = end;

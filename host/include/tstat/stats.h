@@ -47,7 +47,7 @@ struct ExponentHistogram {
   std::array<std::uint64_t, kExpHistBins> counts{};
   static constexpr int BinExponent(int bin) { return bin + kExpHistMinExp; }
   static constexpr int BinOf(int exponent) {
-    return exponent < kExpHistMinExp ? 0
+    return exponent < kExpHistMinExp   ? 0
            : exponent > kExpHistMaxExp ? kExpHistBins - 1
                                        : exponent - kExpHistMinExp;
   }
@@ -151,9 +151,9 @@ struct ExponentBins {
 // the nan/inf counts). With the automatic range, lo/hi are the tensor's finite
 // min/max; if they are equal the range is [v-0.5, v+0.5] (as TensorBoard does).
 struct LinearHistogramOptions {
-  int bins = 0;              // 0 = off; otherwise 1..kMaxLinearBins
-  bool fixed_range = false;  // false: use the tensor's own [min, max]
-  double lo = 0.0, hi = 0.0; // used when fixed_range; need lo < hi, finite
+  int bins = 0;               // 0 = off; otherwise 1..kMaxLinearBins
+  bool fixed_range = false;   // false: use the tensor's own [min, max]
+  double lo = 0.0, hi = 0.0;  // used when fixed_range; need lo < hi, finite
 };
 inline constexpr int kMaxLinearBins = 65536;
 
@@ -214,17 +214,17 @@ inline constexpr int kMaxCountValues = 64;
 // Options for one tensor's reduction. Defaults give the cheap set plus the
 // exponent histogram.
 struct StatsOptions {
-  double band_lo = -0.97;    // x <= band_lo counts as low-saturated
-  double band_hi = 0.97;     // x >= band_hi counts as high-saturated
-  double small_eps = 1e-7;   // |x| < small_eps counts as vanishing
+  double band_lo = -0.97;   // x <= band_lo counts as low-saturated
+  double band_hi = 0.97;    // x >= band_hi counts as high-saturated
+  double small_eps = 1e-7;  // |x| < small_eps counts as vanishing
   bool exponent_histogram = true;
   LinearHistogramOptions linear_histogram;  // second pass when bins > 0
-  int per_channel_axis = -1;     // >= 0: also per-channel stats along this axis
-  int label_classes = 0;         // > 0: bincount of an integer tensor instead of the stat set
-  std::int64_t sample_count = 0; // > 0: k elements at pseudo-random positions
-  std::uint64_t sample_seed = 0; // e.g. hash(tensor name) ^ step
-  DeltaOptions delta;            // float tensors, with the stat set
-  ConfusionOptions confusion;    // with label_classes > 0
+  int per_channel_axis = -1;                // >= 0: also per-channel stats along this axis
+  int label_classes = 0;          // > 0: bincount of an integer tensor instead of the stat set
+  std::int64_t sample_count = 0;  // > 0: k elements at pseudo-random positions
+  std::uint64_t sample_seed = 0;  // e.g. hash(tensor name) ^ step
+  DeltaOptions delta;             // float tensors, with the stat set
+  ConfusionOptions confusion;     // with label_classes > 0
   std::vector<std::int64_t> count_values;  // integer tensors; at most kMaxCountValues
 };
 
