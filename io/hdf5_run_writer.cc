@@ -91,6 +91,7 @@ Hdf5RunWriter::Hdf5RunWriter(const Hdf5RunWriterOptions& options, std::string wo
     : options_(options),
       worker_dir_(std::move(worker_dir)),
       buffers_(std::make_unique<SegmentBuffers>()),
+      streamed_(std::make_unique<StreamedRows>()),
       packed_(std::make_unique<PackedRawDataset>()) {}
 
 Hdf5RunWriter::~Hdf5RunWriter() {
@@ -98,6 +99,7 @@ Hdf5RunWriter::~Hdf5RunWriter() {
   {
     H5Lock lock;
     packed_->Close();
+    streamed_->Close();
     CloseH5File(&segment_->file, TmpPath()).ok();  // unsealed: nothing to lose but the data
   }
   segment_.reset();
@@ -180,6 +182,8 @@ Status Hdf5RunWriter::ValidateBatch(const StepBatch& batch) const {
   return Status::OK();
 }
 
+std::uint64_t Hdf5RunWriter::Buffered() const { return buffers_->records() + streamed_->records(); }
+
 std::string Hdf5RunWriter::TmpPath() const {
   return JoinPath(worker_dir_, SegmentFileName(next_index_)) + ".tmp";
 }
@@ -190,6 +194,7 @@ Status Hdf5RunWriter::OpenSegment() {
   segment->tmp_path = TmpPath();
   TSTAT_RETURN_IF_ERROR(segment->store.Create(segment->tmp_path));
   TSTAT_ASSIGN_OR_RETURN(segment->file, CreateSegmentH5File(&segment->store, kSegmentUserBlock));
+  TSTAT_RETURN_IF_ERROR(streamed_->Start(options_.compression_level));
   segment_ = std::move(segment);
   packed_->Reset(options_.raw_compression_level);
   segment_created_ = NowUnixSeconds();
@@ -205,12 +210,15 @@ Status Hdf5RunWriter::StoreErrorOr(const Status& hdf5_error) const {
 }
 
 Status Hdf5RunWriter::FailSegment(const Status& cause, std::uint64_t extra_records_lost) {
-  const std::uint64_t lost = buffers_->records() + extra_records_lost;
-  if (segment_) {
+  const std::uint64_t lost = Buffered() + extra_records_lost;
+  {
     H5Lock lock;
     packed_->Close();
-    CloseH5File(&segment_->file, TmpPath()).ok();  // in memory; the cause is known
-    segment_.reset();
+    streamed_->Close();  // their datasets close before the file
+    if (segment_) {
+      CloseH5File(&segment_->file, TmpPath()).ok();  // in memory; the cause is known
+      segment_.reset();
+    }
   }
   RemoveFile(TmpPath()).ok();  // best effort (the directory may be read-only)
   buffers_->Clear();
@@ -254,7 +262,17 @@ Status Hdf5RunWriter::Write(const StepBatch& batch) {
       raws.push_back(RawEntry{batch.key, raw.tensor_id, name.value(), raw.dtype, raw.shape});
     }
   }
-  buffers_->Append(batch);
+  {
+    H5Lock lock;  // full stats and exp_hist chunks are written as they fill
+    const std::uint64_t before = Buffered();
+    Status appended =
+        buffers_->Append(batch, segment_->file.get(), streamed_.get(), segment_->tmp_path);
+    if (!appended.ok()) {
+      // Rows of this batch already added are counted by Buffered().
+      const std::uint64_t added = Buffered() - before;
+      return FailSegment(StoreErrorOr(appended), RecordsIn(batch) - added);
+    }
+  }
   for (RawEntry& r : raws) buffers_->raws.push_back(std::move(r));
   if (raw_bytes_ >= rotate_bytes_) return Flush(last_counters_);
   return Status::OK();
@@ -283,7 +301,7 @@ Status Hdf5RunWriter::FinishImage(const PipelineCounters& counters) {
   H5Lock lock;
   TSTAT_RETURN_IF_ERROR(packed_->Finish(segment_->file.get(), TmpPath()));
   TSTAT_RETURN_IF_ERROR(WriteSegmentTables(segment_->file.get(), header, registry, *buffers_,
-                                           StoredCounters(counters, true),
+                                           streamed_.get(), StoredCounters(counters, true),
                                            options_.compression_level, TmpPath()));
   TSTAT_RETURN_IF_ERROR(CloseH5File(&segment_->file, TmpPath()));
   // Closed, the end of HDF5's allocations is the file's length.

@@ -6,9 +6,11 @@
 // snapshots are copied into it at once (deflated only at
 // raw_compression_level > 0; the caller's bytes are not held), small ones
 // into the segment's packed dataset a chunk at a time (packed_raw_dataset.h),
-// large ones going straight to disk (segment_store.h); stats,
-// histograms, scalars, ... are appended to column buffers. Flush() writes
-// every table with one H5Dwrite, closes the file, seals its memory in place
+// large ones going straight to disk (segment_store.h); the stats and
+// exp_hist rows are written into it a chunk at a time as they fill
+// (streamed_table.h); the other tables (histogram counts, scalars, ...) are
+// appended to column buffers. Flush() writes what is still buffered with one
+// H5Dwrite per table, closes the file, seals its memory in place
 // (segment_seal.h; no copy of the image), writes it to seg-<index>.h5.tmp,
 // fsyncs, renames it to seg-<index>.h5 and fsyncs the directory. Readers list
 // only *.h5, so a segment is visible whole or not at all; a crash (kill -9)
@@ -51,6 +53,7 @@ namespace tstat::io {
 // Private parts that need hdf5.h, which stays out of this header.
 struct OpenSegmentFile;
 struct SegmentBuffers;
+struct StreamedRows;
 class PackedRawDataset;
 
 class Hdf5RunWriter final : public StepSink {
@@ -92,6 +95,8 @@ class Hdf5RunWriter final : public StepSink {
   // (in segment_->memory).
   Status FinishImage(const PipelineCounters& counters);
   PipelineCounters StoredCounters(const PipelineCounters& counters, bool include_open) const;
+  // Records of the open segment: buffered and streamed.
+  std::uint64_t Buffered() const;
 
   Hdf5RunWriterOptions options_;
   std::string worker_dir_;
@@ -101,6 +106,7 @@ class Hdf5RunWriter final : public StepSink {
   static constexpr std::uint32_t kDenseIds = 1u << 20;
   std::vector<std::uint8_t> declared_;
   std::unique_ptr<SegmentBuffers> buffers_;
+  std::unique_ptr<StreamedRows> streamed_;    // the open segment's stats and exp_hist
   std::unique_ptr<PackedRawDataset> packed_;  // the open segment's raw/packed
   std::unique_ptr<OpenSegmentFile> segment_;  // null: no segment open
   double segment_created_ = 0.0;

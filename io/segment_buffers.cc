@@ -20,7 +20,23 @@ std::uint64_t RecordsIn(const StepBatch& batch) {
   return batch.stats.size() + batch.scalars.size() + batch.raws.size();
 }
 
-void SegmentBuffers::Append(const StepBatch& batch) {
+Status StreamedRows::Start(int level) {
+  TSTAT_RETURN_IF_ERROR(stats.Reset(StatsRowType, level));
+  return exp_hist.Reset(ExpHistRowType, level);
+}
+
+Status StreamedRows::Finish(hid_t file, const std::string& path) {
+  TSTAT_RETURN_IF_ERROR(stats.Finish(file, &deflater, path));
+  return exp_hist.Finish(file, &deflater, path);
+}
+
+void StreamedRows::Close() {
+  stats.Close();
+  exp_hist.Close();
+}
+
+Status SegmentBuffers::Append(const StepBatch& batch, hid_t file, StreamedRows* streamed,
+                              const std::string& path) {
   const StepKey& key = batch.key;
   steps.push_back(StepRow{key.global_step, static_cast<std::uint8_t>(key.mode), key.mode_step,
                           batch.wall_time, batch.step_seconds, batch.capture_seconds});
@@ -28,7 +44,7 @@ void SegmentBuffers::Append(const StepBatch& batch) {
     StatsRow row = KeyedRow<StatsRow>(key, r.tensor_id);
     row.has_stats = r.has_stats ? 1 : 0;
     row.s = ToStored(r.stats);
-    stats.push_back(row);
+    TSTAT_RETURN_IF_ERROR(streamed->stats.Append(file, &row, &streamed->deflater, path));
     if (r.exponent_histogram) {  // checked valid() by the writer
       const std::vector<std::uint64_t>& counts = r.exponent_histogram->counts;
       // Usually trimmed already; a hand-built record may carry zero bins at either end.
@@ -40,7 +56,7 @@ void SegmentBuffers::Append(const StepBatch& batch) {
       e.offset = exp_hist_counts.size();
       exp_hist_counts.insert(exp_hist_counts.end(), counts.begin() + range.first,
                              counts.begin() + range.first + range.count);
-      exp_hist.push_back(e);
+      TSTAT_RETURN_IF_ERROR(streamed->exp_hist.Append(file, &e, &streamed->deflater, path));
     }
     if (r.linear_histogram) {
       const LinearHistogram& h = *r.linear_histogram;
@@ -94,6 +110,7 @@ void SegmentBuffers::Append(const StepBatch& batch) {
     scalars.push_back(row);
   }
   for (const DropRecord& d : batch.drops) drops.push_back(DropEntry{key, d});
+  return Status::OK();
 }
 
 void SegmentBuffers::AppendDerived(const StepKey& key, const TensorStatsRecord& r) {

@@ -1,16 +1,22 @@
-// SegmentBuffers: the rows of the segment being written, in memory until the
-// segment's Flush writes each table with one H5Dwrite.
+// SegmentBuffers: the rows of a segment's tables. The writer keeps the rows
+// of the segment being written here until the segment's Flush writes each
+// table with one H5Dwrite, except the stats and exp_hist rows (a record's
+// largest), which StreamedRows writes into the open file a chunk at a time
+// (streamed_table.h); the reader fills every table, those two included.
 //
 // Append() turns a StepBatch into rows of the steps/stats/exp_hist/... tables
 // (raw snapshots are written to the open file at Write time and only their
-// index rows are kept here). Thread safety: none; owned by the writer thread.
+// index rows are kept here). Thread safety: none; owned by one thread.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "io/chunk_deflate.h"
+#include "io/h5_handle.h"
 #include "io/segment_schema.h"
+#include "io/streamed_table.h"
 #include "tstat/stats_record.h"
 
 namespace tstat::io {
@@ -27,6 +33,23 @@ struct RawEntry {
   std::vector<std::int64_t> shape;
   std::uint64_t byte_offset = 0;  // within kRawPackedDataset (else 0)
   std::uint64_t byte_count = 0;
+};
+
+// The writer's streamed stats and exp_hist tables of the open segment.
+struct StreamedRows {
+  StreamedTable stats{kStatsTable};       // StatsRow
+  StreamedTable exp_hist{kExpHistTable};  // ExpHistRow
+  // Deflates their chunks, and the other tables' at the segment's flush.
+  ChunkDeflater deflater;
+
+  // Starts a segment whose tables are compressed at `level` (0..9).
+  Status Start(int level);
+  // Stats rows appended since Start (records, in PipelineCounters' unit).
+  std::uint64_t records() const { return stats.rows(); }
+  // Writes what is staged and closes both datasets (HDF5 lock held).
+  Status Finish(hid_t file, const std::string& path);
+  // Drops both without writing (a failed segment; HDF5 lock held).
+  void Close();
 };
 
 struct SegmentBuffers {
@@ -52,8 +75,12 @@ struct SegmentBuffers {
   std::vector<DropEntry> drops;
   std::vector<RawEntry> raws;
 
-  // Adds every record of `batch` except its raw snapshots.
-  void Append(const StepBatch& batch);
+  // Adds every record of `batch` except its raw snapshots. The stats and
+  // exp_hist rows go to `streamed`, which writes every chunk they fill into
+  // `file` (HDF5 lock held). On an error, some of the batch's rows may have
+  // been added.
+  Status Append(const StepBatch& batch, hid_t file, StreamedRows* streamed,
+                const std::string& path);
   // The delta, confusion and value-count parts of one record.
   void AppendDerived(const StepKey& key, const TensorStatsRecord& record);
   // Stats, scalar and raw records held (the unit of PipelineCounters).

@@ -112,10 +112,9 @@ Status WriteAttributes(hid_t file, const SegmentHeader& h, const std::string& pa
 
 Status WriteSegmentTables(hid_t file, const SegmentHeader& header,
                           const std::vector<TensorInfo>& registry, const SegmentBuffers& b,
-                          const PipelineCounters& counters, int level, const std::string& path,
-                          ChunkDeflater* deflater) {
-  ChunkDeflater own_deflater;
-  ChunkDeflater* z = deflater ? deflater : &own_deflater;
+                          StreamedRows* streamed, const PipelineCounters& counters, int level,
+                          const std::string& path) {
+  ChunkDeflater* z = &streamed->deflater;
   TSTAT_RETURN_IF_ERROR(WriteAttributes(file, header, path));
   TSTAT_RETURN_IF_ERROR(WriteStringDataset(file, kConfigDataset, header.config_json, path));
   TSTAT_RETURN_IF_ERROR(WriteRegistry(file, registry, level, path));
@@ -126,8 +125,7 @@ Status WriteSegmentTables(hid_t file, const SegmentHeader& header,
     TSTAT_RETURN_IF_ERROR(WriteTable(file, name, t.get(), rows, level, path, z)); \
   } while (0)
   TSTAT_IO_TABLE(kStepsTable, StepRowType, b.steps);
-  TSTAT_IO_TABLE(kStatsTable, StatsRowType, b.stats);
-  TSTAT_IO_TABLE(kExpHistTable, ExpHistRowType, b.exp_hist);
+  TSTAT_RETURN_IF_ERROR(streamed->Finish(file, path));
   TSTAT_IO_TABLE(kLinearHistTable, LinearHistRowType, b.linear_hist);
   TSTAT_IO_TABLE(kChannelsTable, ChannelRowType, b.channels);
   TSTAT_IO_TABLE(kLabelsTable, LabelRowType, b.labels);

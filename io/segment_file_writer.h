@@ -28,13 +28,12 @@ struct SegmentHeader {
 };
 
 // Writes attributes, config, tensors (the full `registry`), the buffered
-// tables and `counters` into `file`. Compressed tables of fixed-size rows
-// are deflated by `deflater` (the writer's, reused across segments; null:
-// one made for this call).
+// tables, the rest of the streamed ones (Finish) and `counters` into `file`.
+// Compressed tables of fixed-size rows are deflated by `streamed->deflater`.
 Status WriteSegmentTables(hid_t file, const SegmentHeader& header,
                           const std::vector<TensorInfo>& registry, const SegmentBuffers& buffers,
-                          const PipelineCounters& counters, int compression_level,
-                          const std::string& path, ChunkDeflater* deflater = nullptr);
+                          StreamedRows* streamed, const PipelineCounters& counters,
+                          int compression_level, const std::string& path);
 
 // Writes `raw` as dataset raw/<index:06d> (creating the group "raw" first if
 // needed) and returns the dataset's path in the file. The snapshot must be

@@ -607,6 +607,79 @@ TEST(WriterTest, FileSizeLimitDuringPackedChunkWritesFailsTheSegmentOnly) {
   EXPECT_EQ(OpenH5ObjectCount(), 0);
 }
 
+// Stats rows go to the file a chunk at a time while the segment is open
+// (io/streamed_table.h): a chunk write that fails fails the segment, and the
+// records lost are exactly those of the segment, the failing step's included,
+// whether the failure comes at a Write or at the Flush.
+TEST(WriterTest, FileSizeLimitDuringStreamedStatsChunksCountsEveryLostRecord) {
+  TempDir dir;
+  auto writer = OpenWriterOrDie(dir.path());
+  constexpr std::uint32_t kTensors = 1000;
+  std::vector<TensorInfo> tensors;
+  for (std::uint32_t t = 0; t < kTensors; ++t) {
+    tensors.push_back(MakeTensorInfo(t, "w" + std::to_string(t)));
+  }
+  TSTAT_ASSERT_OK(writer->RegisterTensors(tensors));
+  TSTAT_ASSERT_OK(writer->Write(StatsBatch(0)));
+  TSTAT_ASSERT_OK(writer->Flush({}));
+  Status failure;
+  std::uint64_t attempted = 0;  // records handed to the writer since the flush
+  std::int64_t step = 1;
+  {
+    FileSizeLimit limit(64 * 1024);
+    ASSERT_TRUE(limit.set());
+    // 20,000 rows: three full chunks of 6,636 rows, well past 64 KiB deflated.
+    for (; step <= 20 && failure.ok(); ++step) {
+      StepBatch b = MakeBatch(step);
+      for (std::uint32_t t = 0; t < kTensors; ++t) b.stats.push_back(SyntheticStatsRecord(step, t));
+      attempted += kTensors;
+      failure = writer->Write(b);
+    }
+    if (failure.ok()) failure = writer->Flush({});
+  }
+  ASSERT_FALSE(failure.ok());
+  std::cout << "file size limit, streamed stats (step " << step - 1 << "): " << failure.ToString()
+            << "\n";
+  EXPECT_NE(failure.message().find("seg-000000000001.h5.tmp"), std::string::npos)
+      << failure.message();
+  EXPECT_NE(failure.message().find(std::to_string(attempted) + " records lost"), std::string::npos)
+      << failure.message();
+  EXPECT_EQ(writer->records_lost(), attempted);
+  // The writer goes on with a new segment whose table starts at row 0.
+  StepBatch next = MakeBatch(100);
+  for (std::uint32_t t = 0; t < kTensors; ++t) next.stats.push_back(SyntheticStatsRecord(100, t));
+  TSTAT_ASSERT_OK(writer->Write(next));
+  TSTAT_ASSERT_OK(writer->Close({}));
+  auto trial = Trial::Open(dir.path());
+  TSTAT_ASSERT_OK(trial);
+  EXPECT_EQ((*trial)->steps().size(), 2u);
+  auto stats = (*trial)->stats("w999", 100);
+  TSTAT_ASSERT_OK(stats);
+  ExpectStatsEqual(*stats, SyntheticStatsRecord(100, 999).stats, "w999 at step 100");
+  writer.reset();
+  EXPECT_EQ(OpenH5ObjectCount(), 0);
+}
+
+// Destroyed with the stats table open (past its first chunk): the segment is
+// dropped as a crash would leave it, with no HDF5 object left open.
+TEST(WriterTest, DestroyedWithAStreamedTableOpenLeavesNothingOpen) {
+  TempDir dir;
+  {
+    auto writer = OpenWriterOrDie(dir.path());
+    std::vector<TensorInfo> tensors;
+    for (std::uint32_t t = 0; t < 7000; ++t) {
+      tensors.push_back(MakeTensorInfo(t, "w" + std::to_string(t)));
+    }
+    TSTAT_ASSERT_OK(writer->RegisterTensors(tensors));
+    StepBatch b = MakeBatch(0);  // 7,000 rows: one chunk of 6,636 written
+    for (std::uint32_t t = 0; t < 7000; ++t) b.stats.push_back(SyntheticStatsRecord(0, t));
+    TSTAT_ASSERT_OK(writer->Write(b));
+    EXPECT_GT(OpenH5ObjectCount(), 1);  // the file and stats
+  }
+  EXPECT_EQ(OpenH5ObjectCount(), 0);
+  EXPECT_TRUE(Files(dir.Sub("worker-00000")).empty());
+}
+
 // Destroyed with raw/packed open (past its first chunk): the segment is
 // dropped as a crash would leave it, with no HDF5 object left open.
 TEST(WriterTest, DestroyedWithAnOpenPackedDatasetLeavesNothingOpen) {

@@ -1,0 +1,127 @@
+// See streamed_table.h.
+#include "io/streamed_table.h"
+
+#include <hdf5.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "io/h5_dataset.h"
+#include "io/h5_error.h"
+#include "io/h5_type.h"
+
+namespace tstat::io {
+
+std::string StreamedTable::What(const std::string& path) const {
+  return path + ": dataset '" + name_ + "'";
+}
+
+Result<H5Type> StreamedTable::FileType() const {
+  TSTAT_ASSIGN_OR_RETURN(H5Type mem_type, row_type_());
+  return PackedCopy(mem_type.get());
+}
+
+Status StreamedTable::Reset(RowTypeFn row_type, int level) {
+  Close();
+  row_type_ = row_type;
+  level_ = std::clamp(level, 0, 9);
+  TSTAT_ASSIGN_OR_RETURN(H5Type mem_type, row_type_());
+  TSTAT_ASSIGN_OR_RETURN(H5Type file_type, PackedCopy(mem_type.get()));
+  packer_ = RowPacker::Make(mem_type.get(), file_type.get());
+  if (!packer_) {
+    return Status::Internal(std::string("table '") + name_ +
+                            "': its rows cannot be packed by copying bytes");
+  }
+  row_bytes_ = packer_->file_size();
+  // The chunk WriteNewDataset gives a 1-D table of more than a chunk's bytes
+  // (h5_dataset.cc, ChunkDims), so streamed and whole-written tables agree.
+  chunk_rows_ = std::max<std::uint64_t>(kChunkBytes / row_bytes_, 1);
+  if (level_ > 0 && stage_.size() < chunk_rows_ * row_bytes_) {
+    stage_.assign(chunk_rows_ * row_bytes_, 0);
+  }
+  return Status::OK();
+}
+
+void StreamedTable::Close() {
+  dataset_ = H5DataSet();
+  staged_ = 0;
+  written_ = 0;
+}
+
+Status StreamedTable::Append(hid_t file, const void* row, ChunkDeflater* deflater,
+                             const std::string& path) {
+  if (!packer_) return Status::Internal(What(path) + ": appended to before Reset");
+  if (level_ == 0) {  // contiguous at Finish: everything stays staged
+    const std::size_t at = static_cast<std::size_t>(staged_) * row_bytes_;
+    if (stage_.size() < at + row_bytes_) {
+      stage_.resize(std::max<std::size_t>(2 * stage_.size(), at + row_bytes_));
+    }
+    packer_->Pack(static_cast<const std::uint8_t*>(row), 1, stage_.data() + at);
+    ++staged_;
+    return Status::OK();
+  }
+  packer_->Pack(static_cast<const std::uint8_t*>(row), 1,
+                stage_.data() + static_cast<std::size_t>(staged_) * row_bytes_);
+  if (++staged_ < chunk_rows_) return Status::OK();
+  if (!dataset_.valid()) TSTAT_RETURN_IF_ERROR(CreateChunked(file, path));
+  return WriteStagedChunk(deflater, path);
+}
+
+Status StreamedTable::CreateChunked(hid_t file, const std::string& path) {
+  TSTAT_ASSIGN_OR_RETURN(H5Type file_type, FileType());
+  const hsize_t dims[1] = {chunk_rows_};
+  const hsize_t max_dims[1] = {H5S_UNLIMITED};
+  H5Space space(H5Screate_simple(1, dims, max_dims));
+  H5Plist dcpl(H5Pcreate(H5P_DATASET_CREATE));
+  if (!space.valid() || !dcpl.valid()) return H5Failure(StatusCode::kInternal, What(path));
+  herr_t rc = SetChunkedLayout(dcpl.get(), {chunk_rows_}, level_);
+  if (rc >= 0) rc = H5Pset_fill_time(dcpl.get(), H5D_FILL_TIME_NEVER);
+  if (rc < 0) return H5Failure(StatusCode::kInternal, What(path) + ": creation list");
+  dataset_ = H5DataSet(
+      H5Dcreate2(file, name_, file_type.get(), space.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT));
+  if (!dataset_.valid()) return H5Failure(StatusCode::kIoError, What(path) + ": create failed");
+  return Status::OK();
+}
+
+Status StreamedTable::WriteStagedChunk(ChunkDeflater* deflater, const std::string& path) {
+  // The extent first: a chunk is written only where the dataset reaches.
+  const hsize_t extent[1] = {written_ + staged_};
+  if (written_ > 0 && H5Dset_extent(dataset_.get(), extent) < 0) {
+    return H5Failure(StatusCode::kIoError,
+                     What(path) + ": extending to " + std::to_string(extent[0]) + " rows failed");
+  }
+  const std::size_t chunk_bytes = static_cast<std::size_t>(chunk_rows_) * row_bytes_;
+  const std::size_t used = static_cast<std::size_t>(staged_) * row_bytes_;
+  // An edge chunk is stored whole, zero rows past the extent (as HDF5 does).
+  if (used < chunk_bytes) std::memset(stage_.data() + used, 0, chunk_bytes - used);
+  TSTAT_ASSIGN_OR_RETURN(ChunkDeflater::Output z,
+                         deflater->ShuffleDeflate(stage_.data(), chunk_bytes, row_bytes_, level_));
+  const hsize_t offset[1] = {written_};
+  if (H5Dwrite_chunk(dataset_.get(), H5P_DEFAULT, 0, offset, z.size, z.data) < 0) {
+    return H5Failure(StatusCode::kIoError, What(path) + ": writing the chunk at row " +
+                                               std::to_string(written_) + " failed");
+  }
+  written_ += staged_;
+  staged_ = 0;
+  return Status::OK();
+}
+
+Status StreamedTable::Finish(hid_t file, ChunkDeflater* deflater, const std::string& path) {
+  if (!dataset_.valid()) {  // never filled a chunk (or level 0): one fixed-size dataset
+    const std::uint64_t rows = staged_;
+    staged_ = 0;
+    if (rows == 0) return Status::OK();
+    TSTAT_ASSIGN_OR_RETURN(H5Type file_type, FileType());
+    return WriteNewDataset(file, name_, file_type.get(), file_type.get(), {rows}, stage_.data(),
+                           level_, path, deflater);
+  }
+  if (staged_ > 0) TSTAT_RETURN_IF_ERROR(WriteStagedChunk(deflater, path));
+  written_ = 0;
+  // Checked: closing writes the dataset's final extent and chunk index.
+  if (H5Dclose(dataset_.release()) < 0) {
+    return H5Failure(StatusCode::kIoError, What(path) + ": close failed");
+  }
+  return Status::OK();
+}
+
+}  // namespace tstat::io

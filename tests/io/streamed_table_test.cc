@@ -1,0 +1,217 @@
+// A table written a chunk at a time while it fills (io/streamed_table.h):
+// whatever the row count -- one row, one either side of a chunk, whole
+// chunks, several chunks and a tail -- the table read back through HDF5 holds
+// exactly the rows appended, in order, with the layout LAYOUT.md gives: a
+// table that fills a chunk at level 1..9 is chunked and extendible (rows per
+// chunk as a whole-written table of that size gets), a smaller one, and any
+// at level 0, is the fixed-size dataset of a whole write.
+#include "io/streamed_table.h"
+
+#include <gtest/gtest.h>
+#include <hdf5.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "io/h5_attribute.h"
+#include "io/h5_dataset.h"
+#include "io/h5_lock.h"
+#include "io/h5_type.h"
+#include "io/segment_schema.h"
+#include "tests/io/io_test_util.h"
+
+namespace tstat::io {
+namespace {
+
+using testing::SyntheticStatsRecord;
+using testing::TempDir;
+
+StatsRow Row(std::uint64_t i) {
+  StatsRow row{};
+  row.global_step = static_cast<std::int64_t>(i / 1000);
+  row.mode = static_cast<std::uint8_t>(1 + i % 4);
+  row.mode_step = static_cast<std::int64_t>(i / 1000 + 7);
+  row.tensor_id = static_cast<std::uint32_t>(i % 1000);
+  row.has_stats = static_cast<std::uint8_t>(i % 2);
+  row.s = ToStored(SyntheticStatsRecord(static_cast<std::int64_t>(i / 1000),
+                                        static_cast<std::uint32_t>(i % 1000))
+                       .stats);
+  return row;
+}
+
+// The members, one by one (the struct has padding bytes).
+void ExpectRowEqual(const StatsRow& got, const StatsRow& want, std::uint64_t i) {
+  ASSERT_EQ(got.global_step, want.global_step) << "row " << i;
+  ASSERT_EQ(got.mode, want.mode) << "row " << i;
+  ASSERT_EQ(got.mode_step, want.mode_step) << "row " << i;
+  ASSERT_EQ(got.tensor_id, want.tensor_id) << "row " << i;
+  ASSERT_EQ(got.has_stats, want.has_stats) << "row " << i;
+  ASSERT_EQ(std::memcmp(&got.s, &want.s, sizeof(StoredStats)), 0) << "row " << i;
+}
+
+struct Layout {
+  H5D_layout_t layout = H5D_LAYOUT_ERROR;
+  hsize_t chunk = 0;     // 0 unless chunked
+  hsize_t max_rows = 0;  // H5S_UNLIMITED when extendible
+  std::vector<H5Z_filter_t> filters;
+};
+
+Layout ReadLayout(hid_t file) {
+  Layout out;
+  H5DataSet ds(H5Dopen2(file, kStatsTable, H5P_DEFAULT));
+  EXPECT_TRUE(ds.valid());
+  if (!ds.valid()) return out;
+  H5Plist dcpl(H5Dget_create_plist(ds.get()));
+  out.layout = H5Pget_layout(dcpl.get());
+  if (out.layout == H5D_CHUNKED) H5Pget_chunk(dcpl.get(), 1, &out.chunk);
+  for (int i = 0; i < H5Pget_nfilters(dcpl.get()); ++i) {
+    unsigned flags = 0, values[4] = {0};
+    std::size_t nvalues = 4;
+    out.filters.push_back(H5Pget_filter2(dcpl.get(), static_cast<unsigned>(i), &flags, &nvalues,
+                                         values, 0, nullptr, nullptr));
+  }
+  H5Space space(H5Dget_space(ds.get()));
+  hsize_t dims[1] = {0}, max_dims[1] = {0};
+  H5Sget_simple_extent_dims(space.get(), dims, max_dims);
+  out.max_rows = max_dims[0];
+  return out;
+}
+
+TEST(StreamedTableTest, ReadsBackExactlyAtEveryRowCountAndLevel) {
+  TempDir dir;
+  StreamedTable probe(kStatsTable);
+  {
+    H5Lock lock;
+    TSTAT_ASSERT_OK(probe.Reset(StatsRowType, 4));
+  }
+  const std::uint64_t C = probe.chunk_rows();
+  // The packed row is 158 bytes: 6,636 rows per 1 MiB chunk.
+  ASSERT_EQ(C, kChunkBytes / 158);
+  const std::vector<std::uint64_t> counts = {1, 40, C - 1, C, C + 1, 2 * C, 3 * C + 5};
+  ChunkDeflater deflater;
+  for (int level : {0, 4}) {
+    for (std::uint64_t n : counts) {
+      if (level == 0 && n != C + 1 && n != 40) continue;  // level 0 never streams
+      SCOPED_TRACE(std::to_string(n) + " rows at level " + std::to_string(level));
+      const std::string path = dir.Sub(std::to_string(n) + "_" + std::to_string(level) + ".h5");
+      H5Lock lock;
+      H5File file(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT));
+      ASSERT_TRUE(file.valid());
+      StreamedTable table(kStatsTable);
+      TSTAT_ASSERT_OK(table.Reset(StatsRowType, level));
+      for (std::uint64_t i = 0; i < n; ++i) {
+        const StatsRow row = Row(i);
+        TSTAT_ASSERT_OK(table.Append(file.get(), &row, &deflater, path));
+        ASSERT_EQ(table.rows(), i + 1);
+      }
+      // Every full chunk is in the file before Finish (level 1..9).
+      const bool streamed = level > 0 && n >= C;
+      EXPECT_EQ(H5Lexists(file.get(), kStatsTable, H5P_DEFAULT) > 0, streamed);
+      TSTAT_ASSERT_OK(table.Finish(file.get(), &deflater, path));
+      EXPECT_EQ(H5Fget_obj_count(file.get(), H5F_OBJ_DATASET), 0);
+
+      auto type = StatsRowType();
+      TSTAT_ASSERT_OK(type);
+      std::vector<StatsRow> rows;
+      TSTAT_ASSERT_OK(ReadTable(file.get(), kStatsTable, type->get(), &rows, path));
+      ASSERT_EQ(rows.size(), n);
+      for (std::uint64_t i = 0; i < n; ++i) ExpectRowEqual(rows[i], Row(i), i);
+
+      const Layout layout = ReadLayout(file.get());
+      if (n * 158 <= kCompactBytes) {
+        EXPECT_EQ(layout.layout, H5D_COMPACT);
+      } else if (level == 0) {
+        EXPECT_EQ(layout.layout, H5D_CONTIGUOUS);
+        EXPECT_TRUE(layout.filters.empty());
+      } else {
+        EXPECT_EQ(layout.layout, H5D_CHUNKED);
+        EXPECT_EQ(layout.chunk, n > C ? C : n);  // a whole write of n <= C rows: one chunk
+        EXPECT_EQ(layout.filters,
+                  (std::vector<H5Z_filter_t>{H5Z_FILTER_SHUFFLE, H5Z_FILTER_DEFLATE}));
+        EXPECT_EQ(layout.max_rows, streamed ? H5S_UNLIMITED : n);
+      }
+    }
+  }
+}
+
+// The table is reused segment after segment: Close drops a half-written one
+// (no dataset left open) and the next Reset starts from row 0.
+TEST(StreamedTableTest, CloseDropsAndResetStartsAgain) {
+  TempDir dir;
+  ChunkDeflater deflater;
+  StreamedTable table(kStatsTable);
+  H5Lock lock;
+  const std::string first = dir.Sub("first.h5");
+  H5File a(H5Fcreate(first.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT));
+  TSTAT_ASSERT_OK(table.Reset(StatsRowType, 6));
+  const std::uint64_t C = table.chunk_rows();
+  for (std::uint64_t i = 0; i < C + 10; ++i) {
+    const StatsRow row = Row(i);
+    TSTAT_ASSERT_OK(table.Append(a.get(), &row, &deflater, first));
+  }
+  EXPECT_EQ(H5Fget_obj_count(a.get(), H5F_OBJ_DATASET), 1);
+  table.Close();
+  EXPECT_EQ(table.rows(), 0u);
+  EXPECT_EQ(H5Fget_obj_count(a.get(), H5F_OBJ_DATASET), 0);
+
+  const std::string second = dir.Sub("second.h5");
+  H5File b(H5Fcreate(second.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT));
+  TSTAT_ASSERT_OK(table.Reset(StatsRowType, 6));
+  for (std::uint64_t i = 0; i < 5; ++i) {
+    const StatsRow row = Row(i + 100);
+    TSTAT_ASSERT_OK(table.Append(b.get(), &row, &deflater, second));
+  }
+  TSTAT_ASSERT_OK(table.Finish(b.get(), &deflater, second));
+  auto type = StatsRowType();
+  TSTAT_ASSERT_OK(type);
+  std::vector<StatsRow> rows;
+  TSTAT_ASSERT_OK(ReadTable(b.get(), kStatsTable, type->get(), &rows, second));
+  ASSERT_EQ(rows.size(), 5u);
+  for (std::uint64_t i = 0; i < 5; ++i) ExpectRowEqual(rows[i], Row(i + 100), i);
+}
+
+// h5py (no tstat code) reads a streamed table of three chunks and a tail as
+// the same rows, type and chunking as HDF5's own whole write of them.
+TEST(StreamedTableTest, H5pyReadsAStreamedTableAsAWholeWrittenOne) {
+  TempDir dir;
+  const std::string path = dir.Sub("h5py.h5");
+  {
+    H5Lock lock;
+    H5File file(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT));
+    ASSERT_TRUE(file.valid());
+    ChunkDeflater deflater;
+    StreamedTable table(kStatsTable);
+    TSTAT_ASSERT_OK(table.Reset(StatsRowType, 4));
+    const std::uint64_t n = 3 * table.chunk_rows() + 5;
+    std::vector<StatsRow> rows;
+    for (std::uint64_t i = 0; i < n; ++i) {
+      rows.push_back(Row(i));
+      TSTAT_ASSERT_OK(table.Append(file.get(), &rows.back(), &deflater, path));
+    }
+    TSTAT_ASSERT_OK(table.Finish(file.get(), &deflater, path));
+    H5DataSet ds(H5Dopen2(file.get(), kStatsTable, H5P_DEFAULT));
+    TSTAT_ASSERT_OK(WriteInt64Attribute(ds.get(), "level", 4, path));
+    auto type = StatsRowType();
+    TSTAT_ASSERT_OK(type);
+    // No deflater: HDF5's own type conversion and filter pipeline.
+    TSTAT_ASSERT_OK(WriteTable(file.get(), "stats_ref", type->get(), rows, 4, path));
+  }
+  const std::string cmd =
+      std::string("/usr/bin/python3 ") + TSTAT_H5PY_SELF_CHUNKS + " '" + path + "'";
+  EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+}
+
+TEST(StreamedTableTest, AppendBeforeResetIsAnError) {
+  StreamedTable table(kStatsTable);
+  ChunkDeflater deflater;
+  const StatsRow row = Row(0);
+  const Status s = table.Append(-1, &row, &deflater, "nowhere.h5");
+  EXPECT_EQ(s.code(), StatusCode::kInternal);
+  EXPECT_NE(s.message().find("'stats'"), std::string::npos) << s.message();
+}
+
+}  // namespace
+}  // namespace tstat::io
