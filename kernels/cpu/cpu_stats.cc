@@ -80,6 +80,7 @@ void FinishJob(const StatsPartial& p, const ExponentHistogram* hist, const Stats
   job.result->stats = ToTensorStats(p);
   if (job.request->options.exponent_histogram && hist != nullptr) {
     job.result->exponent_histogram = *hist;
+    job.result->exponent_histogram->SetSpan();
   }
 }
 
@@ -160,6 +161,9 @@ void ReduceStatsBatch(const std::vector<StatsJob>& jobs, int workers, const Tile
           piece->partial = state->partial;
         } else {
           job.result->stats = ToTensorStats(state->partial);
+          // Here the bins are in this core's cache; the session trims them
+          // later, on its own core, by this span (ExponentBins).
+          if (job.result->exponent_histogram) job.result->exponent_histogram->SetSpan();
         }
       }
     }

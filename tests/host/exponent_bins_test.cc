@@ -42,6 +42,41 @@ TEST(ExponentBinsTest, EdgeBinsAndEmptyHistograms) {
   EXPECT_EQ(empty.Expand().total(), 0u);
 }
 
+// ExponentBins reads only the histogram's span (set by the engine): bins
+// outside it are taken as zero, a span past the bins is clipped, and the
+// default span reads every bin.
+TEST(ExponentBinsTest, ReadsOnlyTheSpan) {
+  ExponentHistogram h = Hist({{20, 1}, {30, 2}, {40, 4}, {200, 8}});
+  const ExponentBins all = h;  // default span: [0, 279)
+  EXPECT_EQ(all.first_bin, 20);
+  EXPECT_EQ(all.counts.size(), 181u);
+  EXPECT_EQ(all.total(), 15u);
+  h.SetSpan();
+  EXPECT_EQ(h.span_begin, 20);
+  EXPECT_EQ(h.span_end, 201);
+  EXPECT_TRUE(ExponentBins(h) == all);
+  h.span_begin = 25;  // a narrower span: bins 20 and 200 are not read
+  h.span_end = 41;
+  const ExponentBins inner = h;
+  EXPECT_EQ(inner.first_bin, 30);
+  EXPECT_EQ(inner.counts, (std::vector<std::uint64_t>{2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4}));
+  h.span_begin = -7;  // clipped to the bins
+  h.span_end = 1000;
+  EXPECT_TRUE(ExponentBins(h) == all);
+  h.span_begin = 41;  // empty and reversed spans read nothing
+  h.span_end = 41;
+  EXPECT_TRUE(ExponentBins(h).counts.empty());
+  h.span_end = 3;
+  EXPECT_TRUE(ExponentBins(h).counts.empty());
+  EXPECT_EQ(ExponentBins(h).first_bin, 0);
+  h.ClearSpan();
+  EXPECT_TRUE(ExponentBins(h) == all);
+  ExponentHistogram zero;
+  zero.SetSpan();
+  EXPECT_EQ(zero.span_begin, 0);
+  EXPECT_EQ(zero.span_end, 0);
+}
+
 TEST(ExponentBinsTest, SumClipsToTheStoredRange) {
   const ExponentBins b = Hist({{10, 1}, {11, 2}, {12, 4}, {13, 8}});
   EXPECT_EQ(b.Sum(0, kExpHistBins), 15u);

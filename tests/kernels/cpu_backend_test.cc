@@ -129,6 +129,58 @@ TEST(CpuBackendTest, ReusedResultsVectorCarriesNothingOver) {
   }
 }
 
+// The engine sets each exponent histogram's span (the bins ExponentBins reads)
+// to its exact non-zero range: for tensors held whole by one part, for tensors
+// split between parts (merged afterwards), for an all-zero and an empty
+// tensor, and again for a reused results vector.
+TEST(CpuBackendTest, ExponentHistogramSpanIsTheExactNonZeroRange) {
+  std::vector<HostTensor> tensors;
+  for (int i = 0; i < 40; ++i) {  // small, whole in one part; lengths and alignments vary
+    tensors.push_back(GenerateDefaultTensor(DType::kFloat32, 100 + 37 * i,
+                                            static_cast<std::uint64_t>(i), {}, i % 5));
+  }
+  tensors.push_back(GenerateDefaultTensor(DType::kFloat64, 3000001, 99, {}, 3));  // split
+  std::vector<float> zeros(5000, 0.0f), one_huge(300, 0.0f);
+  one_huge[123] = 3.0e38f;  // bin 277 only
+  std::vector<ReductionRequest> requests;
+  for (const HostTensor& h : tensors) requests.push_back({h.View(), StatsOptions{}});
+  requests.push_back({TensorView::Host(zeros.data(), DType::kFloat32, {5000}), StatsOptions{}});
+  requests.push_back({TensorView::Host(one_huge.data(), DType::kFloat32, {300}), StatsOptions{}});
+  requests.push_back({TensorView::Host(zeros.data(), DType::kFloat32, {0}), StatsOptions{}});
+  for (int threads : {1, 2, 3}) {
+    std::unique_ptr<Backend> backend = CreateCpuBackend({threads});
+    std::vector<ReductionResult> results;
+    for (int run = 0; run < 2; ++run) {  // the second run reuses `results`
+      ASSERT_TRUE(backend->Reduce(requests, &results).ok());
+      ASSERT_EQ(results.size(), requests.size());
+      for (std::size_t i = 0; i < results.size(); ++i) {
+        SCOPED_TRACE(std::to_string(threads) + " threads, run " + std::to_string(run) +
+                     ", request " + std::to_string(i));
+        ASSERT_TRUE(results[i].status.ok()) << results[i].status.ToString();
+        ASSERT_TRUE(results[i].exponent_histogram);
+        const ExponentHistogram& h = *results[i].exponent_histogram;
+        const bool empty_tensor = i + 1 == results.size();
+        const NonZeroBins range = FindNonZeroBins(h.counts.data(), kExpHistBins);
+        if (empty_tensor) {  // nothing reduced: the default span, no bins
+          EXPECT_EQ(range.count, 0);
+          continue;
+        }
+        EXPECT_EQ(h.span_begin, range.first);
+        EXPECT_EQ(h.span_end, range.first + range.count);
+        ExponentHistogram full = h;
+        full.ClearSpan();
+        EXPECT_TRUE(ExponentBins(h) == ExponentBins(full));
+        EXPECT_EQ(ExponentBins(h).counts, ExponentBins(full).counts);
+      }
+      const ExponentHistogram& huge = *results[results.size() - 2].exponent_histogram;
+      EXPECT_EQ(huge.span_begin, ExponentHistogram::BinOf(127));
+      EXPECT_EQ(huge.span_end, ExponentHistogram::BinOf(127) + 1);
+      const ExponentHistogram& zero = *results[results.size() - 3].exponent_histogram;
+      EXPECT_EQ(zero.span_end - zero.span_begin, 0);
+    }
+  }
+}
+
 TEST(CpuBackendTest, RepeatedRunsWithTheSameThreadCountAreIdentical) {
   const std::int64_t n = QuickMode() ? 300001 : 2000003;
   std::vector<HostTensor> tensors;
