@@ -41,6 +41,9 @@ struct StreamedRows {
   StreamedTable exp_hist{kExpHistTable};  // ExpHistRow
   // Deflates their chunks, and the other tables' at the segment's flush.
   ChunkDeflater deflater;
+  // The flush's narrowed count arrays (segment_file_writer.cc), reused.
+  std::vector<std::uint16_t> narrow16;
+  std::vector<std::uint32_t> narrow32;
 
   // Starts a segment whose tables are compressed at `level` (0..9).
   Status Start(int level);
