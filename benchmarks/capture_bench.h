@@ -15,6 +15,12 @@
 // blocks (on a 2-core machine it competes with the reduction, and that is
 // counted) but its tail after the block is not: that cost is writer_step_s.
 //
+// sustained_ratio: the same session then ends 3B steps back to back and
+// closes, all timed: sustained_step_s = that time / 3B, against engine_s.
+// Nothing the steps cause is left outside the time (a writer that defers its
+// work to the flush is charged for it), so this is the cost a long training
+// run sees.
+//
 // records_per_s: the pipeline's writer thread alone (host::Pipeline with the
 // HDF5 run writer, the session's defaults): P copies of one captured step
 // (the K records the engine produced) are queued as fast as the queue
@@ -79,6 +85,8 @@ struct CaptureBenchResult {
   double engine_s = 0.0;         // per Reduce call
   double end_step_s = 0.0;       // per EndStep call
   double ratio = 0.0;
+  double sustained_step_s = 0.0;  // per EndStep, through Close
+  double sustained_ratio = 0.0;
   std::uint64_t stats_waits = 0;  // EndStep waited for queue space (ratio session)
   double records_per_s = 0.0;
   double writer_step_s = 0.0;
