@@ -2,6 +2,10 @@
 // step batches with known contents, and comparison of stats records.
 #pragma once
 
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/resource.h>
+
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -67,6 +71,32 @@ void ExpectStatsEqual(const TensorStats& got, const TensorStats& want, const std
 void ExpectRecordEqual(const TensorStatsRecord& got, const TensorStatsRecord& want,
                        const std::string& where);
 
+// RLIMIT_FSIZE lowered to `bytes` (SIGXFSZ ignored, so writes past it fail
+// with EFBIG) for the object's lifetime. Needs no privileges.
+class FileSizeLimit {
+ public:
+  explicit FileSizeLimit(rlim_t bytes) {
+    old_handler_ = ::signal(SIGXFSZ, SIG_IGN);
+    if (::getrlimit(RLIMIT_FSIZE, &saved_) != 0) return;
+    struct rlimit limited = saved_;
+    limited.rlim_cur = bytes;
+    set_ = ::setrlimit(RLIMIT_FSIZE, &limited) == 0;
+  }
+  ~FileSizeLimit() {
+    if (set_) {
+      EXPECT_EQ(::setrlimit(RLIMIT_FSIZE, &saved_), 0);
+    }
+    ::signal(SIGXFSZ, old_handler_);
+  }
+  FileSizeLimit(const FileSizeLimit&) = delete;
+  FileSizeLimit& operator=(const FileSizeLimit&) = delete;
+  bool set() const { return set_; }
+
+ private:
+  struct rlimit saved_ {};
+  sighandler_t old_handler_ = SIG_DFL;
+  bool set_ = false;
+};
 }  // namespace tstat::io::testing
 
 // ASSERT/EXPECT that a Status (or Result) is OK, printing it otherwise.

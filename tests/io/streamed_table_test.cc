@@ -4,7 +4,9 @@
 // exactly the rows appended, in order, with the layout LAYOUT.md gives: a
 // table that fills a chunk at level 1..9 is chunked and extendible (rows per
 // chunk as a whole-written table of that size gets), a smaller one, and any
-// at level 0, is the fixed-size dataset of a whole write.
+// at level 0, is the fixed-size dataset of a whole write. In the writer: a
+// failing chunk write counts every lost record once, and a writer destroyed
+// with a table open leaves nothing open.
 #include "io/streamed_table.h"
 
 #include <gtest/gtest.h>
@@ -13,19 +15,28 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <iostream>
 #include <string>
 #include <vector>
 
 #include "io/h5_attribute.h"
 #include "io/h5_dataset.h"
+#include "io/h5_file.h"
 #include "io/h5_lock.h"
 #include "io/h5_type.h"
+#include "io/posix_file.h"
 #include "io/segment_schema.h"
 #include "tests/io/io_test_util.h"
+#include "tstat/trial.h"
 
 namespace tstat::io {
 namespace {
 
+using testing::ExpectStatsEqual;
+using testing::FileSizeLimit;
+using testing::MakeBatch;
+using testing::MakeTensorInfo;
+using testing::OpenWriterOrDie;
 using testing::SyntheticStatsRecord;
 using testing::TempDir;
 
@@ -202,6 +213,83 @@ TEST(StreamedTableTest, H5pyReadsAStreamedTableAsAWholeWrittenOne) {
   const std::string cmd =
       std::string("/usr/bin/python3 ") + TSTAT_H5PY_SELF_CHUNKS + " '" + path + "'";
   EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+}
+
+// Stats rows go to the file a chunk at a time while the segment is open
+// (io/streamed_table.h): a chunk write that fails fails the segment, and the
+// records lost are exactly those of the segment, the failing step's included,
+// whether the failure comes at a Write or at the Flush.
+TEST(StreamedTableTest, WriterCountsEveryRecordLostToAFailingChunkWrite) {
+  TempDir dir;
+  auto writer = OpenWriterOrDie(dir.path());
+  constexpr std::uint32_t kTensors = 1000;
+  std::vector<TensorInfo> tensors;
+  for (std::uint32_t t = 0; t < kTensors; ++t) {
+    tensors.push_back(MakeTensorInfo(t, "w" + std::to_string(t)));
+  }
+  TSTAT_ASSERT_OK(writer->RegisterTensors(tensors));
+  StepBatch first = MakeBatch(0);
+  first.stats.push_back(SyntheticStatsRecord(0, 0));
+  TSTAT_ASSERT_OK(writer->Write(first));
+  TSTAT_ASSERT_OK(writer->Flush({}));
+  Status failure;
+  std::uint64_t attempted = 0;  // records handed to the writer since the flush
+  std::int64_t step = 1;
+  {
+    FileSizeLimit limit(64 * 1024);
+    ASSERT_TRUE(limit.set());
+    // 20,000 rows: three full chunks of 6,636 rows, well past 64 KiB deflated.
+    for (; step <= 20 && failure.ok(); ++step) {
+      StepBatch b = MakeBatch(step);
+      for (std::uint32_t t = 0; t < kTensors; ++t) b.stats.push_back(SyntheticStatsRecord(step, t));
+      attempted += kTensors;
+      failure = writer->Write(b);
+    }
+    if (failure.ok()) failure = writer->Flush({});
+  }
+  ASSERT_FALSE(failure.ok());
+  std::cout << "file size limit, streamed stats (step " << step - 1 << "): " << failure.ToString()
+            << "\n";
+  EXPECT_NE(failure.message().find("seg-000000000001.h5.tmp"), std::string::npos)
+      << failure.message();
+  EXPECT_NE(failure.message().find(std::to_string(attempted) + " records lost"), std::string::npos)
+      << failure.message();
+  EXPECT_EQ(writer->records_lost(), attempted);
+  // The writer goes on with a new segment whose table starts at row 0.
+  StepBatch next = MakeBatch(100);
+  for (std::uint32_t t = 0; t < kTensors; ++t) next.stats.push_back(SyntheticStatsRecord(100, t));
+  TSTAT_ASSERT_OK(writer->Write(next));
+  TSTAT_ASSERT_OK(writer->Close({}));
+  auto trial = Trial::Open(dir.path());
+  TSTAT_ASSERT_OK(trial);
+  EXPECT_EQ((*trial)->steps().size(), 2u);
+  auto stats = (*trial)->stats("w999", 100);
+  TSTAT_ASSERT_OK(stats);
+  ExpectStatsEqual(*stats, SyntheticStatsRecord(100, 999).stats, "w999 at step 100");
+  writer.reset();
+  EXPECT_EQ(OpenH5ObjectCount(), 0);
+}
+
+// Destroyed with the stats table open (past its first chunk): the segment is
+// dropped as a crash would leave it, with no HDF5 object left open.
+TEST(StreamedTableTest, WriterDestroyedWithATableOpenLeavesNothingOpen) {
+  TempDir dir;
+  {
+    auto writer = OpenWriterOrDie(dir.path());
+    std::vector<TensorInfo> tensors;
+    for (std::uint32_t t = 0; t < 7000; ++t) {
+      tensors.push_back(MakeTensorInfo(t, "w" + std::to_string(t)));
+    }
+    TSTAT_ASSERT_OK(writer->RegisterTensors(tensors));
+    StepBatch b = MakeBatch(0);  // 7,000 rows: one chunk of 6,636 written
+    for (std::uint32_t t = 0; t < 7000; ++t) b.stats.push_back(SyntheticStatsRecord(0, t));
+    TSTAT_ASSERT_OK(writer->Write(b));
+    EXPECT_GT(OpenH5ObjectCount(), 1);  // the file and stats
+  }
+  EXPECT_EQ(OpenH5ObjectCount(), 0);
+  auto left = ListDir(dir.Sub("worker-00000"));
+  TSTAT_ASSERT_OK(left);
+  EXPECT_TRUE(left->empty());
 }
 
 TEST(StreamedTableTest, AppendBeforeResetIsAnError) {

@@ -504,33 +504,6 @@ TEST(WriterTest, ReadOnlyDirectoryIsReportedAndSurvived) {
   EXPECT_EQ(steps[1].global_step, 3);
 }
 
-// RLIMIT_FSIZE lowered to `bytes` (SIGXFSZ ignored, so writes past it fail
-// with EFBIG) for the object's lifetime. Needs no privileges.
-class FileSizeLimit {
- public:
-  explicit FileSizeLimit(rlim_t bytes) {
-    old_handler_ = ::signal(SIGXFSZ, SIG_IGN);
-    if (::getrlimit(RLIMIT_FSIZE, &saved_) != 0) return;
-    struct rlimit limited = saved_;
-    limited.rlim_cur = bytes;
-    set_ = ::setrlimit(RLIMIT_FSIZE, &limited) == 0;
-  }
-  ~FileSizeLimit() {
-    if (set_) {
-      EXPECT_EQ(::setrlimit(RLIMIT_FSIZE, &saved_), 0);
-    }
-    ::signal(SIGXFSZ, old_handler_);
-  }
-  FileSizeLimit(const FileSizeLimit&) = delete;
-  FileSizeLimit& operator=(const FileSizeLimit&) = delete;
-  bool set() const { return set_; }
-
- private:
-  struct rlimit saved_ {};
-  sighandler_t old_handler_ = SIG_DFL;
-  bool set_ = false;
-};
-
 // Without privileges: RLIMIT_FSIZE makes writes past the limit fail (EFBIG).
 TEST(WriterTest, FileSizeLimitFailsTheSegmentOnly) {
   TempDir dir;
@@ -605,79 +578,6 @@ TEST(WriterTest, FileSizeLimitDuringPackedChunkWritesFailsTheSegmentOnly) {
   EXPECT_EQ(raw->bytes, *FloatRaw(40, {15000}, 15000, 2.f).bytes);
   writer.reset();
   EXPECT_EQ(OpenH5ObjectCount(), 0);
-}
-
-// Stats rows go to the file a chunk at a time while the segment is open
-// (io/streamed_table.h): a chunk write that fails fails the segment, and the
-// records lost are exactly those of the segment, the failing step's included,
-// whether the failure comes at a Write or at the Flush.
-TEST(WriterTest, FileSizeLimitDuringStreamedStatsChunksCountsEveryLostRecord) {
-  TempDir dir;
-  auto writer = OpenWriterOrDie(dir.path());
-  constexpr std::uint32_t kTensors = 1000;
-  std::vector<TensorInfo> tensors;
-  for (std::uint32_t t = 0; t < kTensors; ++t) {
-    tensors.push_back(MakeTensorInfo(t, "w" + std::to_string(t)));
-  }
-  TSTAT_ASSERT_OK(writer->RegisterTensors(tensors));
-  TSTAT_ASSERT_OK(writer->Write(StatsBatch(0)));
-  TSTAT_ASSERT_OK(writer->Flush({}));
-  Status failure;
-  std::uint64_t attempted = 0;  // records handed to the writer since the flush
-  std::int64_t step = 1;
-  {
-    FileSizeLimit limit(64 * 1024);
-    ASSERT_TRUE(limit.set());
-    // 20,000 rows: three full chunks of 6,636 rows, well past 64 KiB deflated.
-    for (; step <= 20 && failure.ok(); ++step) {
-      StepBatch b = MakeBatch(step);
-      for (std::uint32_t t = 0; t < kTensors; ++t) b.stats.push_back(SyntheticStatsRecord(step, t));
-      attempted += kTensors;
-      failure = writer->Write(b);
-    }
-    if (failure.ok()) failure = writer->Flush({});
-  }
-  ASSERT_FALSE(failure.ok());
-  std::cout << "file size limit, streamed stats (step " << step - 1 << "): " << failure.ToString()
-            << "\n";
-  EXPECT_NE(failure.message().find("seg-000000000001.h5.tmp"), std::string::npos)
-      << failure.message();
-  EXPECT_NE(failure.message().find(std::to_string(attempted) + " records lost"), std::string::npos)
-      << failure.message();
-  EXPECT_EQ(writer->records_lost(), attempted);
-  // The writer goes on with a new segment whose table starts at row 0.
-  StepBatch next = MakeBatch(100);
-  for (std::uint32_t t = 0; t < kTensors; ++t) next.stats.push_back(SyntheticStatsRecord(100, t));
-  TSTAT_ASSERT_OK(writer->Write(next));
-  TSTAT_ASSERT_OK(writer->Close({}));
-  auto trial = Trial::Open(dir.path());
-  TSTAT_ASSERT_OK(trial);
-  EXPECT_EQ((*trial)->steps().size(), 2u);
-  auto stats = (*trial)->stats("w999", 100);
-  TSTAT_ASSERT_OK(stats);
-  ExpectStatsEqual(*stats, SyntheticStatsRecord(100, 999).stats, "w999 at step 100");
-  writer.reset();
-  EXPECT_EQ(OpenH5ObjectCount(), 0);
-}
-
-// Destroyed with the stats table open (past its first chunk): the segment is
-// dropped as a crash would leave it, with no HDF5 object left open.
-TEST(WriterTest, DestroyedWithAStreamedTableOpenLeavesNothingOpen) {
-  TempDir dir;
-  {
-    auto writer = OpenWriterOrDie(dir.path());
-    std::vector<TensorInfo> tensors;
-    for (std::uint32_t t = 0; t < 7000; ++t) {
-      tensors.push_back(MakeTensorInfo(t, "w" + std::to_string(t)));
-    }
-    TSTAT_ASSERT_OK(writer->RegisterTensors(tensors));
-    StepBatch b = MakeBatch(0);  // 7,000 rows: one chunk of 6,636 written
-    for (std::uint32_t t = 0; t < 7000; ++t) b.stats.push_back(SyntheticStatsRecord(0, t));
-    TSTAT_ASSERT_OK(writer->Write(b));
-    EXPECT_GT(OpenH5ObjectCount(), 1);  // the file and stats
-  }
-  EXPECT_EQ(OpenH5ObjectCount(), 0);
-  EXPECT_TRUE(Files(dir.Sub("worker-00000")).empty());
 }
 
 // Destroyed with raw/packed open (past its first chunk): the segment is
