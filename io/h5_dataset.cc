@@ -81,6 +81,22 @@ herr_t SetChunkedLayout(hid_t dcpl, const std::vector<hsize_t>& chunk, int level
   return rc;
 }
 
+Result<H5DataSet> CreateExtendibleChunked(hid_t loc, const char* name, hid_t file_type,
+                                          hsize_t chunk, int level, const std::string& what) {
+  const hsize_t dims[1] = {chunk};
+  const hsize_t max_dims[1] = {H5S_UNLIMITED};
+  H5Space space(H5Screate_simple(1, dims, max_dims));
+  H5Plist dcpl(H5Pcreate(H5P_DATASET_CREATE));
+  if (!space.valid() || !dcpl.valid()) return H5Failure(StatusCode::kInternal, what);
+  herr_t rc = SetChunkedLayout(dcpl.get(), {chunk}, level);
+  if (rc >= 0) rc = H5Pset_fill_time(dcpl.get(), H5D_FILL_TIME_NEVER);
+  if (rc < 0) return H5Failure(StatusCode::kInternal, what + ": creation list");
+  H5DataSet dataset(
+      H5Dcreate2(loc, name, file_type, space.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT));
+  if (!dataset.valid()) return H5Failure(StatusCode::kIoError, what + ": create failed");
+  return dataset;
+}
+
 Status WriteNewDataset(hid_t loc, const char* name, hid_t file_type, hid_t mem_type,
                        const std::vector<hsize_t>& dims, const void* data, int compression_level,
                        const std::string& path, ChunkDeflater* deflater) {

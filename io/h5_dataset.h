@@ -33,6 +33,13 @@ inline constexpr std::size_t kChunkBytes = 1 << 20;
 // dataset tstat writes. Negative on an HDF5 error.
 herr_t SetChunkedLayout(hid_t dcpl, const std::vector<hsize_t>& chunk, int level);
 
+// Creates the 1-D dataset `name` under `loc` (file type `file_type`) for
+// writing a chunk at a time: chunks of `chunk` elements with shuffle + deflate
+// at `level` (none at 0), extendible without limit, first extent one chunk,
+// never filled. `what` names it in errors.
+Result<H5DataSet> CreateExtendibleChunked(hid_t loc, const char* name, hid_t file_type,
+                                          hsize_t chunk, int level, const std::string& what);
+
 // Creates `name` under `loc` (file type `file_type`, dimensions `dims`) and
 // writes `data`, laid out in memory as `mem_type`. With a `deflater`, a
 // chunked 1-D dataset of fixed-size rows is written as chunks shuffled and

@@ -34,19 +34,10 @@ Status PackedRawDataset::Append(hid_t file, const std::uint8_t* data, std::size_
 }
 
 Status PackedRawDataset::CreateChunked(hid_t file, const std::string& path) {
-  const std::string what = path + ": dataset '" + kRawPackedDataset + "'";
   TSTAT_RETURN_IF_ERROR(EnsureRawGroup(file, path));
-  const hsize_t dims[1] = {kChunkBytes};
-  const hsize_t max_dims[1] = {H5S_UNLIMITED};
-  H5Space space(H5Screate_simple(1, dims, max_dims));
-  H5Plist dcpl(H5Pcreate(H5P_DATASET_CREATE));
-  if (!space.valid() || !dcpl.valid()) return H5Failure(StatusCode::kInternal, what);
-  herr_t rc = SetChunkedLayout(dcpl.get(), {kChunkBytes}, level_);
-  if (rc >= 0) rc = H5Pset_fill_time(dcpl.get(), H5D_FILL_TIME_NEVER);
-  if (rc < 0) return H5Failure(StatusCode::kInternal, what + ": creation list");
-  dataset_ = H5DataSet(H5Dcreate2(file, kRawPackedDataset, H5T_STD_U8LE, space.get(), H5P_DEFAULT,
-                                  dcpl.get(), H5P_DEFAULT));
-  if (!dataset_.valid()) return H5Failure(StatusCode::kIoError, what + ": create failed");
+  TSTAT_ASSIGN_OR_RETURN(
+      dataset_, CreateExtendibleChunked(file, kRawPackedDataset, H5T_STD_U8LE, kChunkBytes, level_,
+                                        path + ": dataset '" + kRawPackedDataset + "'"));
   return Status::OK();
 }
 

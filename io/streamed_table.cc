@@ -69,17 +69,8 @@ Status StreamedTable::Append(hid_t file, const void* row, ChunkDeflater* deflate
 
 Status StreamedTable::CreateChunked(hid_t file, const std::string& path) {
   TSTAT_ASSIGN_OR_RETURN(H5Type file_type, FileType());
-  const hsize_t dims[1] = {chunk_rows_};
-  const hsize_t max_dims[1] = {H5S_UNLIMITED};
-  H5Space space(H5Screate_simple(1, dims, max_dims));
-  H5Plist dcpl(H5Pcreate(H5P_DATASET_CREATE));
-  if (!space.valid() || !dcpl.valid()) return H5Failure(StatusCode::kInternal, What(path));
-  herr_t rc = SetChunkedLayout(dcpl.get(), {chunk_rows_}, level_);
-  if (rc >= 0) rc = H5Pset_fill_time(dcpl.get(), H5D_FILL_TIME_NEVER);
-  if (rc < 0) return H5Failure(StatusCode::kInternal, What(path) + ": creation list");
-  dataset_ = H5DataSet(
-      H5Dcreate2(file, name_, file_type.get(), space.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT));
-  if (!dataset_.valid()) return H5Failure(StatusCode::kIoError, What(path) + ": create failed");
+  TSTAT_ASSIGN_OR_RETURN(dataset_, CreateExtendibleChunked(file, name_, file_type.get(),
+                                                           chunk_rows_, level_, What(path)));
   return Status::OK();
 }
 
