@@ -233,6 +233,14 @@ Status Hdf5RunWriter::Write(const StepBatch& batch) {
   if (closed_) return Status::FailedPrecondition(worker_dir_ + ": writer is closed");
   TSTAT_RETURN_IF_ERROR(ValidateBatch(batch));
   last_global_step_ = batch.key.global_step;
+  Status rotated;
+  if (segment_ && !streamed_->FitsCounts(batch)) {
+    // The open segment fixed its exp_hist_counts width at their first chunk
+    // and this step has a wider count: the segment ends before the step (one
+    // width per file, LAYOUT.md). A failed flush is counted by FailSegment;
+    // the step still goes to the next segment.
+    rotated = Flush(last_counters_);
+  }
   if (!segment_) {
     Status opened = OpenSegment();
     if (!opened.ok()) return FailSegment(opened, RecordsIn(batch));
@@ -274,8 +282,11 @@ Status Hdf5RunWriter::Write(const StepBatch& batch) {
     }
   }
   for (RawEntry& r : raws) buffers_->raws.push_back(std::move(r));
-  if (raw_bytes_ >= rotate_bytes_) return Flush(last_counters_);
-  return Status::OK();
+  if (raw_bytes_ >= rotate_bytes_) {
+    Status flushed = Flush(last_counters_);
+    if (rotated.ok()) rotated = flushed;
+  }
+  return rotated;
 }
 
 PipelineCounters Hdf5RunWriter::StoredCounters(const PipelineCounters& counters,

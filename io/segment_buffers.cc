@@ -22,17 +22,30 @@ std::uint64_t RecordsIn(const StepBatch& batch) {
 
 Status StreamedRows::Start(int level) {
   TSTAT_RETURN_IF_ERROR(stats.Reset(StatsRowType, level));
+  exp_hist_counts.Reset(level);
   return exp_hist.Reset(ExpHistRowType, level);
+}
+
+bool StreamedRows::FitsCounts(const StepBatch& batch) const {
+  if (exp_hist_counts.width_bytes() == 0) return true;
+  std::uint64_t bits = 0;
+  for (const TensorStatsRecord& r : batch.stats) {
+    if (!r.exponent_histogram) continue;
+    for (const std::uint64_t c : r.exponent_histogram->counts) bits |= c;
+  }
+  return exp_hist_counts.Fits(bits);
 }
 
 Status StreamedRows::Finish(hid_t file, const std::string& path) {
   TSTAT_RETURN_IF_ERROR(stats.Finish(file, &deflater, path));
-  return exp_hist.Finish(file, &deflater, path);
+  TSTAT_RETURN_IF_ERROR(exp_hist.Finish(file, &deflater, path));
+  return exp_hist_counts.Finish(file, &deflater, path);
 }
 
 void StreamedRows::Close() {
   stats.Close();
   exp_hist.Close();
+  exp_hist_counts.Close();
 }
 
 Status SegmentBuffers::Append(const StepBatch& batch, hid_t file, StreamedRows* streamed,
@@ -53,9 +66,10 @@ Status SegmentBuffers::Append(const StepBatch& batch, hid_t file, StreamedRows* 
       e.first_bin = static_cast<std::uint16_t>(
           range.count ? r.exponent_histogram->first_bin + range.first : 0);
       e.num_bins = static_cast<std::uint16_t>(range.count);
-      e.offset = exp_hist_counts.size();
-      exp_hist_counts.insert(exp_hist_counts.end(), counts.begin() + range.first,
-                             counts.begin() + range.first + range.count);
+      e.offset = streamed->exp_hist_counts.size();
+      TSTAT_RETURN_IF_ERROR(streamed->exp_hist_counts.Append(file, counts.data() + range.first,
+                                                             static_cast<std::size_t>(range.count),
+                                                             &streamed->deflater, path));
       TSTAT_RETURN_IF_ERROR(streamed->exp_hist.Append(file, &e, &streamed->deflater, path));
     }
     if (r.linear_histogram) {

@@ -1,8 +1,9 @@
 // SegmentBuffers: the rows of a segment's tables. The writer keeps the rows
 // of the segment being written here until the segment's Flush writes each
-// table with one H5Dwrite, except the stats and exp_hist rows (a record's
-// largest), which StreamedRows writes into the open file a chunk at a time
-// (streamed_table.h); the reader fills every table, those two included.
+// table with one H5Dwrite, except the stats and exp_hist rows and the
+// exp_hist counts (a record's largest), which StreamedRows writes into the
+// open file a chunk at a time (streamed_table.h, streamed_counts.h); the
+// reader fills every table, those included.
 //
 // Append() turns a StepBatch into rows of the steps/stats/exp_hist/... tables
 // (raw snapshots are written to the open file at Write time and only their
@@ -16,6 +17,7 @@
 #include "io/chunk_deflate.h"
 #include "io/h5_handle.h"
 #include "io/segment_schema.h"
+#include "io/streamed_counts.h"
 #include "io/streamed_table.h"
 #include "tstat/stats_record.h"
 
@@ -35,10 +37,12 @@ struct RawEntry {
   std::uint64_t byte_count = 0;
 };
 
-// The writer's streamed stats and exp_hist tables of the open segment.
+// The writer's streamed stats and exp_hist tables (and exp_hist's counts)
+// of the open segment.
 struct StreamedRows {
   StreamedTable stats{kStatsTable};       // StatsRow
   StreamedTable exp_hist{kExpHistTable};  // ExpHistRow
+  StreamedCounts exp_hist_counts{kExpHistCounts};
   // Deflates their chunks, and the other tables' at the segment's flush.
   ChunkDeflater deflater;
   // The flush's narrowed count arrays (segment_file_writer.cc), reused.
@@ -49,9 +53,12 @@ struct StreamedRows {
   Status Start(int level);
   // Stats rows appended since Start (records, in PipelineCounters' unit).
   std::uint64_t records() const { return stats.rows(); }
-  // Writes what is staged and closes both datasets (HDF5 lock held).
+  // Whether every exponent histogram of `batch` fits the width the open
+  // segment fixed for its counts (else the segment must end before it).
+  bool FitsCounts(const StepBatch& batch) const;
+  // Writes what is staged and closes the datasets (HDF5 lock held).
   Status Finish(hid_t file, const std::string& path);
-  // Drops both without writing (a failed segment; HDF5 lock held).
+  // Drops them without writing (a failed segment; HDF5 lock held).
   void Close();
 };
 
@@ -79,7 +86,7 @@ struct SegmentBuffers {
   std::vector<RawEntry> raws;
 
   // Adds every record of `batch` except its raw snapshots. The stats and
-  // exp_hist rows go to `streamed`, which writes every chunk they fill into
+  // exp_hist rows and the exp_hist counts go to `streamed`, which writes every chunk they fill into
   // `file` (HDF5 lock held). On an error, some of the batch's rows may have
   // been added.
   Status Append(const StepBatch& batch, hid_t file, StreamedRows* streamed,

@@ -139,8 +139,6 @@ Status WriteSegmentTables(hid_t file, const SegmentHeader& header,
   TSTAT_IO_TABLE(kScalarsTable, ScalarRowType, b.scalars);
 #undef TSTAT_IO_TABLE
   TSTAT_RETURN_IF_ERROR(
-      WriteCountArray(file, kExpHistCounts, b.exp_hist_counts, level, path, streamed));
-  TSTAT_RETURN_IF_ERROR(
       WriteCountArray(file, kLinearHistCounts, b.linear_hist_counts, level, path, streamed));
   TSTAT_RETURN_IF_ERROR(WriteCountArray(file, kLabelCounts, b.label_counts, level, path, streamed));
   TSTAT_RETURN_IF_ERROR(

@@ -74,24 +74,30 @@ Status StreamedTable::CreateChunked(hid_t file, const std::string& path) {
   return Status::OK();
 }
 
-Status StreamedTable::WriteStagedChunk(ChunkDeflater* deflater, const std::string& path) {
-  // The extent first: a chunk is written only where the dataset reaches.
-  const hsize_t extent[1] = {written_ + staged_};
-  if (written_ > 0 && H5Dset_extent(dataset_.get(), extent) < 0) {
+Status WriteStreamedChunk(hid_t dataset, std::uint8_t* stage, std::uint64_t staged,
+                          std::uint64_t chunk, std::size_t element_bytes, std::uint64_t written,
+                          int level, ChunkDeflater* deflater, const std::string& what) {
+  const hsize_t extent[1] = {written + staged};
+  if (written > 0 && H5Dset_extent(dataset, extent) < 0) {
     return H5Failure(StatusCode::kIoError,
-                     What(path) + ": extending to " + std::to_string(extent[0]) + " rows failed");
+                     what + ": extending to " + std::to_string(extent[0]) + " elements failed");
   }
-  const std::size_t chunk_bytes = static_cast<std::size_t>(chunk_rows_) * row_bytes_;
-  const std::size_t used = static_cast<std::size_t>(staged_) * row_bytes_;
-  // An edge chunk is stored whole, zero rows past the extent (as HDF5 does).
-  if (used < chunk_bytes) std::memset(stage_.data() + used, 0, chunk_bytes - used);
+  const std::size_t chunk_bytes = static_cast<std::size_t>(chunk) * element_bytes;
+  const std::size_t used = static_cast<std::size_t>(staged) * element_bytes;
+  if (used < chunk_bytes) std::memset(stage + used, 0, chunk_bytes - used);
   TSTAT_ASSIGN_OR_RETURN(ChunkDeflater::Output z,
-                         deflater->ShuffleDeflate(stage_.data(), chunk_bytes, row_bytes_, level_));
-  const hsize_t offset[1] = {written_};
-  if (H5Dwrite_chunk(dataset_.get(), H5P_DEFAULT, 0, offset, z.size, z.data) < 0) {
-    return H5Failure(StatusCode::kIoError, What(path) + ": writing the chunk at row " +
-                                               std::to_string(written_) + " failed");
+                         deflater->ShuffleDeflate(stage, chunk_bytes, element_bytes, level));
+  const hsize_t offset[1] = {written};
+  if (H5Dwrite_chunk(dataset, H5P_DEFAULT, 0, offset, z.size, z.data) < 0) {
+    return H5Failure(StatusCode::kIoError, what + ": writing the chunk at element " +
+                                               std::to_string(written) + " failed");
   }
+  return Status::OK();
+}
+
+Status StreamedTable::WriteStagedChunk(ChunkDeflater* deflater, const std::string& path) {
+  TSTAT_RETURN_IF_ERROR(WriteStreamedChunk(dataset_.get(), stage_.data(), staged_, chunk_rows_,
+                                           row_bytes_, written_, level_, deflater, What(path)));
   written_ += staged_;
   staged_ = 0;
   return Status::OK();

@@ -35,6 +35,18 @@
 
 namespace tstat::io {
 
+// Writes one chunk of the 1-D extendible chunked `dataset` (chunks of
+// `chunk` elements of `element_bytes` bytes): the `staged` elements at the
+// start of `stage` (room for a whole chunk; the rest is zeroed here, as HDF5
+// stores an edge chunk whole) become the chunk at element `written`, shuffled
+// and deflated at `level` (1..9) by `deflater`. The extent is set to
+// written + staged first (a chunk is written only where the dataset reaches).
+// `what` names the dataset in errors. Shared by StreamedTable and
+// StreamedCounts.
+Status WriteStreamedChunk(hid_t dataset, std::uint8_t* stage, std::uint64_t staged,
+                          std::uint64_t chunk, std::size_t element_bytes, std::uint64_t written,
+                          int level, ChunkDeflater* deflater, const std::string& what);
+
 class StreamedTable {
  public:
   // `name`: the dataset's name (a static string, e.g. kStatsTable).
