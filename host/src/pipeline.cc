@@ -160,11 +160,31 @@ void Pipeline::SetError(const Status& s) {
 
 void Pipeline::RecycleRecords(std::vector<TensorStatsRecord>* records) {
   if (records->capacity() == 0) return;  // e.g. moved to an observer's shared batch
+  recycled_bins_.clear();
+  for (TensorStatsRecord& r : *records) {
+    if (r.exponent_histogram && r.exponent_histogram->counts.capacity() > 0) {
+      recycled_bins_.push_back(std::move(r.exponent_histogram->counts));
+    }
+  }
   records->clear();
   std::vector<TensorStatsRecord> keep;
   keep.swap(*records);
   std::lock_guard<std::mutex> lock(spare_mu_);
   if (spare_records_.size() < kMaxSpareRecords) spare_records_.push_back(std::move(keep));
+  for (std::vector<std::uint64_t>& b : recycled_bins_) {
+    if (spare_bins_.size() >= kMaxSpareBins) break;
+    spare_bins_.push_back(std::move(b));
+  }
+}
+
+void Pipeline::TakeSpareBins(std::vector<std::vector<std::uint64_t>>* out) {
+  std::lock_guard<std::mutex> lock(spare_mu_);
+  if (out->empty()) {
+    out->swap(spare_bins_);
+    return;
+  }
+  for (std::vector<std::uint64_t>& b : spare_bins_) out->push_back(std::move(b));
+  spare_bins_.clear();
 }
 
 std::vector<TensorStatsRecord> Pipeline::TakeSpareRecords() {

@@ -117,6 +117,9 @@ class Pipeline {
   // its next batch instead of page-faulting fresh memory in every step (a
   // step of 1,000 records is ~0.5 MB). Any thread.
   std::vector<TensorStatsRecord> TakeSpareRecords();
+  // Moves the count buffers of the exponent histograms the writer has
+  // finished with to the end of `out` (host/src/trimmed_bins.h). Any thread.
+  void TakeSpareBins(std::vector<std::vector<std::uint64_t>>* out);
 
   // Drains every queued item, flushes, closes the sink and joins the
   // threads. Returns status(); later calls return it again.
@@ -132,7 +135,8 @@ class Pipeline {
   void Observe(PipelineItem* item);
   void SetError(const Status& s);
   void FinishItem(const PipelineItem& item);  // slot and raw release
-  // Empties `records` (on the writer thread) and keeps it for TakeSpareRecords.
+  // Empties `records` (on the writer thread) and keeps it for
+  // TakeSpareRecords, and its histograms' count buffers for TakeSpareBins.
   void RecycleRecords(std::vector<TensorStatsRecord>* records);
 
   const Options options_;
@@ -158,8 +162,11 @@ class Pipeline {
   std::thread collector_;
 
   static constexpr std::size_t kMaxSpareRecords = 4;
-  std::mutex spare_mu_;  // guards spare_records_ only (never held with mu_)
+  static constexpr std::size_t kMaxSpareBins = 1 << 16;
+  std::mutex spare_mu_;  // guards the spares only (never held with mu_)
   std::vector<std::vector<TensorStatsRecord>> spare_records_;
+  std::vector<std::vector<std::uint64_t>> spare_bins_;
+  std::vector<std::vector<std::uint64_t>> recycled_bins_;  // writer thread only
 
   // Writer-thread state.
   std::vector<TensorInfo> pending_declare_;

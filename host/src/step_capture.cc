@@ -11,6 +11,7 @@
 #include <string>
 
 #include "host/src/session_impl.h"
+#include "host/src/trimmed_bins.h"
 
 namespace tstat {
 namespace {
@@ -92,7 +93,8 @@ Status Session::Impl::OpenStepLocked(const StepKey* explicit_key) {
 }
 
 void Session::Impl::AddResult(std::uint32_t id, const StatsOptions& options, ReductionResult&& r,
-                              StepBatch* batch) {
+                              StepBatch* batch,
+                              std::vector<std::vector<std::uint64_t>>* spare_bins) {
   if (!r.status.ok()) {
     batch->drops.push_back({id, "stats", r.status.message(), 0});
     return;
@@ -103,7 +105,13 @@ void Session::Impl::AddResult(std::uint32_t id, const StatsOptions& options, Red
   if (rec.has_stats) rec.stats = r.stats;
   // Trimmed to its non-zero bins: only the span the engine set is read (the
   // bins were written on the reducing core; all 279 missed cache here).
-  if (r.exponent_histogram) rec.exponent_histogram.emplace(*r.exponent_histogram);
+  if (r.exponent_histogram && spare_bins != nullptr && !spare_bins->empty()) {
+    rec.exponent_histogram =
+        host::TrimmedBins(*r.exponent_histogram, std::move(spare_bins->back()));
+    spare_bins->pop_back();
+  } else if (r.exponent_histogram) {
+    rec.exponent_histogram.emplace(*r.exponent_histogram);
+  }
   rec.linear_histogram = std::move(r.linear_histogram);
   rec.per_channel = std::move(r.per_channel);
   rec.label_counts = std::move(r.label_counts);
@@ -204,12 +212,14 @@ Status Session::Impl::EndStepLocked(CUstream_st* stream, bool capture_registered
   batch.stats.reserve(batch.stats.size() + host_requests.size() + device_requests.size());
   if (!host_requests.empty()) {  // the one CPU reduction of this step
     const Status s = cpu->Reduce(host_requests, &host_results);
+    if (spare_bins.size() < host_requests.size()) pipeline->TakeSpareBins(&spare_bins);
     for (std::size_t i = 0; i < host_requests.size(); ++i) {
       if (!s.ok()) {
         batch.drops.push_back({host_ids[i], "stats", s.message(), 0});
         continue;
       }
-      AddResult(host_ids[i], host_requests[i].options, std::move(host_results[i]), &batch);
+      AddResult(host_ids[i], host_requests[i].options, std::move(host_results[i]), &batch,
+                &spare_bins);
     }
     if (!s.ok() && problem.ok()) problem = s.WithContext("CPU reduction");
   }

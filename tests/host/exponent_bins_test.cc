@@ -2,6 +2,9 @@
 // Expected values are hand-computed from the bins set.
 #include <gtest/gtest.h>
 
+#include <random>
+
+#include "host/src/trimmed_bins.h"
 #include "tstat/stats.h"
 
 namespace tstat {
@@ -75,6 +78,34 @@ TEST(ExponentBinsTest, ReadsOnlyTheSpan) {
   zero.SetSpan();
   EXPECT_EQ(zero.span_begin, 0);
   EXPECT_EQ(zero.span_end, 0);
+}
+
+// host::TrimmedBins (EndStep's, in a recycled buffer) gives exactly what the
+// constructor gives, for random bins and spans (clipped, empty, reversed),
+// whatever the buffer held before.
+TEST(ExponentBinsTest, TrimmedBinsInARecycledBufferEqualTheConstructor) {
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int> bin(-20, kExpHistBins + 20);
+  std::vector<std::uint64_t> buffer;
+  for (int trial = 0; trial < 2000; ++trial) {
+    ExponentHistogram h;
+    const int set = trial % 7;
+    for (int k = 0; k < set; ++k) {
+      h.counts[static_cast<std::size_t>(std::clamp(bin(rng), 0, kExpHistBins - 1))] += 1 + trial;
+    }
+    if (trial % 3 == 0) {
+      h.SetSpan();
+    } else if (trial % 3 == 1) {
+      h.span_begin = static_cast<std::int16_t>(bin(rng));
+      h.span_end = static_cast<std::int16_t>(bin(rng));
+    }
+    const ExponentBins want = h;
+    const ExponentBins got = host::TrimmedBins(h, std::move(buffer));
+    ASSERT_EQ(got.first_bin, want.first_bin) << "trial " << trial;
+    ASSERT_EQ(got.counts, want.counts) << "trial " << trial;
+    buffer = got.counts;  // stale contents for the next trial
+    buffer.push_back(99);
+  }
 }
 
 TEST(ExponentBinsTest, SumClipsToTheStoredRange) {
