@@ -20,11 +20,12 @@ namespace tstat {
 namespace {
 
 // Every member back to its default, without touching the storage of
-// disengaged optionals.
+// disengaged optionals, except the exponent histogram: the stat batch
+// engages (or resets) it and zeroes its span where it is filled
+// (cpu_stats.cc).
 void ResetForReuse(ReductionResult* r) {
   r->status = Status::OK();
   r->stats = TensorStats{};
-  r->exponent_histogram.reset();
   r->linear_histogram.reset();
   r->per_channel.reset();
   r->label_counts.reset();
@@ -62,11 +63,12 @@ class CpuBackend final : public Backend {
       ReductionResult& out = (*results)[i];
       out.status = kernels::CheckRequest(requests[i], BackendKind::kCpu);
       valid[i] = out.status.ok();
-      if (!valid[i]) {
-        out.status = out.status.WithContext("request " + std::to_string(i));
+      if (valid[i] && requests[i].options.label_classes == 0) {
+        jobs.push_back({&requests[i], &out});
         continue;
       }
-      if (requests[i].options.label_classes == 0) jobs.push_back({&requests[i], &out});
+      out.exponent_histogram.reset();  // not a stat-set job
+      if (!valid[i]) out.status = out.status.WithContext("request " + std::to_string(i));
     }
     kernels::cpu::ReduceStatsBatch(jobs, workers_, *tiles_);
     for (std::size_t i = 0; i < requests.size(); ++i) {

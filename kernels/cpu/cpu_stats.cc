@@ -14,11 +14,11 @@
 // OpenMP's scheduling or on which thread took which part.
 #include "kernels/cpu/cpu_stats.h"
 
-
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
 
 #include "kernels/cpu/cpu_tile_types.h"
 #include "kernels/stats_ops.h"
@@ -76,11 +76,23 @@ std::vector<std::size_t> PartitionTiles(const std::vector<Tile>& tiles, int part
   return bounds;
 }
 
+// Zeroes the bins of `h` that can be non-zero: those in its span (whoever
+// changed bins outside the span widened it, stats.h).
+void ZeroSpan(ExponentHistogram* h) {
+  const int lo = std::clamp<int>(h->span_begin, 0, kExpHistBins);
+  const int hi = std::clamp<int>(h->span_end, lo, kExpHistBins);
+  std::fill(h->counts.begin() + lo, h->counts.begin() + hi, 0);
+}
+
 void FinishJob(const StatsPartial& p, const ExponentHistogram* hist, const StatsJob& job) {
   job.result->stats = ToTensorStats(p);
-  if (job.request->options.exponent_histogram && hist != nullptr) {
-    job.result->exponent_histogram = *hist;
+  if (!job.result->exponent_histogram) return;
+  if (hist != nullptr) {
+    *job.result->exponent_histogram = *hist;
     job.result->exponent_histogram->SetSpan();
+  } else {  // an empty tensor: no bins, the default span
+    ZeroSpan(&*job.result->exponent_histogram);
+    job.result->exponent_histogram->ClearSpan();
   }
 }
 
@@ -94,9 +106,17 @@ void ReduceStatsBatch(const std::vector<StatsJob>& jobs, int workers, const Tile
   for (std::uint32_t j = 0; j < jobs.size(); ++j) {
     const ReductionRequest& r = *jobs[j].request;
     params.push_back(MakeParams(r));
-    // Results of whole tensors are written in place: engage them now, zeroed.
+    // Results of whole tensors are written in place: engaged here. A reused
+    // histogram keeps its storage and is zeroed (its span) in the parallel
+    // region by the core that fills it: 2.2 KB zeroed here per tensor was
+    // serial work, ~0.1 ms of a 1,000-tensor step.
     jobs[j].result->stats = TensorStats{};
-    if (r.options.exponent_histogram) jobs[j].result->exponent_histogram.emplace();
+    std::optional<ExponentHistogram>& hist = jobs[j].result->exponent_histogram;
+    if (!r.options.exponent_histogram) {
+      hist.reset();
+    } else if (!hist) {
+      hist.emplace();
+    }
     for (std::int64_t b = 0; b < r.tensor.numel; b += kTileElems) {
       tiles.push_back({j, b, std::min<std::int64_t>(kTileElems, r.tensor.numel - b)});
     }
@@ -136,6 +156,7 @@ void ReduceStatsBatch(const std::vector<StatsJob>& jobs, int workers, const Tile
         Piece* piece = nullptr;
         std::uint64_t* dest;
         if (whole && job.result->exponent_histogram) {
+          ZeroSpan(&*job.result->exponent_histogram);
           dest = job.result->exponent_histogram->counts.data();
         } else if (whole) {
           scratch.counts.fill(0);

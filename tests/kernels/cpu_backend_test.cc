@@ -181,6 +181,65 @@ TEST(CpuBackendTest, ExponentHistogramSpanIsTheExactNonZeroRange) {
   }
 }
 
+// A results vector reused for different requests gives what a fresh one
+// gives: every slot's histogram (all 279 bins and the span) is that of its new
+// tensor, whatever the slot held -- other bins, an empty tensor, a split one
+// -- and a slot whose new request asks for no histogram (or label counts, or
+// is invalid) has none.
+TEST(CpuBackendTest, ReusedResultsHoldNothingOfTheirPreviousRequest) {
+  std::vector<HostTensor> tensors;
+  for (int i = 0; i < 24; ++i) {  // scales vary: the tensors' bins differ
+    HostTensor t = GenerateDefaultTensor(DType::kFloat32, 200 + 53 * i,
+                                         static_cast<std::uint64_t>(i), {}, i % 5);
+    auto* v = static_cast<float*>(t.data());
+    for (std::int64_t k = 0; k < t.numel(); ++k) v[k] *= std::ldexp(1.0f, (i * 7) % 40 - 20);
+    tensors.push_back(std::move(t));
+  }
+  tensors.push_back(GenerateDefaultTensor(DType::kFloat64, 2000001, 5, {}, 1));  // split
+  std::vector<std::int32_t> labels(64, 1);
+  std::vector<float> empty(1, 0.0f);
+  auto requests_for = [&](int shift) {
+    std::vector<ReductionRequest> requests;
+    const std::size_t n = tensors.size();
+    for (std::size_t i = 0; i < n; ++i) {
+      requests.push_back({tensors[(i + static_cast<std::size_t>(shift)) % n].View(), {}});
+    }
+    requests.push_back({TensorView::Host(empty.data(), DType::kFloat32, {0}), {}});
+    if (shift % 2 == 1) {  // slots that held histograms get none
+      requests[3].options.exponent_histogram = false;
+      requests[4].options.label_classes = 4;
+      requests[4].tensor = TensorView::Host(labels.data(), DType::kInt32, {64});
+      requests[5].tensor.data = nullptr;        // invalid
+      std::swap(requests[6], requests.back());  // the empty tensor moves
+    }
+    return requests;
+  };
+  for (int threads : {1, 2, 3}) {
+    std::unique_ptr<Backend> backend = CreateCpuBackend({threads});
+    std::vector<ReductionResult> reused;
+    for (int shift = 0; shift < 4; ++shift) {
+      const std::vector<ReductionRequest> requests = requests_for(shift * 5);
+      ASSERT_TRUE(backend->Reduce(requests, &reused).ok());
+      std::vector<ReductionResult> fresh;
+      ASSERT_TRUE(backend->Reduce(requests, &fresh).ok());
+      for (std::size_t i = 0; i < requests.size(); ++i) {
+        SCOPED_TRACE(std::to_string(threads) + " threads, shift " + std::to_string(shift) +
+                     ", slot " + std::to_string(i));
+        EXPECT_EQ(reused[i].status.ok(), fresh[i].status.ok());
+        ASSERT_EQ(reused[i].exponent_histogram.has_value(),
+                  fresh[i].exponent_histogram.has_value());
+        if (!fresh[i].exponent_histogram) continue;
+        const ExponentHistogram& got = *reused[i].exponent_histogram;
+        const ExponentHistogram& want = *fresh[i].exponent_histogram;
+        EXPECT_TRUE(got.counts == want.counts);
+        EXPECT_EQ(got.span_begin, want.span_begin);
+        EXPECT_EQ(got.span_end, want.span_end);
+        EXPECT_EQ(reused[i].stats.count, fresh[i].stats.count);
+      }
+    }
+  }
+}
+
 TEST(CpuBackendTest, RepeatedRunsWithTheSameThreadCountAreIdentical) {
   const std::int64_t n = QuickMode() ? 300001 : 2000003;
   std::vector<HostTensor> tensors;
