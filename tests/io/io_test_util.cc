@@ -51,6 +51,13 @@ TensorInfo MakeScalarInfo(std::uint32_t id, std::string name) {
   return t;
 }
 
+std::vector<TensorInfo> NumberedTensors(std::uint32_t n) {
+  std::vector<TensorInfo> tensors;
+  for (std::uint32_t t = 0; t < n; ++t)
+    tensors.push_back(MakeTensorInfo(t, "w" + std::to_string(t)));
+  return tensors;
+}
+
 StepBatch MakeBatch(std::int64_t global_step, Mode mode, std::int64_t mode_step) {
   StepBatch b;
   b.key = StepKey{global_step, mode, mode_step < 0 ? global_step : mode_step};

@@ -35,6 +35,8 @@ TensorInfo MakeTensorInfo(std::uint32_t id, std::string name,
                           std::vector<std::string> collections = {}, DType dtype = DType::kFloat32,
                           std::vector<std::int64_t> shape = {3, 8});
 TensorInfo MakeScalarInfo(std::uint32_t id, std::string name);
+// Tensors 0..n-1 named "w0", "w1", ... (MakeTensorInfo's defaults).
+std::vector<TensorInfo> NumberedTensors(std::uint32_t n);
 
 StepBatch MakeBatch(std::int64_t global_step, Mode mode = Mode::kGlobal,
                     std::int64_t mode_step = -1);

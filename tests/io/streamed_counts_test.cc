@@ -27,7 +27,7 @@ namespace {
 
 using testing::ExpectRecordEqual;
 using testing::MakeBatch;
-using testing::MakeTensorInfo;
+using testing::NumberedTensors;
 using testing::OpenWriterOrDie;
 using testing::SyntheticStatsRecord;
 using testing::TempDir;
@@ -170,11 +170,7 @@ TEST(StreamedCountsTest, WriterEndsTheSegmentBeforeAWiderCount) {
   TempDir dir;
   auto writer = OpenWriterOrDie(dir.path());
   constexpr std::uint32_t kTensors = 1000;
-  std::vector<TensorInfo> tensors;
-  for (std::uint32_t t = 0; t < kTensors; ++t) {
-    tensors.push_back(MakeTensorInfo(t, "w" + std::to_string(t)));
-  }
-  TSTAT_ASSERT_OK(writer->RegisterTensors(tensors));
+  TSTAT_ASSERT_OK(writer->RegisterTensors(NumberedTensors(kTensors)));
   auto record = [](std::int64_t step, std::uint32_t t) {
     TensorStatsRecord r = SyntheticStatsRecord(step, t);
     ExponentBins bins;

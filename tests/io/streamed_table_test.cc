@@ -35,7 +35,7 @@ namespace {
 using testing::ExpectStatsEqual;
 using testing::FileSizeLimit;
 using testing::MakeBatch;
-using testing::MakeTensorInfo;
+using testing::NumberedTensors;
 using testing::OpenWriterOrDie;
 using testing::SyntheticStatsRecord;
 using testing::TempDir;
@@ -223,11 +223,7 @@ TEST(StreamedTableTest, WriterCountsEveryRecordLostToAFailingChunkWrite) {
   TempDir dir;
   auto writer = OpenWriterOrDie(dir.path());
   constexpr std::uint32_t kTensors = 1000;
-  std::vector<TensorInfo> tensors;
-  for (std::uint32_t t = 0; t < kTensors; ++t) {
-    tensors.push_back(MakeTensorInfo(t, "w" + std::to_string(t)));
-  }
-  TSTAT_ASSERT_OK(writer->RegisterTensors(tensors));
+  TSTAT_ASSERT_OK(writer->RegisterTensors(NumberedTensors(kTensors)));
   StepBatch first = MakeBatch(0);
   first.stats.push_back(SyntheticStatsRecord(0, 0));
   TSTAT_ASSERT_OK(writer->Write(first));
@@ -276,11 +272,7 @@ TEST(StreamedTableTest, WriterDestroyedWithATableOpenLeavesNothingOpen) {
   TempDir dir;
   {
     auto writer = OpenWriterOrDie(dir.path());
-    std::vector<TensorInfo> tensors;
-    for (std::uint32_t t = 0; t < 7000; ++t) {
-      tensors.push_back(MakeTensorInfo(t, "w" + std::to_string(t)));
-    }
-    TSTAT_ASSERT_OK(writer->RegisterTensors(tensors));
+    TSTAT_ASSERT_OK(writer->RegisterTensors(NumberedTensors(7000)));
     StepBatch b = MakeBatch(0);  // 7,000 rows: one chunk of 6,636 written
     for (std::uint32_t t = 0; t < 7000; ++t) b.stats.push_back(SyntheticStatsRecord(0, t));
     TSTAT_ASSERT_OK(writer->Write(b));
