@@ -118,7 +118,8 @@ class Pipeline {
   // step of 1,000 records is ~0.5 MB). Any thread.
   std::vector<TensorStatsRecord> TakeSpareRecords();
   // Moves the count buffers of the exponent histograms the writer has
-  // finished with to the end of `out` (host/src/trimmed_bins.h). Any thread.
+  // finished with to the end of `out` (EndStep builds records' histograms
+  // in them: ExponentBins(h, buffer)). Any thread.
   void TakeSpareBins(std::vector<std::vector<std::uint64_t>>* out);
 
   // Drains every queued item, flushes, closes the sink and joins the

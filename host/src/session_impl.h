@@ -89,7 +89,8 @@ struct __attribute__((visibility("hidden"))) Session::Impl {
   std::vector<ReductionRequest> host_requests, device_requests;
   std::vector<std::uint32_t> host_ids, device_ids;
   std::vector<ReductionResult> host_results;
-  // Count buffers of histograms the writer has finished with (trimmed_bins.h).
+  // Count buffers of histograms the writer has finished with (for
+  // ExponentBins(h, buffer)).
   std::vector<std::vector<std::uint64_t>> spare_bins;
   std::vector<std::pair<host::RegisteredTensor*, TensorView>> delta_updates;
 
@@ -129,7 +130,7 @@ struct __attribute__((visibility("hidden"))) Session::Impl {
                     std::uint64_t* reserved);
   // One record from one result (a drop record when the result failed). Its
   // trimmed exponent histogram goes into a buffer from `spare_bins` when it
-  // is given and not empty (trimmed_bins.h).
+  // is given and not empty.
   static void AddResult(std::uint32_t id, const StatsOptions& options, ReductionResult&& r,
                         StepBatch* batch,
                         std::vector<std::vector<std::uint64_t>>* spare_bins = nullptr);

@@ -11,7 +11,6 @@
 #include <string>
 
 #include "host/src/session_impl.h"
-#include "host/src/trimmed_bins.h"
 
 namespace tstat {
 namespace {
@@ -106,8 +105,7 @@ void Session::Impl::AddResult(std::uint32_t id, const StatsOptions& options, Red
   // Trimmed to its non-zero bins: only the span the engine set is read (the
   // bins were written on the reducing core; all 279 missed cache here).
   if (r.exponent_histogram && spare_bins != nullptr && !spare_bins->empty()) {
-    rec.exponent_histogram =
-        host::TrimmedBins(*r.exponent_histogram, std::move(spare_bins->back()));
+    rec.exponent_histogram.emplace(*r.exponent_histogram, std::move(spare_bins->back()));
     spare_bins->pop_back();
   } else if (r.exponent_histogram) {
     rec.exponent_histogram.emplace(*r.exponent_histogram);

@@ -79,9 +79,7 @@ std::vector<std::size_t> PartitionTiles(const std::vector<Tile>& tiles, int part
 // Zeroes the bins of `h` that can be non-zero: those in its span (whoever
 // changed bins outside the span widened it, stats.h).
 void ZeroSpan(ExponentHistogram* h) {
-  const int lo = std::clamp<int>(h->span_begin, 0, kExpHistBins);
-  const int hi = std::clamp<int>(h->span_end, lo, kExpHistBins);
-  std::fill(h->counts.begin() + lo, h->counts.begin() + hi, 0);
+  std::fill(h->counts.begin() + h->SpanFirst(), h->counts.begin() + h->SpanLast(), 0);
 }
 
 void FinishJob(const StatsPartial& p, const ExponentHistogram* hist, const StatsJob& job) {

@@ -4,7 +4,6 @@
 
 #include <random>
 
-#include "host/src/trimmed_bins.h"
 #include "tstat/stats.h"
 
 namespace tstat {
@@ -80,10 +79,10 @@ TEST(ExponentBinsTest, ReadsOnlyTheSpan) {
   EXPECT_EQ(zero.span_end, 0);
 }
 
-// host::TrimmedBins (EndStep's, in a recycled buffer) gives exactly what the
-// constructor gives, for random bins and spans (clipped, empty, reversed),
-// whatever the buffer held before.
-TEST(ExponentBinsTest, TrimmedBinsInARecycledBufferEqualTheConstructor) {
+// Built in a recycled buffer (as EndStep does), the bins are exactly what the
+// plain constructor gives, for random bins and spans (clipped, empty,
+// reversed), whatever the buffer held before; SpanFirst/SpanLast clip.
+TEST(ExponentBinsTest, BinsInARecycledBufferEqualTheConstructors) {
   std::mt19937 rng(7);
   std::uniform_int_distribution<int> bin(-20, kExpHistBins + 20);
   std::vector<std::uint64_t> buffer;
@@ -100,7 +99,10 @@ TEST(ExponentBinsTest, TrimmedBinsInARecycledBufferEqualTheConstructor) {
       h.span_end = static_cast<std::int16_t>(bin(rng));
     }
     const ExponentBins want = h;
-    const ExponentBins got = host::TrimmedBins(h, std::move(buffer));
+    ASSERT_LE(0, h.SpanFirst());
+    ASSERT_LE(h.SpanFirst(), h.SpanLast());
+    ASSERT_LE(h.SpanLast(), kExpHistBins);
+    const ExponentBins got(h, std::move(buffer));
     ASSERT_EQ(got.first_bin, want.first_bin) << "trial " << trial;
     ASSERT_EQ(got.counts, want.counts) << "trial " << trial;
     buffer = got.counts;  // stale contents for the next trial
