@@ -1,14 +1,15 @@
 // The CPU backend: the conformance suite with 1, 2 and 3 OpenMP threads, plus
 // CPU-only checks (kind/description, repeatability per thread count).
+#include <gtest/gtest.h>
 #include <omp.h>
 #include <sched.h>
 
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "tests/kernels/backend_conformance.h"
 #include "tests/support/backend_under_test.h"
@@ -191,8 +192,15 @@ TEST(CpuBackendTest, ReusedResultsHoldNothingOfTheirPreviousRequest) {
   for (int i = 0; i < 24; ++i) {  // scales vary: the tensors' bins differ
     HostTensor t = GenerateDefaultTensor(DType::kFloat32, 200 + 53 * i,
                                          static_cast<std::uint64_t>(i), {}, i % 5);
-    auto* v = static_cast<float*>(t.data());
-    for (std::int64_t k = 0; k < t.numel(); ++k) v[k] *= std::ldexp(1.0f, (i * 7) % 40 - 20);
+    // The data is misaligned on purpose (the last argument): scaled through memcpy.
+    auto* bytes = static_cast<unsigned char*>(t.data());
+    const float scale = std::ldexp(1.0f, (i * 7) % 40 - 20);
+    for (std::int64_t k = 0; k < t.numel(); ++k) {
+      float x;
+      std::memcpy(&x, bytes + k * 4, 4);
+      x *= scale;
+      std::memcpy(bytes + k * 4, &x, 4);
+    }
     tensors.push_back(std::move(t));
   }
   tensors.push_back(GenerateDefaultTensor(DType::kFloat64, 2000001, 5, {}, 1));  // split
