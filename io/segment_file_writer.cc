@@ -11,6 +11,7 @@
 #include "io/h5_file.h"
 #include "io/h5_type.h"
 #include "io/segment_schema.h"
+#include "io/streamed_counts.h"
 
 namespace tstat::io {
 namespace {
@@ -50,11 +51,12 @@ Status WriteCountArray(hid_t file, const char* name, const std::vector<std::uint
   std::uint64_t any_bits = 0;
   for (const std::uint64_t c : counts) any_bits |= c;
   ChunkDeflater* z = &streamed->deflater;
-  if (any_bits <= UINT16_MAX) {
+  const int width = CountWidthBytes(any_bits);  // the one rule, shared with StreamedCounts
+  if (width == 2) {
     return WriteNarrowed(file, name, H5T_NATIVE_UINT16, counts, level, path, z,
                          &streamed->narrow16);
   }
-  if (any_bits <= UINT32_MAX) {
+  if (width == 4) {
     return WriteNarrowed(file, name, H5T_NATIVE_UINT32, counts, level, path, z,
                          &streamed->narrow32);
   }
