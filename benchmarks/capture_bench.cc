@@ -17,7 +17,6 @@
 #include <thread>
 
 #include "benchmarks/bench_data.h"
-#include "benchmarks/read_bandwidth.h"
 #include "host/src/pipeline.h"
 #include "host/src/stop_state.h"
 #include "io/step_sink.h"
@@ -143,13 +142,22 @@ Status CheckCounters(const PipelineCounters& c, std::uint64_t records, const cha
 Status TimeRatio(const CaptureBenchOptions& o, int level, int repeats, const Tensors& t,
                  const std::string& dir, CaptureBenchResult* r,
                  std::vector<ReductionResult>* results) {
-  CpuBackendOptions backend_options;
-  backend_options.threads = o.threads;
-  std::unique_ptr<Backend> engine = CreateCpuBackend(backend_options);
+  SessionConfig config = BaseConfig(o, level, dir + "/ratio");
+  // The engine alone with the session's threads (ratio), and with every core
+  // (ratio_all_cores) when the session leaves one to its writer.
+  r->all_cores_threads = DefaultCpuThreads();
+  std::int64_t elements = 0;
+  for (const TensorView& v : t.views) elements += v.numel;
+  const int threads =
+      SessionCpuThreads(config.pipeline, static_cast<std::int64_t>(t.views.size()), elements);
+  std::unique_ptr<Backend> engine = CreateCpuBackend({threads});
+  std::unique_ptr<Backend> all_cores;
+  if (threads != r->all_cores_threads) {
+    all_cores = CreateCpuBackend({r->all_cores_threads});
+  }
   std::vector<ReductionRequest> requests;
   for (const TensorView& v : t.views) requests.push_back({v, StatsOptions{}});
 
-  SessionConfig config = BaseConfig(o, level, dir + "/ratio");
   config.save_config = SaveConfig::Every(1);  // stats of every tensor at every step
   TSTAT_ASSIGN_OR_RETURN(std::unique_ptr<Session> session, OpenSession(config, t));
 
@@ -163,7 +171,7 @@ Status TimeRatio(const CaptureBenchOptions& o, int level, int repeats, const Ten
   }
   const std::int64_t block = std::clamp<std::int64_t>(
       static_cast<std::int64_t>(kBlockSeconds / std::max(Median(warm), 1e-6)), 3, 2000);
-  std::vector<double> engine_s, end_step_s;
+  std::vector<double> engine_s, all_cores_s, end_step_s;
   for (int b = 0; b < 2 * repeats + 1; ++b) {
     WaitForQuiet();
     double t0 = Now();
@@ -171,6 +179,14 @@ Status TimeRatio(const CaptureBenchOptions& o, int level, int repeats, const Ten
       TSTAT_RETURN_IF_ERROR(engine->Reduce(requests, results));
     }
     engine_s.push_back((Now() - t0) / static_cast<double>(block));
+    if (all_cores) {
+      WaitForQuiet();
+      t0 = Now();
+      for (std::int64_t i = 0; i < block; ++i) {
+        TSTAT_RETURN_IF_ERROR(all_cores->Reduce(requests, results));
+      }
+      all_cores_s.push_back((Now() - t0) / static_cast<double>(block));
+    }
     WaitForQuiet();
     t0 = Now();
     for (std::int64_t i = 0; i < block; ++i) TSTAT_RETURN_IF_ERROR(session->EndStep());
@@ -193,6 +209,8 @@ Status TimeRatio(const CaptureBenchOptions& o, int level, int repeats, const Ten
   r->engine_s = Median(engine_s);
   r->end_step_s = Median(end_step_s);
   r->ratio = r->end_step_s / r->engine_s;
+  r->engine_all_cores_s = all_cores ? Median(all_cores_s) : r->engine_s;
+  r->ratio_all_cores = r->end_step_s / r->engine_all_cores_s;
   r->sustained_ratio = r->sustained_step_s / r->engine_s;
   r->stats_waits = c.stats_waits;
   RemoveTree(config.out_dir);
@@ -333,7 +351,7 @@ Result<CaptureBenchResult> RunCaptureCase(const CaptureBenchCase& c,
                                           const CaptureBenchOptions& o) {
   CaptureBenchResult r;
   r.spec = c;
-  r.threads = ResolveThreads(o.threads);
+  r.threads = SessionCpuThreads(BaseConfig(o, 0, "").pipeline, c.tensors, c.tensors * c.elements);
   r.repeats = o.repeats > 0 ? o.repeats : kDefaultRepeats;
   r.compression_level = o.compression_level.value_or(PipelineConfig{}.compression_level);
   r.raw_compression_level =

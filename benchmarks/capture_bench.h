@@ -6,7 +6,10 @@
 // every step, default StatsOptions: the stat set plus the exponent
 // histogram; the session writes an HDF5 run as usual) against
 // Backend::Reduce alone on the same K views with the same StatsOptions and
-// thread count. Blocks of B EndSteps and B Reduce calls (about 1 s each, so
+// thread count (the session's, SessionCpuThreads: one fewer than the
+// machine's cores for tensors under 8,192 values, unless --threads is
+// given). Blocks of B EndSteps and B
+// Reduce calls (about 1 s each, so
 // an EndStep block spans a writer flush) alternate; each block starts with
 // the process quiet (the writer thread idle), so neither side is charged
 // with the other's leftover work. end_step_s and engine_s are
@@ -14,6 +17,12 @@
 // engine_s. The writer's own work runs on its thread during the EndStep
 // blocks (on a 2-core machine it competes with the reduction, and that is
 // counted) but its tail after the block is not: that cost is writer_step_s.
+//
+// ratio_all_cores: end_step_s against Reduce with DefaultCpuThreads() threads
+// (every core; engine_all_cores_s, measured in blocks alternating with the
+// others), i.e. against the fastest the engine alone gets on this machine
+// when the session leaves a core to its writer. Equal to ratio when the
+// session already uses that many threads.
 //
 // sustained_ratio: the same session then ends 3B steps back to back and
 // closes, all timed: sustained_step_s = that time / 3B, against engine_s.
@@ -55,7 +64,7 @@ struct CaptureBenchOptions {
   // case (the other defaults to 1,000).
   std::optional<std::int64_t> tensors;
   std::optional<std::int64_t> elements;  // per tensor
-  int threads = 0;                       // CPU threads (0: OpenMP's default)
+  int threads = 0;                       // CPU threads (0: SessionCpuThreads)
   int repeats = 0;                       // 0: 5
   // Deflate levels of the runs written (tables; raw snapshots);
   // unset: PipelineConfig's defaults.
@@ -83,6 +92,9 @@ struct CaptureBenchResult {
   int raw_compression_level = 0;
   std::int64_t block_steps = 0;  // B
   double engine_s = 0.0;         // per Reduce call
+  int all_cores_threads = 0;     // DefaultCpuThreads()
+  double engine_all_cores_s = 0.0;  // per Reduce call with all_cores_threads
+  double ratio_all_cores = 0.0;     // end_step_s / engine_all_cores_s
   double end_step_s = 0.0;       // per EndStep call
   double ratio = 0.0;
   double sustained_step_s = 0.0;  // per EndStep, through Close

@@ -163,8 +163,14 @@ std::string DescribeRuntime(int capture_threads) {
   info += "; torch " + std::string(TORCH_VERSION) + ", intra-op threads " +
           std::to_string(at::get_num_threads()) + ", inter-op threads " +
           std::to_string(at::get_num_interop_threads());
+  const int small = SessionCpuThreads(PipelineConfig{}, 1, 1);
   info += "; tstat capture threads " +
-          std::to_string(capture_threads > 0 ? capture_threads : DefaultCpuThreads());
+          (capture_threads > 0
+               ? std::to_string(capture_threads)
+               : std::to_string(DefaultCpuThreads()) +
+                     (small != DefaultCpuThreads() ? " (" + std::to_string(small) +
+                                                         " for steps of tensors under 8,192 values)"
+                                                   : std::string()));
   return info;
 }
 

@@ -32,7 +32,7 @@ struct OverheadBenchOptions {
   int repeats = 3;
   std::int64_t batch = 16;
   int threads = 0;  // torch's intra-op threads (at::set_num_threads); 0: torch's default
-  int capture_threads = 0;  // tstat's pipeline.cpu_threads; 0: DefaultCpuThreads()
+  int capture_threads = 0;  // tstat's pipeline.cpu_threads; 0: SessionCpuThreads()
   std::vector<std::string> configs = {"stats_all", "raw_weights", "raw_all"};
   std::vector<std::int64_t> intervals = {1, 10, 100, 200, 500};
   int compression_level = 4;  // the runs' HDF5 deflate level (the default config's)

@@ -44,6 +44,10 @@ bool Pipeline::AcquireSlot() {
   std::unique_lock<std::mutex> lock(mu_);
   const std::int64_t cap = options_.config.queue_capacity;
   if (slots_in_use_ >= cap && !closing_) {
+    if (unannounced_ > 0) {  // the writer may be asleep on steps not announced yet
+      unannounced_ = 0;
+      writer_cv_.notify_one();
+    }
     if (options_.config.drop_stats_when_full) return false;
     const auto t0 = Clock::now();
     ++counters_.stats_waits;
@@ -78,9 +82,31 @@ Status Pipeline::Push(PipelineItem item) {
   // Handed over here, in Push order (the caller serializes Push). The lock
   // is held so that the writer cannot see the item before the observer does.
   Observe(&item);
+  const bool urgent = item.raw_bytes > 0;  // snapshots hold the raw memory cap
   writer_queue_.push_back(std::move(item));
-  writer_cv_.notify_one();
+  AnnounceLocked(urgent);
   return Status::OK();
+}
+
+// Waking the writer costs a futex call and a cross-core wakeup: ~6% of a
+// 1,000-tensor EndStep when the writer, on a core of its own, finished every
+// step before the next one came and was woken for each. Steps are announced
+// in groups instead, but never later than kMaxWakeDelay after the first of
+// them was queued, nor past flush_interval_steps; and a training thread
+// that has to wait for a slot wakes the writer first (AcquireSlot). The
+// writer also wakes by itself at its flush deadline.
+void Pipeline::AnnounceLocked(bool now_anyway) {
+  const Clock::time_point now = Clock::now();
+  if (unannounced_ == 0) first_unannounced_ = now;
+  ++unannounced_;
+  const std::int64_t every = options_.config.flush_interval_steps;
+  const std::int64_t group = std::min<std::int64_t>(
+      {kWakeEverySteps, std::max<std::int64_t>(1, options_.config.queue_capacity / 2),
+       every > 0 ? every : kWakeEverySteps});
+  if (now_anyway || unannounced_ >= group || now - first_unannounced_ >= kMaxWakeDelay) {
+    unannounced_ = 0;
+    writer_cv_.notify_one();
+  }
 }
 
 void Pipeline::Observe(PipelineItem* item) {
@@ -159,32 +185,11 @@ void Pipeline::SetError(const Status& s) {
 }
 
 void Pipeline::RecycleRecords(std::vector<TensorStatsRecord>* records) {
-  if (records->capacity() == 0) return;  // e.g. moved to an observer's shared batch
-  recycled_bins_.clear();
-  for (TensorStatsRecord& r : *records) {
-    if (r.exponent_histogram && r.exponent_histogram->counts.capacity() > 0) {
-      recycled_bins_.push_back(std::move(r.exponent_histogram->counts));
-    }
-  }
-  records->clear();
+  if (records->empty()) return;  // e.g. moved to an observer's shared batch
   std::vector<TensorStatsRecord> keep;
   keep.swap(*records);
   std::lock_guard<std::mutex> lock(spare_mu_);
   if (spare_records_.size() < kMaxSpareRecords) spare_records_.push_back(std::move(keep));
-  for (std::vector<std::uint64_t>& b : recycled_bins_) {
-    if (spare_bins_.size() >= kMaxSpareBins) break;
-    spare_bins_.push_back(std::move(b));
-  }
-}
-
-void Pipeline::TakeSpareBins(std::vector<std::vector<std::uint64_t>>* out) {
-  std::lock_guard<std::mutex> lock(spare_mu_);
-  if (out->empty()) {
-    out->swap(spare_bins_);
-    return;
-  }
-  for (std::vector<std::uint64_t>& b : spare_bins_) out->push_back(std::move(b));
-  spare_bins_.clear();
 }
 
 std::vector<TensorStatsRecord> Pipeline::TakeSpareRecords() {
@@ -262,6 +267,7 @@ void Pipeline::WriterLoop() {
     writer_cv_.wait_until(lock, deadline, [&] { return !writer_queue_.empty() || drained(); });
     std::deque<PipelineItem> items;
     items.swap(writer_queue_);
+    unannounced_ = 0;
     const bool exit = items.empty() && drained();
     lock.unlock();
     for (PipelineItem& item : items) {

@@ -33,6 +33,13 @@ Status Closed() { return Status::FailedPrecondition("the session is closed"); }
 
 }  // namespace
 
+int SessionCpuThreads(const PipelineConfig& pipeline, std::int64_t tensors, std::int64_t elements) {
+  if (pipeline.cpu_threads > 0) return pipeline.cpu_threads;
+  const int cores = DefaultCpuThreads();
+  const bool small = tensors > 0 && elements < kSmallTensorElements * tensors;
+  return small && cores > 1 ? cores - 1 : cores;
+}
+
 namespace host {
 
 Result<std::unique_ptr<Session>> CreateSessionWithDeps(const SessionConfig& given,
@@ -45,6 +52,13 @@ Result<std::unique_ptr<Session>> CreateSessionWithDeps(const SessionConfig& give
   auto impl = std::make_unique<Session::Impl>();
   impl->config = config;
   TSTAT_ASSIGN_OR_RETURN(impl->collections, CollectionSet::Create(config));
+  // Steps of small tensors leave a core to the writer (SessionCpuThreads);
+  // an injected backend is used for every step.
+  const int small_threads = SessionCpuThreads(config.pipeline, 1, 1);
+  if (!deps.cpu_backend &&
+      small_threads != SessionCpuThreads(config.pipeline, 1, kSmallTensorElements)) {
+    impl->cpu_small_steps = CreateCpuBackend({small_threads});
+  }
   impl->cpu = deps.cpu_backend ? std::move(deps.cpu_backend)
                                : CreateCpuBackend({config.pipeline.cpu_threads});
   impl->device_factory = std::move(deps.device_factory);

@@ -37,6 +37,9 @@ struct __attribute__((visibility("hidden"))) Session::Impl {
   host::TensorRegistry registry;
   std::vector<host::RegisteredTensor*> captured;  // registered (not ad-hoc) tensors
   std::unique_ptr<Backend> cpu;
+  // One thread fewer, for steps of small tensors (SessionCpuThreads); null
+  // when cpu_threads is set, a backend was injected, or there is one core.
+  std::unique_ptr<Backend> cpu_small_steps;
   host::DeviceCaptureFactory device_factory;
   std::unique_ptr<host::DevicePool> device_pool;  // created with the first CUDA tensor
   // Previous values of CUDA tensors with stats.delta (created with the first
@@ -89,9 +92,6 @@ struct __attribute__((visibility("hidden"))) Session::Impl {
   std::vector<ReductionRequest> host_requests, device_requests;
   std::vector<std::uint32_t> host_ids, device_ids;
   std::vector<ReductionResult> host_results;
-  // Count buffers of histograms the writer has finished with (for
-  // ExponentBins(h, buffer)).
-  std::vector<std::vector<std::uint64_t>> spare_bins;
   std::vector<std::pair<host::RegisteredTensor*, TensorView>> delta_updates;
 
   // session_rules.cc
@@ -128,12 +128,14 @@ struct __attribute__((visibility("hidden"))) Session::Impl {
   // the raw memory cap is reached. Adds the reserved bytes to *reserved.
   void SnapshotHost(std::uint32_t id, const TensorView& view, StepBatch* batch,
                     std::uint64_t* reserved);
-  // One record from one result (a drop record when the result failed). Its
-  // trimmed exponent histogram goes into a buffer from `spare_bins` when it
-  // is given and not empty.
+  // One record from one result (a drop record when the result failed),
+  // appended to batch->stats; or, with `filled`, written over
+  // batch->stats[*filled] when that is a record of an earlier step
+  // (Pipeline::TakeSpareRecords), then ++*filled. Every member is assigned,
+  // and the old record's buffers are reused (its exponent histogram's
+  // counts). The caller erases the stale records past *filled.
   static void AddResult(std::uint32_t id, const StatsOptions& options, ReductionResult&& r,
-                        StepBatch* batch,
-                        std::vector<std::vector<std::uint64_t>>* spare_bins = nullptr);
+                        StepBatch* batch, std::size_t* filled = nullptr);
 };
 
 // Adds the time since `start` to the session's capture time on destruction.

@@ -245,5 +245,29 @@ TEST(ConfigTest, LoadsFilesAndTheEnvironmentVariable) {
   EXPECT_NE(bad.status().message().find("save_config.save_intervall"), std::string::npos);
 }
 
+// Steps of small tensors leave a core to the writer thread; larger tensors,
+// a configured count, or one core use every thread.
+TEST(ConfigTest, SessionCpuThreadsLeaveACoreForSmallTensors) {
+  const char* saved_env = std::getenv("OMP_NUM_THREADS");
+  const std::string saved = saved_env ? saved_env : "";
+  ::setenv("OMP_NUM_THREADS", "4", 1);
+  PipelineConfig p;
+  EXPECT_EQ(SessionCpuThreads(p, 1000, 1000 * 1000), 3);
+  EXPECT_EQ(SessionCpuThreads(p, 1000, 1000 * kSmallTensorElements - 1), 3);
+  EXPECT_EQ(SessionCpuThreads(p, 1000, 1000 * kSmallTensorElements), 4);
+  EXPECT_EQ(SessionCpuThreads(p, 100, 100 * 100000), 4);
+  EXPECT_EQ(SessionCpuThreads(p, 0, 0), 4);  // nothing to reduce
+  p.cpu_threads = 5;
+  EXPECT_EQ(SessionCpuThreads(p, 1000, 1000), 5);
+  p.cpu_threads = 0;
+  ::setenv("OMP_NUM_THREADS", "1", 1);
+  EXPECT_EQ(SessionCpuThreads(p, 1000, 1000), 1);
+  if (saved_env) {
+    ::setenv("OMP_NUM_THREADS", saved.c_str(), 1);
+  } else {
+    ::unsetenv("OMP_NUM_THREADS");
+  }
+}
+
 }  // namespace
 }  // namespace tstat

@@ -191,6 +191,47 @@ TEST(PipelineTest, FlushesEveryNSteps) {
   EXPECT_EQ(sink->flushed_batches().size(), 5u);
 }
 
+// Steps are announced to the writer in groups (Pipeline::AnnounceLocked):
+// a group of steps wakes it long before its flush deadline, so does a step
+// that follows an unannounced one after the wake delay (slow training
+// steps), and a lone step reaches it at the latest at the flush deadline.
+TEST(PipelineTest, QueuedStepsReachTheWriterInGroupsAndNeverLaterThanTheFlush) {
+  // Batches the sink was given (records_written counts flushed ones only).
+  const auto written_within = [](const io::MemorySink& sink, std::size_t batches, double seconds) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+    while (sink.batches().size() < batches && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return sink.batches().size() >= batches;
+  };
+  std::vector<float> w = Values(16, 1.0f);
+  const TensorSpec spec{"w.weight", TensorView::Host(w.data(), DType::kFloat32, 16)};
+  {
+    SessionConfig config = TestConfig();
+    config.pipeline.flush_interval_seconds = 3600;
+    auto sink = std::make_shared<io::MemorySink>();
+    auto session = MakeSession(config, sink);
+    ASSERT_TRUE(session->RegisterTensor(spec).ok());
+    for (int i = 0; i < 8; ++i) ASSERT_TRUE(session->EndStep().ok());  // a group
+    EXPECT_TRUE(written_within(*sink, 8, 30.0));
+    ASSERT_TRUE(session->EndStep().ok());
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // a slow step
+    ASSERT_TRUE(session->EndStep().ok());
+    EXPECT_TRUE(written_within(*sink, 10, 30.0));
+    ASSERT_TRUE(session->Close().ok());
+  }
+  {
+    SessionConfig config = TestConfig();
+    config.pipeline.flush_interval_seconds = 0.3;
+    auto sink = std::make_shared<io::MemorySink>();
+    auto session = MakeSession(config, sink);
+    ASSERT_TRUE(session->RegisterTensor(spec).ok());
+    ASSERT_TRUE(session->EndStep().ok());  // alone, never announced
+    EXPECT_TRUE(written_within(*sink, 1, 30.0));
+    ASSERT_TRUE(session->Close().ok());
+  }
+}
+
 TEST(PipelineTest, AFullDiskNeverStopsTrainingAndLossesAreCounted) {
   auto memory = std::make_shared<io::MemorySink>();
   auto faulty =

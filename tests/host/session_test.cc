@@ -5,8 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <numeric>
+#include <thread>
 #include <vector>
 
 #include "tests/host/host_test_util.h"
@@ -276,6 +278,106 @@ TEST(SessionTest, StatsOptionsFromCollections) {
   const TensorView v = TensorView::Host(w.data(), DType::kFloat32, {2, 3});
   EXPECT_TRUE(testing::ResultMatches(testing::ToResult(*wr), testing::ReferenceReduce(v, wo),
                                      testing::ToleranceFor(DType::kFloat32)));
+}
+
+// EndStep writes a step's records over those of a step the writer has
+// finished with (Pipeline::TakeSpareRecords). Which tensors are due, and
+// what their records hold, changes from step to step here, so a record
+// slot holds a label count at one step and a histogram at the next: every
+// record must match the reference for its own tensor at its own step, with
+// nothing left over from the slot's earlier use, and every step must hold
+// exactly its due tensors.
+TEST(SessionTest, RecordsOfEarlierStepsLeaveNothingBehind) {
+  SessionConfig config = TestConfig();
+  CollectionConfig weights;
+  weights.name = "weights";
+  weights.stats.histogram_bins = 8;
+  weights.stats.per_channel_axis = 0;
+  CollectionConfig gradients;
+  gradients.name = "gradients";
+  gradients.save_config.base.save_interval = 2;
+  gradients.stats.exponent_histogram = false;
+  CollectionConfig labels;
+  labels.name = "labels";
+  labels.save_config.base.save_interval = 3;
+  labels.stats.label_classes = 4;
+  config.collections = {weights, gradients, labels};
+  auto sink = std::make_shared<io::MemorySink>();
+  auto session = MakeSession(config, sink);
+  std::vector<float> w(8), g(8);
+  std::vector<std::int32_t> y(6);
+  // Registered so that the tensor due at every step comes last: the slots
+  // of the others take turns.
+  ASSERT_TRUE(
+      session->RegisterTensor({"labels", TensorView::Host(y.data(), DType::kInt32, 6)}).ok());
+  ASSERT_TRUE(
+      session
+          ->RegisterTensor({"gradient/conv.weight", TensorView::Host(g.data(), DType::kFloat32, 8)})
+          .ok());
+  ASSERT_TRUE(
+      session->RegisterTensor({"conv.weight", TensorView::Host(w.data(), DType::kFloat32, {2, 4})})
+          .ok());
+  constexpr int kSteps = 36;
+  std::vector<std::vector<float>> ws, gs;
+  std::vector<std::vector<std::int32_t>> ys;
+  std::uint64_t records = 0;
+  for (int s = 0; s < kSteps; ++s) {
+    for (int i = 0; i < 8; ++i) {
+      w[i] = static_cast<float>((i - 3) * (s + 1));
+      g[i] = (s % 4 == 1 && i == 2) ? NAN : static_cast<float>(i) * -0.5f / (s + 1);
+    }
+    for (int i = 0; i < 6; ++i) y[i] = (i + s) % 5;  // 4 is out of range
+    ws.push_back(w);
+    gs.push_back(g);
+    ys.push_back(y);
+    ASSERT_TRUE(session->EndStep().ok());
+    // Let the writer finish the step, so the next one reuses its records.
+    records += 1 + (s % 2 == 0) + (s % 3 == 0);
+    for (int wait = 0; wait < 2000 && session->counters().records_written < records; ++wait) {
+      std::this_thread::sleep_for(std::chrono::microseconds(500));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_TRUE(session->Close().ok());
+  const auto batches = sink->batches();
+  ASSERT_EQ(batches.size(), static_cast<std::size_t>(kSteps));
+  StatsOptions wo;
+  wo.linear_histogram.bins = 8;
+  wo.per_channel_axis = 0;
+  StatsOptions go;
+  go.exponent_histogram = false;
+  StatsOptions yo;
+  yo.label_classes = 4;
+  const auto tol = testing::ToleranceFor(DType::kFloat32);
+  for (int s = 0; s < kSteps; ++s) {
+    const StepBatch& b = batches[static_cast<std::size_t>(s)];
+    ASSERT_EQ(b.key.global_step, s);
+    EXPECT_EQ(b.stats.size(), 1u + (s % 2 == 0) + (s % 3 == 0)) << "step " << s;
+    const TensorStatsRecord* wr = FindStats(b, 2);
+    ASSERT_NE(wr, nullptr) << "step " << s;
+    EXPECT_TRUE(testing::ResultMatches(
+        testing::ToResult(*wr),
+        testing::ReferenceReduce(TensorView::Host(ws[s].data(), DType::kFloat32, {2, 4}), wo), tol))
+        << "weight, step " << s;
+    const TensorStatsRecord* gr = FindStats(b, 1);
+    ASSERT_EQ(gr != nullptr, s % 2 == 0) << "step " << s;
+    if (gr != nullptr) {
+      EXPECT_TRUE(testing::ResultMatches(
+          testing::ToResult(*gr),
+          testing::ReferenceReduce(TensorView::Host(gs[s].data(), DType::kFloat32, 8), go), tol))
+          << "gradient, step " << s;
+    }
+    const TensorStatsRecord* yr = FindStats(b, 0);
+    ASSERT_EQ(yr != nullptr, s % 3 == 0) << "step " << s;
+    if (yr != nullptr) {
+      EXPECT_FALSE(yr->has_stats);
+      EXPECT_EQ(yr->stats.count, 0u);
+      EXPECT_TRUE(testing::ResultMatches(
+          testing::ToResult(*yr),
+          testing::ReferenceReduce(TensorView::Host(ys[s].data(), DType::kInt32, 6), yo), tol))
+          << "labels, step " << s;
+    }
+  }
 }
 
 TEST(SessionTest, TimingIsRecordedPerStepAndInTotal) {

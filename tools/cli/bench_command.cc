@@ -83,7 +83,9 @@ CLI::App* AddCaptureCommand(CLI::App* bench, CaptureFlags* f) {
   f->elements_opt = capture->add_option("--elements", f->elements, "f32 elements per tensor (N)")
                         ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 32))
                         ->default_str("1000");
-  capture->add_option("--threads", f->options.threads, "CPU threads (0: OpenMP's default)")
+  capture
+      ->add_option("--threads", f->options.threads,
+                   "The session's CPU threads, pipeline.cpu_threads (0: one fewer than the cores)")
       ->check(CLI::Range(0, 4096))
       ->default_str("0");
   capture->add_option("--repeats", f->options.repeats, "Timed repeats per measurement (medians)")

@@ -41,7 +41,7 @@ CLI::App* AddBenchOverheadCommand(CLI::App* bench, std::function<int()>* run) {
       ->check(CLI::Range(0, 1024))
       ->default_str("0");
   app->add_option("--capture-threads", o->capture_threads,
-                  "tstat's CPU capture threads, pipeline.cpu_threads (0: DefaultCpuThreads)")
+                  "tstat's CPU capture threads, pipeline.cpu_threads (0: SessionCpuThreads)")
       ->check(CLI::Range(0, 1024))
       ->default_str("0");
   app->add_option("--compression-level", o->compression_level,

@@ -127,7 +127,7 @@ struct PipelineConfig {
   // the writer thread every max(this, 100) ms (a training thread that is
   // not stepping still sees ShouldStop turn true).
   std::int64_t stop_check_interval_ms = 1;
-  int cpu_threads = 0;                              // 0: DefaultCpuThreads() (engine.h)
+  int cpu_threads = 0;  // 0: chosen per step, SessionCpuThreads (below)
   int cuda_device = 0;
   int cuda_inflight = 2;      // steps reducing on the GPU at once
   // HDF5 deflate level of the stats tables. 1: tstat's run-length deflate
@@ -141,6 +141,21 @@ struct PipelineConfig {
   // masks) for snapshots under 1 MiB, at several hundred MB/s.
   int raw_compression_level = 0;
 };
+
+// The CPU backend threads of a session's step that reduces `tensors` host
+// tensors holding `elements` values in all: cpu_threads when set. Otherwise
+// DefaultCpuThreads() (engine.h), minus one when the tensors average fewer
+// than kSmallTensorElements values and there is more than one core. Then
+// the writer thread's work per record (~0.5-1 us) is comparable to the
+// reduction's, and the core left over is the writer's: on 2 cores, 1,000
+// tensors of 1,000 f32 took 0.68-0.87 ms per EndStep with one reducing
+// thread and 0.96-1.17 ms with two, which took turns on the cores with the
+// writer (and OpenMP's spinning worker). Larger tensors keep every core:
+// 100 x 100,000 f32 took 2.4 ms per EndStep with two threads, 3.8 ms with
+// one (README, "tstat bench capture").
+inline constexpr std::int64_t kSmallTensorElements = 8192;
+TSTAT_EXPORT int SessionCpuThreads(const PipelineConfig& pipeline, std::int64_t tensors,
+                                   std::int64_t elements);
 
 // In-process rules: a rules thread in the session runs the rules config
 // (README "The rules config": the schema of `tstat rules --config`) over this
