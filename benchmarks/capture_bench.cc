@@ -150,6 +150,7 @@ Status TimeRatio(const CaptureBenchOptions& o, int level, int repeats, const Ten
   for (const TensorView& v : t.views) elements += v.numel;
   const int threads =
       SessionCpuThreads(config.pipeline, static_cast<std::int64_t>(t.views.size()), elements);
+  r->threads = threads;
   std::unique_ptr<Backend> engine = CreateCpuBackend({threads});
   std::unique_ptr<Backend> all_cores;
   if (threads != r->all_cores_threads) {
@@ -351,7 +352,6 @@ Result<CaptureBenchResult> RunCaptureCase(const CaptureBenchCase& c,
                                           const CaptureBenchOptions& o) {
   CaptureBenchResult r;
   r.spec = c;
-  r.threads = SessionCpuThreads(BaseConfig(o, 0, "").pipeline, c.tensors, c.tensors * c.elements);
   r.repeats = o.repeats > 0 ? o.repeats : kDefaultRepeats;
   r.compression_level = o.compression_level.value_or(PipelineConfig{}.compression_level);
   r.raw_compression_level =

@@ -33,11 +33,14 @@ Status Closed() { return Status::FailedPrecondition("the session is closed"); }
 
 }  // namespace
 
+bool host::IsSmallTensorStep(std::int64_t tensors, std::int64_t elements) {
+  return tensors > 0 && elements < kSmallTensorElements * tensors;
+}
+
 int SessionCpuThreads(const PipelineConfig& pipeline, std::int64_t tensors, std::int64_t elements) {
   if (pipeline.cpu_threads > 0) return pipeline.cpu_threads;
   const int cores = DefaultCpuThreads();
-  const bool small = tensors > 0 && elements < kSmallTensorElements * tensors;
-  return small && cores > 1 ? cores - 1 : cores;
+  return host::IsSmallTensorStep(tensors, elements) && cores > 1 ? cores - 1 : cores;
 }
 
 namespace host {

@@ -28,6 +28,12 @@
 
 namespace tstat {
 
+namespace host {
+// SessionCpuThreads' rule (tstat/config.h): a step whose `tensors` host
+// tensors hold `elements` values in all averages under kSmallTensorElements.
+bool IsSmallTensorStep(std::int64_t tensors, std::int64_t elements);
+}  // namespace host
+
 // Hidden: only the Session methods are part of libtstat.so's interface.
 struct __attribute__((visibility("hidden"))) Session::Impl {
   using Clock = std::chrono::steady_clock;

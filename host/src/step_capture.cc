@@ -44,6 +44,24 @@ std::uint64_t DropAll(StepBatch* b, const std::string& reason) {
   return n;
 }
 
+// Prefetches what AddResult reads of `result` (its stats, and its
+// histogram's span and what follows; the 279 counts are skipped) and, for
+// writing, `record` when there is one.
+void PrefetchForAddResult(const ReductionResult& result, const TensorStatsRecord* record) {
+  const auto* head = reinterpret_cast<const char*>(&result);
+  for (const char* p = head; p < reinterpret_cast<const char*>(&result.exponent_histogram);
+       p += 64) {
+    __builtin_prefetch(p);
+  }
+  for (const char* p = reinterpret_cast<const char*>(&result.linear_histogram) - 64;
+       p < head + sizeof(ReductionResult); p += 64) {
+    __builtin_prefetch(p);
+  }
+  if (record == nullptr) return;
+  const auto* rec = reinterpret_cast<const char*>(record);
+  for (std::size_t b = 0; b < sizeof(TensorStatsRecord); b += 64) __builtin_prefetch(rec + b, 1);
+}
+
 }  // namespace
 
 std::string RawCapReason(std::int64_t cap_bytes) {
@@ -223,11 +241,11 @@ Status Session::Impl::EndStepLocked(CUstream_st* stream, bool capture_registered
   }
   batch.stats.reserve(filled + host_requests.size() + device_requests.size());
   if (!host_requests.empty()) {  // the one CPU reduction of this step
-    // SessionCpuThreads' rule: small tensors leave a core to the writer.
+    // Small tensors leave a core to the writer (SessionCpuThreads).
     std::int64_t elements = 0;
     for (const ReductionRequest& r : host_requests) elements += r.tensor.numel;
     const auto tensors = static_cast<std::int64_t>(host_requests.size());
-    Backend* engine = cpu_small_steps && elements < kSmallTensorElements * tensors
+    Backend* engine = cpu_small_steps && host::IsSmallTensorStep(tensors, elements)
                           ? cpu_small_steps.get()
                           : cpu.get();
     const Status s = engine->Reduce(host_requests, &host_results);
@@ -240,23 +258,9 @@ Status Session::Impl::EndStepLocked(CUstream_st* stream, bool capture_registered
       // through the caches since): fetch a few ahead.
       constexpr std::size_t kAhead = 4;
       if (i + kAhead < host_results.size()) {
-        const ReductionResult& next = host_results[i + kAhead];
-        const auto* head = reinterpret_cast<const char*>(&next);  // status, stats
-        for (const char* p = head; p < reinterpret_cast<const char*>(&next.exponent_histogram);
-             p += 64) {
-          __builtin_prefetch(p);
-        }
-        // The histogram's span and what follows it (its 279 counts are skipped).
-        for (const char* p = reinterpret_cast<const char*>(&next.linear_histogram) - 64;
-             p < head + sizeof(ReductionResult); p += 64) {
-          __builtin_prefetch(p);
-        }
-        if (filled + kAhead < batch.stats.size()) {
-          const auto* rec = reinterpret_cast<const char*>(&batch.stats[filled + kAhead]);
-          for (std::size_t b = 0; b < sizeof(TensorStatsRecord); b += 64) {
-            __builtin_prefetch(rec + b, 1);
-          }
-        }
+        PrefetchForAddResult(host_results[i + kAhead], filled + kAhead < batch.stats.size()
+                                                           ? &batch.stats[filled + kAhead]
+                                                           : nullptr);
       }
       AddResult(host_ids[i], host_requests[i].options, std::move(host_results[i]), &batch, &filled);
     }
