@@ -91,10 +91,12 @@ Status Pipeline::Push(PipelineItem item) {
 // Waking the writer costs a futex call and a cross-core wakeup: ~6% of a
 // 1,000-tensor EndStep when the writer, on a core of its own, finished every
 // step before the next one came and was woken for each. Steps are announced
-// in groups instead, but never later than kMaxWakeDelay after the first of
-// them was queued, nor past flush_interval_steps; and a training thread
-// that has to wait for a slot wakes the writer first (AcquireSlot). The
-// writer also wakes by itself at its flush deadline.
+// in groups instead: the group is announced by its kWakeEverySteps-th step
+// (fewer with flush_interval_steps or a small queue), or by a step queued
+// kMaxWakeDelay or more after the group's first (slow training steps); a
+// training thread that has to wait for a slot wakes the writer first
+// (AcquireSlot). Steps queued while training pauses wait for the writer's
+// flush deadline, which is when they would become visible anyway.
 void Pipeline::AnnounceLocked(bool now_anyway) {
   const Clock::time_point now = Clock::now();
   if (unannounced_ == 0) first_unannounced_ = now;

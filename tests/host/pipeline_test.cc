@@ -192,9 +192,11 @@ TEST(PipelineTest, FlushesEveryNSteps) {
 }
 
 // Steps are announced to the writer in groups (Pipeline::AnnounceLocked):
-// a group of steps wakes it long before its flush deadline, so does a step
-// that follows an unannounced one after the wake delay (slow training
-// steps), and a lone step reaches it at the latest at the flush deadline.
+// the eighth unannounced step wakes it, so does a step queued 5 ms or more
+// after the oldest unannounced one (slow training steps), and a lone step
+// reaches it at the latest at the flush deadline. When the writer runs is
+// up to the scheduler (under a sanitizer it may take a few steps at a time),
+// so only what holds for any interleaving is asserted.
 TEST(PipelineTest, QueuedStepsReachTheWriterInGroupsAndNeverLaterThanTheFlush) {
   // Batches the sink was given (records_written counts flushed ones only).
   const auto written_within = [](const io::MemorySink& sink, std::size_t batches, double seconds) {
@@ -208,17 +210,21 @@ TEST(PipelineTest, QueuedStepsReachTheWriterInGroupsAndNeverLaterThanTheFlush) {
   const TensorSpec spec{"w.weight", TensorView::Host(w.data(), DType::kFloat32, 16)};
   {
     SessionConfig config = TestConfig();
-    config.pipeline.flush_interval_seconds = 3600;
+    config.pipeline.flush_interval_seconds = 3600;  // no deadline wakeups
     auto sink = std::make_shared<io::MemorySink>();
     auto session = MakeSession(config, sink);
     ASSERT_TRUE(session->RegisterTensor(spec).ok());
-    for (int i = 0; i < 8; ++i) ASSERT_TRUE(session->EndStep().ok());  // a group
-    EXPECT_TRUE(written_within(*sink, 8, 30.0));
-    ASSERT_TRUE(session->EndStep().ok());
+    for (int i = 0; i < 16; ++i) ASSERT_TRUE(session->EndStep().ok());
+    // Whenever the writer took its last steps, fewer than a group (8) can
+    // be waiting after it: at most 7 of the 16 (the RegisterTensor
+    // declaration counts as a queued item too).
+    EXPECT_TRUE(written_within(*sink, 16 - 7, 30.0)) << sink->batches().size();
     std::this_thread::sleep_for(std::chrono::milliseconds(20));  // a slow step
     ASSERT_TRUE(session->EndStep().ok());
-    EXPECT_TRUE(written_within(*sink, 10, 30.0));
+    // The step after the slow one announced every step before it.
+    EXPECT_TRUE(written_within(*sink, 16, 30.0)) << sink->batches().size();
     ASSERT_TRUE(session->Close().ok());
+    EXPECT_EQ(sink->batches().size(), 17u);
   }
   {
     SessionConfig config = TestConfig();
