@@ -28,10 +28,24 @@ bool Session::Impl::TakeRequestedRaw(host::RegisteredTensor* t) {
   return true;
 }
 
-StatsOptions Session::Impl::PrepareOptions(host::RegisteredTensor* t, const TensorView& v,
-                                           const std::vector<int>& due, StepBatch* batch) {
-  host::CaptureOptions co = host::MergeOptions(*collections, due);
-  StatsOptions o = std::move(co.stats);
+const host::CaptureOptions& Session::Impl::MergedOptions(const std::vector<int>& due) {
+  for (const auto& [cols, options] : merged_options) {
+    if (cols == due) return options;
+  }
+  if (merged_options.size() >= kMaxMergedOptions) {
+    merged_overflow = host::MergeOptions(*collections, due);
+    return merged_overflow;
+  }
+  merged_options.emplace_back(due, host::MergeOptions(*collections, due));
+  return merged_options.back().second;
+}
+
+void Session::Impl::PrepareOptions(host::RegisteredTensor* t, const TensorView& v,
+                                   const std::vector<int>& due, StepBatch* batch,
+                                   StatsOptions* options) {
+  const host::CaptureOptions& co = MergedOptions(due);
+  StatsOptions& o = *options;
+  o = co.stats;  // assigned: the request's count_values keeps its capacity
   o.sample_seed = t->name_hash ^ static_cast<std::uint64_t>(key.global_step);
   // Delta: host tensors keep a host copy; CUDA tensors a device copy
   // (device_delta.h), copied after the step's reductions are queued.
@@ -75,7 +89,6 @@ StatsOptions Session::Impl::PrepareOptions(host::RegisteredTensor* t, const Tens
     }
     if (!problem.empty()) batch->drops.push_back({t->info.id, "confusion", problem, 0});
   }
-  return o;
 }
 
 void Session::Impl::UpdateDeltaCopies() {

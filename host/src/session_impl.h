@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -95,10 +96,18 @@ struct __attribute__((visibility("hidden"))) Session::Impl {
   // Scratch reused across steps (no allocation per step once warm).
   std::vector<char> due_stats, due_raw;
   std::vector<int> due_cols;
+  // Requests are assigned in place (their vectors keep their capacity): a
+  // fresh request per tensor and step cost a malloc/free of its shape.
   std::vector<ReductionRequest> host_requests, device_requests;
   std::vector<std::uint32_t> host_ids, device_ids;
+  TensorView resolved_view;  // the view of the tensor being captured
   std::vector<ReductionResult> host_results;
   std::vector<std::pair<host::RegisteredTensor*, TensorView>> delta_updates;
+  // MergedOptions' results by due collections (a deque: references stay
+  // valid as it grows), at most kMaxMergedOptions of them.
+  static constexpr std::size_t kMaxMergedOptions = 64;
+  std::deque<std::pair<std::vector<int>, host::CaptureOptions>> merged_options;
+  host::CaptureOptions merged_overflow;  // past the cap: recomputed per call
 
   // session_rules.cc
   // Starts the rules thread when config.rules.enabled; `observer` (the
@@ -120,8 +129,13 @@ struct __attribute__((visibility("hidden"))) Session::Impl {
   // The StatsOptions of `t` (view `v`) at this step: merged collection options,
   // the sample seed, delta against its previous save, the confusion
   // predictions. Problems (a missing predictions tensor) become drop records.
-  StatsOptions PrepareOptions(host::RegisteredTensor* t, const TensorView& v,
-                              const std::vector<int>& due, StepBatch* batch);
+  void PrepareOptions(host::RegisteredTensor* t, const TensorView& v, const std::vector<int>& due,
+                      StepBatch* batch, StatsOptions* options);
+  // host::MergeOptions(*collections, due), computed once per set of due
+  // collections (collections do not change once the session exists): the
+  // merge, with its vector and string copies, was ~5% of a 1,000-tensor
+  // EndStep. The reference is valid until the next call.
+  const host::CaptureOptions& MergedOptions(const std::vector<int>& due);
   // After the host reduction: keeps the saved values of delta tensors.
   void UpdateDeltaCopies();
   // adhoc_capture.cc

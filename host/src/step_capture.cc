@@ -44,10 +44,15 @@ std::uint64_t DropAll(StepBatch* b, const std::string& reason) {
   return n;
 }
 
+// The prefetch helpers are always inlined: GCC deems a function that only
+// prefetches free of side effects and drops the calls to it when it is not
+// inlined first (at -O2 every prefetch here had vanished).
+
 // Prefetches what AddResult reads of `result` (its stats, and its
 // histogram's span and what follows; the 279 counts are skipped) and, for
 // writing, `record` when there is one.
-void PrefetchForAddResult(const ReductionResult& result, const TensorStatsRecord* record) {
+[[gnu::always_inline]] inline void PrefetchForAddResult(const ReductionResult& result,
+                                                        const TensorStatsRecord* record) {
   const auto* head = reinterpret_cast<const char*>(&result);
   for (const char* p = head; p < reinterpret_cast<const char*>(&result.exponent_histogram);
        p += 64) {
@@ -60,6 +65,35 @@ void PrefetchForAddResult(const ReductionResult& result, const TensorStatsRecord
   if (record == nullptr) return;
   const auto* rec = reinterpret_cast<const char*>(record);
   for (std::size_t b = 0; b < sizeof(TensorStatsRecord); b += 64) __builtin_prefetch(rec + b, 1);
+}
+
+// Prefetches the histogram bins AddResult will read of `result` (its span
+// is known once PrefetchForAddResult's lines have arrived).
+[[gnu::always_inline]] inline void PrefetchHistogramSpan(const ReductionResult& result) {
+  if (!result.exponent_histogram) return;
+  const ExponentHistogram& h = *result.exponent_histogram;
+  const std::uint64_t* first = h.counts.data() + h.SpanFirst();
+  const std::uint64_t* last = h.counts.data() + h.SpanLast();
+  for (const std::uint64_t* p = first; p < last; p += 8) __builtin_prefetch(p);
+  if (last > first) __builtin_prefetch(last - 1);
+}
+
+// Prefetches what EndStep's loop over registered tensors reads: the
+// tensor (its collections, view, id) some tensors ahead and, once that has
+// arrived, its collection indices and shape. Both missed cache at every step, since
+// the previous step's reduction streamed the tensors' data through it.
+[[gnu::always_inline]] inline void PrefetchForCapture(const std::vector<RegisteredTensor*>& tensors,
+                                                      std::size_t i) {
+  constexpr std::size_t kTensorAhead = 8, kCollectionsAhead = 4;
+  if (i + kTensorAhead < tensors.size()) {
+    const auto* t = reinterpret_cast<const char*>(tensors[i + kTensorAhead]);
+    for (std::size_t b = 0; b < sizeof(RegisteredTensor); b += 64) __builtin_prefetch(t + b);
+  }
+  if (i + kCollectionsAhead < tensors.size()) {
+    const RegisteredTensor& t = *tensors[i + kCollectionsAhead];
+    __builtin_prefetch(t.collections.data());
+    __builtin_prefetch(t.view.shape.data());  // copied by ResolveView
+  }
 }
 
 }  // namespace
@@ -185,15 +219,15 @@ Status Session::Impl::EndStepLocked(CUstream_st* stream, bool capture_registered
     due_raw[i] = c.raw_schedule(key.mode).ShouldSave(key.mode_step);
     any_due = any_due || due_stats[i] || due_raw[i];
   }
-  host_requests.clear();
   host_ids.clear();
-  device_requests.clear();
   device_ids.clear();
   std::vector<TensorView> device_raws;
   std::vector<std::uint32_t> device_raw_ids;
   std::uint64_t device_raw_bytes = 0;
-  const std::vector<RegisteredTensor*> none;
-  for (RegisteredTensor* t : any_due ? captured : none) {
+  const std::size_t registered = any_due ? captured.size() : 0;
+  for (std::size_t i = 0; i < registered; ++i) {
+    PrefetchForCapture(captured, i);
+    RegisteredTensor* t = captured[i];
     due_cols.clear();
     bool raw = false;
     for (int c : t->collections) {
@@ -202,7 +236,7 @@ Status Session::Impl::EndStepLocked(CUstream_st* stream, bool capture_registered
     }
     raw = TakeRequestedRaw(t) || raw;
     if (due_cols.empty() && !raw) continue;
-    TensorView v;
+    TensorView& v = resolved_view;
     const Status s = host::ResolveView(*t, &v);
     if (!s.ok()) {
       batch.drops.push_back({t->info.id, "stats", s.message(), 0});
@@ -212,9 +246,13 @@ Status Session::Impl::EndStepLocked(CUstream_st* stream, bool capture_registered
     if (v.data == nullptr) continue;  // not allocated at this step
     const bool on_device = v.space == MemorySpace::kCuda;
     if (!due_cols.empty()) {
-      StatsOptions o = PrepareOptions(t, v, due_cols, &batch);
-      (on_device ? device_requests : host_requests).push_back({v, o});
-      (on_device ? device_ids : host_ids).push_back(t->info.id);
+      std::vector<std::uint32_t>& ids = on_device ? device_ids : host_ids;
+      std::vector<ReductionRequest>& requests = on_device ? device_requests : host_requests;
+      if (ids.size() == requests.size()) requests.emplace_back();
+      ReductionRequest& r = requests[ids.size()];
+      ids.push_back(t->info.id);
+      r.tensor = v;
+      PrepareOptions(t, v, due_cols, &batch, &r.options);
     }
     if (raw && !on_device) SnapshotHost(t->info.id, v, &batch, &raw_reserved);
     if (raw && on_device) {
@@ -230,6 +268,9 @@ Status Session::Impl::EndStepLocked(CUstream_st* stream, bool capture_registered
       }
     }
   }
+
+  host_requests.resize(host_ids.size());  // past this step's: earlier steps' requests
+  device_requests.resize(device_ids.size());
 
   // The records of a step the writer is done with, overwritten in place (no
   // fresh pages, no regrowth copies), unless ad-hoc saves already started
@@ -256,12 +297,13 @@ Status Session::Impl::EndStepLocked(CUstream_st* stream, bool capture_registered
       }
       // The results and records are cold (the reduction streamed the tensors
       // through the caches since): fetch a few ahead.
-      constexpr std::size_t kAhead = 4;
+      constexpr std::size_t kAhead = 4, kBinsAhead = 2;
       if (i + kAhead < host_results.size()) {
         PrefetchForAddResult(host_results[i + kAhead], filled + kAhead < batch.stats.size()
                                                            ? &batch.stats[filled + kAhead]
                                                            : nullptr);
       }
+      if (i + kBinsAhead < host_results.size()) PrefetchHistogramSpan(host_results[i + kBinsAhead]);
       AddResult(host_ids[i], host_requests[i].options, std::move(host_results[i]), &batch, &filled);
     }
     if (!s.ok() && problem.ok()) problem = s.WithContext("CPU reduction");

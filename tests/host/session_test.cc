@@ -280,6 +280,58 @@ TEST(SessionTest, StatsOptionsFromCollections) {
                                      testing::ToleranceFor(DType::kFloat32)));
 }
 
+// A tensor's options are the merge of its collections due at the step
+// (Session::Impl::MergedOptions keeps each merge by the set of due
+// collections): a tensor in two collections with different schedules gets
+// the linear histogram only at the steps its histogram collection is due,
+// and a tensor of the same collections set (hence the same merges) too.
+TEST(SessionTest, OptionsFollowTheCollectionsDueAtEachStep) {
+  SessionConfig config = TestConfig();
+  CollectionConfig weights;
+  weights.name = "weights";
+  weights.stats.exponent_histogram = false;
+  CollectionConfig histograms;
+  histograms.name = "histograms";
+  histograms.include_regex = {"^conv"};
+  histograms.save_config.base.save_interval = 3;
+  histograms.stats.histogram_bins = 4;
+  histograms.stats.exponent_histogram = false;
+  config.collections = {weights, histograms};
+  auto sink = std::make_shared<io::MemorySink>();
+  auto session = MakeSession(config, sink);
+  std::vector<float> a = Ramp(8, -1.0f, 0.25f), b = Ramp(8, 2.0f, -0.5f), c = Ramp(8, 0.0f, 1.0f);
+  ASSERT_TRUE(
+      session->RegisterTensor({"conv1.weight", TensorView::Host(a.data(), DType::kFloat32, 8)})
+          .ok());
+  ASSERT_TRUE(
+      session->RegisterTensor({"fc.weight", TensorView::Host(c.data(), DType::kFloat32, 8)}).ok());
+  ASSERT_TRUE(
+      session->RegisterTensor({"conv2.weight", TensorView::Host(b.data(), DType::kFloat32, 8)})
+          .ok());
+  constexpr int kSteps = 7;
+  for (int s = 0; s < kSteps; ++s) ASSERT_TRUE(session->EndStep().ok());
+  ASSERT_TRUE(session->Close().ok());
+  const auto batches = sink->batches();
+  ASSERT_EQ(batches.size(), static_cast<std::size_t>(kSteps));
+  for (int s = 0; s < kSteps; ++s) {
+    const bool histogram_due = s % 3 == 0;
+    for (std::uint32_t id = 0; id < 3; ++id) {
+      const TensorStatsRecord* r = FindStats(batches[s], id);
+      ASSERT_NE(r, nullptr) << "step " << s << " tensor " << id;
+      EXPECT_FALSE(r->exponent_histogram.has_value());  // neither collection asks for it
+      const bool in_histograms = id != 1;
+      EXPECT_EQ(r->linear_histogram.has_value(), in_histograms && histogram_due)
+          << "step " << s << " tensor " << id;
+      if (r->linear_histogram) {
+        EXPECT_EQ(r->linear_histogram->counts.size(), 4u);
+        std::uint64_t total = 0;
+        for (std::uint64_t n : r->linear_histogram->counts) total += n;
+        EXPECT_EQ(total, 8u);
+      }
+    }
+  }
+}
+
 // EndStep writes a step's records over those of a step the writer has
 // finished with (Pipeline::TakeSpareRecords). Which tensors are due, and
 // what their records hold, changes from step to step here, so a record
