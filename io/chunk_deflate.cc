@@ -88,10 +88,13 @@ void ShuffleBytes(const std::uint8_t* in, std::size_t bytes, std::size_t element
 }
 
 Result<ChunkDeflater::Output> ChunkDeflater::ShuffleDeflate(const void* data, std::size_t bytes,
-                                                           std::size_t element_size, int level) {
+                                                            std::size_t element_size, int level,
+                                                            std::size_t period) {
   if (shuffled_.size() < bytes) shuffled_.resize(bytes);
   ShuffleBytes(static_cast<const std::uint8_t*>(data), bytes, element_size, shuffled_.data());
-  return Deflate(shuffled_.data(), bytes, level);
+  // A shuffled plane holds one byte per element: `period` elements apart
+  // are `period` bytes apart.
+  return Deflate(shuffled_.data(), bytes, level, period);
 }
 
 std::uint8_t* ChunkDeflater::InputBuffer(std::size_t bytes) {
@@ -100,7 +103,7 @@ std::uint8_t* ChunkDeflater::InputBuffer(std::size_t bytes) {
 }
 
 Result<ChunkDeflater::Output> ChunkDeflater::Deflate(const void* shuffled, std::size_t bytes,
-                                                     int level) {
+                                                     int level, std::size_t period) {
   if (level < 1 || level > 9) {
     return Status::InvalidArgument("deflate level " + std::to_string(level) + " is not 1..9");
   }
@@ -108,7 +111,7 @@ Result<ChunkDeflater::Output> ChunkDeflater::Deflate(const void* shuffled, std::
     const std::size_t bound = RunLengthDeflater::Bound(bytes);
     if (out_.size() < bound) out_.resize(bound);
     const auto* in = static_cast<const std::uint8_t*>(shuffled);
-    return Output{out_.data(), run_length_.Compress(in, bytes, out_.data())};
+    return Output{out_.data(), run_length_.Compress(in, bytes, out_.data(), period)};
   }
   if (compressor_ == nullptr || level_ != level) {
     if (compressor_) libdeflate_free_compressor(compressor_);

@@ -33,16 +33,20 @@ class ChunkDeflater {
 
   // Shuffles `bytes` bytes of `element_size`-byte elements, then compresses
   // them as a zlib stream at `level` (1..9, as H5Pset_deflate): level 1 by
-  // the run-length encoder (run_length_deflate.h), 2..9 by libdeflate. The
-  // result points into this object and stays valid until the next call.
+  // the run-length encoder (run_length_deflate.h), which also matches each
+  // element's bytes against those `period` elements before (e.g. the rows
+  // of one step; 0: none), 2..9 by libdeflate. The result points into this
+  // object and stays valid until the next call.
   struct Output {
     const std::uint8_t* data = nullptr;
     std::size_t size = 0;
   };
   Result<Output> ShuffleDeflate(const void* data, std::size_t bytes, std::size_t element_size,
-                                int level);
-  // Compresses `bytes` bytes that are already shuffled.
-  Result<Output> Deflate(const void* shuffled, std::size_t bytes, int level);
+                                int level, std::size_t period = 0);
+  // Compresses `bytes` bytes that are already shuffled (`period` in bytes of
+  // a shuffled plane, level 1 only).
+  Result<Output> Deflate(const void* shuffled, std::size_t bytes, int level,
+                         std::size_t period = 0);
   // A buffer of at least `bytes` bytes for the caller to assemble a chunk in
   // (e.g. packed rows) before ShuffleDeflate; kept across calls, so chunks
   // do not page-fault fresh memory in.

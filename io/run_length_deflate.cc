@@ -22,6 +22,25 @@ constexpr std::uint16_t kLengthBase[29] = {3,  4,  5,  6,   7,   8,   9,   10,  
                                            67, 83, 99, 115, 131, 163, 195, 227, 258};
 constexpr std::uint8_t kLengthExtra[29] = {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2,
                                            2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5, 0};
+// Distance symbols 0..29: base distance and extra bits (3.2.5).
+constexpr int kNumDist = 30;
+constexpr std::uint16_t kDistBase[kNumDist] = {
+    1,   2,   3,   4,   5,   7,    9,    13,   17,   25,   33,   49,   65,    97,    129,
+    193, 257, 385, 513, 769, 1025, 1537, 2049, 3073, 4097, 6145, 8193, 12289, 16385, 24577};
+constexpr std::uint8_t kDistExtra[kNumDist] = {0, 0, 0, 0, 1, 1, 2, 2,  3,  3,  4,  4,  5,  5,  6,
+                                               6, 7, 7, 8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13};
+constexpr std::size_t kMaxDistance = 32768;  // the window the zlib header declares
+
+// Match tokens at the period distance carry this flag (RunLengthDeflater::tokens_).
+constexpr std::uint16_t kPeriodMatch = 0x800;
+
+// The distance symbol of `distance` (1..32768).
+int DistSymbol(std::size_t distance) {
+  int s = kNumDist - 1;
+  while (kDistBase[s] > distance) --s;
+  return s;
+}
+
 // The order code length code lengths are sent in (3.2.7).
 constexpr std::uint8_t kCodeLenOrder[kNumCodeLen] = {16, 17, 18, 0, 8,  7, 9,  6, 10, 5,
                                                      11, 4,  12, 3, 13, 2, 14, 1, 15};
@@ -211,11 +230,39 @@ inline std::size_t RunLength(const std::uint8_t* data, std::size_t i, std::size_
   return i - start;
 }
 
-// Whether any of p[0, 8) equals the byte before it: the classic test for a
-// zero byte in a word (any byte order).
-inline bool RepeatsAnyByte(const std::uint8_t* p) {
-  const std::uint64_t x = XorWithPrevious(p);
+// Whether the word has a zero byte: the classic test (any byte order).
+inline bool HasZeroByte(std::uint64_t x) {
   return ((x - 0x0101010101010101ull) & ~x & 0x8080808080808080ull) != 0;
+}
+
+// Whether any of p[0, 8) equals the byte before it.
+inline bool RepeatsAnyByte(const std::uint8_t* p) { return HasZeroByte(XorWithPrevious(p)); }
+
+// Whether any of p[0, 8) equals the byte `distance` before it.
+inline bool RepeatsAnyByteAt(const std::uint8_t* p, std::size_t distance) {
+  std::uint64_t here, before;
+  std::memcpy(&here, p, 8);
+  std::memcpy(&before, p - distance, 8);
+  return HasZeroByte(here ^ before);
+}
+
+// How many of data[i, end) repeat the bytes `distance` before them
+// (i >= distance; the compared ranges may overlap, as in a deflate match).
+inline std::size_t MatchLength(const std::uint8_t* data, std::size_t i, std::size_t end,
+                               std::size_t distance) {
+  const std::size_t start = i;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  while (i + 8 <= end) {
+    std::uint64_t here, before;
+    std::memcpy(&here, data + i, 8);
+    std::memcpy(&before, data + i - distance, 8);
+    const std::uint64_t x = here ^ before;
+    if (x) return i - start + (static_cast<unsigned>(__builtin_ctzll(x)) >> 3);
+    i += 8;
+  }
+#endif
+  while (i < end && data[i] == data[i - distance]) ++i;
+  return i - start;
 }
 
 // One block's symbols as a code-length sequence (3.2.7): the literal/length
@@ -263,12 +310,18 @@ int CodeLengthExtraBits(int symbol) {
 
 // Writes data[begin, end) as one block: dynamic Huffman codes over `tokens`
 // (which encode exactly those bytes), or stored when that is not larger.
+//
+// Distances are 1 (distance symbol 0) and, with a period, `period`: the
+// distance code is two 1-bit codes, symbol 0 ("0") and the period's symbol
+// ("1"; symbol 1 when there is no period), which keeps it complete.
 void WriteBlock(const std::uint8_t* data, std::size_t begin, std::size_t end,
                 const std::uint16_t* tokens, std::size_t num_tokens,
-                const std::uint32_t* token_freq, std::uint32_t matches, bool final_block,
-                BitWriter* w) {
-  // Literal/length code. Distances are all 1 (distance symbol 0): two 1-bit
-  // distance codes keep that code complete.
+                const std::uint32_t* token_freq, std::uint32_t matches,
+                std::uint32_t period_matches, std::size_t period, bool final_block, BitWriter* w) {
+  const int period_symbol = period > 0 ? DistSymbol(period) : 1;
+  const int period_extra = period > 0 ? kDistExtra[period_symbol] : 0;
+  const int num_dist = period_symbol + 1;
+  // Literal/length code.
   std::uint32_t freq[kNumLitLen];
   std::memcpy(freq, token_freq, sizeof(freq));
   freq[kEndOfBlock] = 1;
@@ -279,14 +332,15 @@ void WriteBlock(const std::uint8_t* data, std::size_t begin, std::size_t end,
   int num_lit = kNumLitLen;
   while (num_lit > 257 && lit_len[num_lit - 1] == 0) --num_lit;
 
-  // Code length code over the literal/length then the two distance lengths.
-  std::uint8_t all_lengths[kNumLitLen + 2];
+  // Code length code over the literal/length then the distance lengths.
+  std::uint8_t all_lengths[kNumLitLen + kNumDist];
   std::memcpy(all_lengths, lit_len, static_cast<std::size_t>(num_lit));
+  std::fill(all_lengths + num_lit, all_lengths + num_lit + num_dist, std::uint8_t{0});
   all_lengths[num_lit] = 1;
-  all_lengths[num_lit + 1] = 1;
-  CodeLengthItem items[kNumLitLen + 2];
+  all_lengths[num_lit + period_symbol] = 1;
+  CodeLengthItem items[kNumLitLen + kNumDist];
   std::uint32_t cl_freq[kNumCodeLen] = {};
-  const int num_items = EncodeCodeLengths(all_lengths, num_lit + 2, items, cl_freq);
+  const int num_items = EncodeCodeLengths(all_lengths, num_lit + num_dist, items, cl_freq);
   HuffmanCode cl;
   cl.Build(cl_freq, kNumCodeLen, kMaxCodeLenBits);
   const std::uint8_t* cl_len = cl.length;
@@ -305,7 +359,9 @@ void WriteBlock(const std::uint8_t* data, std::size_t begin, std::size_t end,
     if (s > kEndOfBlock) bits += kLengthExtra[s - 257];
     dynamic_bits += token_freq[s] * bits;
   }
-  dynamic_bits += lit_len[kEndOfBlock] + matches;  // one distance bit per match
+  // One distance bit per match, and the period's extra bits.
+  dynamic_bits +=
+      lit_len[kEndOfBlock] + matches + static_cast<std::uint64_t>(period_matches) * period_extra;
   const std::uint64_t stored_bits = 3 + 7 + 32 + 8 * static_cast<std::uint64_t>(end - begin);
 
   if (stored_bits <= dynamic_bits) {
@@ -322,7 +378,7 @@ void WriteBlock(const std::uint8_t* data, std::size_t begin, std::size_t end,
   w->Put(final_block ? 1 : 0, 1);
   w->Put(2, 2);  // BTYPE 10: dynamic Huffman codes
   w->Put(static_cast<std::uint32_t>(num_lit - 257), 5);
-  w->Put(1, 5);  // two distance codes
+  w->Put(static_cast<std::uint32_t>(num_dist - 1), 5);
   w->Put(static_cast<std::uint32_t>(num_cl - 4), 4);
   for (int i = 0; i < num_cl; ++i) w->Put(cl_len[kCodeLenOrder[i]], 3);
   for (int i = 0; i < num_items; ++i) {
@@ -336,13 +392,21 @@ void WriteBlock(const std::uint8_t* data, std::size_t begin, std::size_t end,
       w->Put(lit_code[t], lit_len[t]);
       continue;
     }
-    const int length = t - 256;
+    const bool at_period = (t & kPeriodMatch) != 0;
+    const int length = (t & ~kPeriodMatch) - 256;
     const int index = kLengthIndex.of[length];
     const int symbol = 257 + index;
     w->Put(lit_code[symbol], lit_len[symbol]);
     if (kLengthExtra[index])
       w->Put(static_cast<std::uint32_t>(length - kLengthBase[index]), kLengthExtra[index]);
-    w->Put(0, 1);  // distance symbol 0 (distance 1): code "0"
+    if (!at_period) {
+      w->Put(0, 1);  // distance symbol 0 (distance 1): code "0"
+      continue;
+    }
+    w->Put(1, 1);  // the period's symbol: code "1"
+    if (period_extra) {
+      w->Put(static_cast<std::uint32_t>(period - kDistBase[period_symbol]), period_extra);
+    }
   }
   w->Put(lit_code[kEndOfBlock], lit_len[kEndOfBlock]);
 }
@@ -355,7 +419,8 @@ std::size_t RunLengthDeflater::Bound(std::size_t size) {
 }
 
 std::size_t RunLengthDeflater::Compress(const std::uint8_t* data, std::size_t size,
-                                        std::uint8_t* out) {
+                                        std::uint8_t* out, std::size_t period) {
+  if (period < 2 || period > kMaxDistance) period = 0;
   BitWriter w(out);
   w.Put(0x78, 8);  // CMF: deflate, 32 KB window
   w.Put(0x01, 8);  // FLG: fastest; 0x7801 is a multiple of 31
@@ -366,7 +431,7 @@ std::size_t RunLengthDeflater::Compress(const std::uint8_t* data, std::size_t si
     const std::size_t end = std::min(size, begin + kBlockBytes);
     std::size_t n = 0;
     std::uint32_t freq[kNumLitLen] = {};
-    std::uint32_t matches = 0;
+    std::uint32_t matches = 0, period_matches = 0;
     auto literal = [&](std::uint8_t byte) {
       tokens[n++] = byte;
       ++freq[byte];
@@ -374,12 +439,29 @@ std::size_t RunLengthDeflater::Compress(const std::uint8_t* data, std::size_t si
     std::size_t i = begin;
     if (i == 0 && i < end) literal(data[i++]);  // nothing before it to repeat
     while (i < end) {
-      if (i + 8 <= end && !RepeatsAnyByte(data + i)) {  // noise: eight literals
+      const bool has_period = period > 0 && i >= period;
+      if (i + 8 <= end && !RepeatsAnyByte(data + i) &&
+          !(has_period && RepeatsAnyByteAt(data + i, period))) {  // noise: eight literals
         for (int k = 0; k < 8; ++k) literal(data[i + k]);
         i += 8;
         continue;
       }
       std::size_t run = RunLength(data, i, end);
+      // The same byte of the same row a period earlier (the same tensor at
+      // the previous step), when that matches further than the run.
+      std::size_t same = has_period ? MatchLength(data, i, end, period) : 0;
+      if (same >= kMinMatch && same > run) {
+        i += same;
+        for (; same >= kMinMatch; same -= std::min<std::size_t>(same, kMaxMatch)) {
+          const auto length = static_cast<int>(std::min<std::size_t>(same, kMaxMatch));
+          tokens[n++] = static_cast<std::uint16_t>((256 + length) | kPeriodMatch);
+          ++freq[257 + kLengthIndex.of[length]];
+          ++matches;
+          ++period_matches;
+        }
+        for (; same > 0; --same) literal(data[i - same]);  // 1 or 2 left
+        continue;
+      }
       if (run < kMinMatch) {
         literal(data[i++]);
         continue;
@@ -393,7 +475,7 @@ std::size_t RunLengthDeflater::Compress(const std::uint8_t* data, std::size_t si
       }
       for (; run > 0; --run) literal(data[i - 1]);  // 1 or 2 left of the repeated byte
     }
-    WriteBlock(data, begin, end, tokens, n, freq, matches, end == size, &w);
+    WriteBlock(data, begin, end, tokens, n, freq, matches, period_matches, period, end == size, &w);
     begin = end;
   } while (begin < size);
   w.AlignToByte();

@@ -53,6 +53,7 @@ Status SegmentBuffers::Append(const StepBatch& batch, hid_t file, StreamedRows* 
   const StepKey& key = batch.key;
   steps.push_back(StepRow{key.global_step, static_cast<std::uint8_t>(key.mode), key.mode_step,
                           batch.wall_time, batch.step_seconds, batch.capture_seconds});
+  std::uint64_t histograms = 0;
   for (const TensorStatsRecord& r : batch.stats) {
     StatsRow row = KeyedRow<StatsRow>(key, r.tensor_id);
     row.has_stats = r.has_stats ? 1 : 0;
@@ -71,6 +72,7 @@ Status SegmentBuffers::Append(const StepBatch& batch, hid_t file, StreamedRows* 
                                                              static_cast<std::size_t>(range.count),
                                                              &streamed->deflater, path));
       TSTAT_RETURN_IF_ERROR(streamed->exp_hist.Append(file, &e, &streamed->deflater, path));
+      ++histograms;
     }
     if (r.linear_histogram) {
       const LinearHistogram& h = *r.linear_histogram;
@@ -112,6 +114,10 @@ Status SegmentBuffers::Append(const StepBatch& batch, hid_t file, StreamedRows* 
       samples.push_back(sr);
     }
   }
+  // The level-1 encoder's hint for the chunks written from here on (steps
+  // usually have the same rows).
+  streamed->stats.set_step_rows(batch.stats.size());
+  streamed->exp_hist.set_step_rows(histograms);
   for (const TensorStatsRecord& r : batch.stats) AppendDerived(key, r);
   for (const ScalarRecord& s : batch.scalars) {
     ScalarRow row{};

@@ -76,7 +76,8 @@ Status StreamedTable::CreateChunked(hid_t file, const std::string& path) {
 
 Status WriteStreamedChunk(hid_t dataset, std::uint8_t* stage, std::uint64_t staged,
                           std::uint64_t chunk, std::size_t element_bytes, std::uint64_t written,
-                          int level, ChunkDeflater* deflater, const std::string& what) {
+                          int level, ChunkDeflater* deflater, const std::string& what,
+                          std::size_t period) {
   const hsize_t extent[1] = {written + staged};
   if (written > 0 && H5Dset_extent(dataset, extent) < 0) {
     return H5Failure(StatusCode::kIoError,
@@ -85,8 +86,9 @@ Status WriteStreamedChunk(hid_t dataset, std::uint8_t* stage, std::uint64_t stag
   const std::size_t chunk_bytes = static_cast<std::size_t>(chunk) * element_bytes;
   const std::size_t used = static_cast<std::size_t>(staged) * element_bytes;
   if (used < chunk_bytes) std::memset(stage + used, 0, chunk_bytes - used);
-  TSTAT_ASSIGN_OR_RETURN(ChunkDeflater::Output z,
-                         deflater->ShuffleDeflate(stage, chunk_bytes, element_bytes, level));
+  TSTAT_ASSIGN_OR_RETURN(
+      ChunkDeflater::Output z,
+      deflater->ShuffleDeflate(stage, chunk_bytes, element_bytes, level, period));
   const hsize_t offset[1] = {written};
   if (H5Dwrite_chunk(dataset, H5P_DEFAULT, 0, offset, z.size, z.data) < 0) {
     return H5Failure(StatusCode::kIoError, what + ": writing the chunk at element " +
@@ -97,7 +99,8 @@ Status WriteStreamedChunk(hid_t dataset, std::uint8_t* stage, std::uint64_t stag
 
 Status StreamedTable::WriteStagedChunk(ChunkDeflater* deflater, const std::string& path) {
   TSTAT_RETURN_IF_ERROR(WriteStreamedChunk(dataset_.get(), stage_.data(), staged_, chunk_rows_,
-                                           row_bytes_, written_, level_, deflater, What(path)));
+                                           row_bytes_, written_, level_, deflater, What(path),
+                                           static_cast<std::size_t>(step_rows_)));
   written_ += staged_;
   staged_ = 0;
   return Status::OK();

@@ -41,11 +41,13 @@ namespace tstat::io {
 // stores an edge chunk whole) become the chunk at element `written`, shuffled
 // and deflated at `level` (1..9) by `deflater`. The extent is set to
 // written + staged first (a chunk is written only where the dataset reaches).
-// `what` names the dataset in errors. Shared by StreamedTable and
-// StreamedCounts.
+// `what` names the dataset in errors. `period`: elements per step, the
+// level-1 encoder's hint (ChunkDeflater::ShuffleDeflate; 0: none). Shared by
+// StreamedTable and StreamedCounts.
 Status WriteStreamedChunk(hid_t dataset, std::uint8_t* stage, std::uint64_t staged,
                           std::uint64_t chunk, std::size_t element_bytes, std::uint64_t written,
-                          int level, ChunkDeflater* deflater, const std::string& what);
+                          int level, ChunkDeflater* deflater, const std::string& what,
+                          std::size_t period = 0);
 
 class StreamedTable {
  public:
@@ -63,6 +65,10 @@ class StreamedTable {
   Status Reset(RowTypeFn row_type, int level);
   // Rows appended since Reset.
   std::uint64_t rows() const { return written_ + staged_; }
+  // Rows per step of the latest step, told by the caller before its rows:
+  // at level 1 each row's bytes are also matched against the row one step
+  // earlier, where a table's repetition is (same tensor, previous step).
+  void set_step_rows(std::uint64_t rows) { step_rows_ = rows; }
   // Appends one row (memory layout of the Reset type); when it completes a
   // chunk (level 1..9), writes that chunk into `file` through `deflater`.
   Status Append(hid_t file, const void* row, ChunkDeflater* deflater, const std::string& path);
@@ -94,6 +100,7 @@ class StreamedTable {
   std::vector<std::uint8_t> stage_;  // packed rows; one chunk's capacity at level 1..9
   std::uint64_t staged_ = 0;         // rows in stage_
   std::uint64_t written_ = 0;        // rows in chunks already written
+  std::uint64_t step_rows_ = 0;      // set_step_rows
   H5DataSet dataset_;                // open from the first full chunk to Finish
 };
 

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <random>
 #include <string>
@@ -15,10 +16,10 @@
 namespace tstat::io {
 namespace {
 
-std::vector<std::uint8_t> Compress(const std::vector<std::uint8_t>& in) {
+std::vector<std::uint8_t> Compress(const std::vector<std::uint8_t>& in, std::size_t period = 0) {
   RunLengthDeflater deflater;
   std::vector<std::uint8_t> out(RunLengthDeflater::Bound(in.size()) + 64, 0xAB);
-  const std::size_t n = deflater.Compress(in.data(), in.size(), out.data());
+  const std::size_t n = deflater.Compress(in.data(), in.size(), out.data(), period);
   EXPECT_LE(n, RunLengthDeflater::Bound(in.size()));
   for (std::size_t i = n; i < out.size(); ++i) {  // nothing written past the end
     if (out[i] != 0xAB) {
@@ -47,9 +48,11 @@ std::vector<std::uint8_t> Inflate(const std::vector<std::uint8_t>& z, std::size_
   return back;
 }
 
-void ExpectRoundTrip(const std::vector<std::uint8_t>& in, const std::string& what) {
-  SCOPED_TRACE(what + " (" + std::to_string(in.size()) + " bytes)");
-  const std::vector<std::uint8_t> z = Compress(in);
+void ExpectRoundTrip(const std::vector<std::uint8_t>& in, const std::string& what,
+                     std::size_t period = 0) {
+  SCOPED_TRACE(what + " (" + std::to_string(in.size()) + " bytes, period " +
+               std::to_string(period) + ")");
+  const std::vector<std::uint8_t> z = Compress(in, period);
   ASSERT_GE(z.size(), 6u);
   EXPECT_EQ(z[0], 0x78);
   EXPECT_EQ((z[0] * 256 + z[1]) % 31, 0);
@@ -143,6 +146,82 @@ TEST(RunLengthDeflateTest, RandomMixturesOfRunsAndNoise) {
       }
     }
     ExpectRoundTrip(in, "trial " + std::to_string(trial));
+    if (::testing::Test::HasFailure()) break;
+  }
+}
+
+// A shuffled plane of a table: `rows` rows per step over `steps` steps,
+// each row's byte fixed per row (the same tensor's constant bytes) except
+// where `change` of 256 picks a new value (a mantissa byte that moved).
+std::vector<std::uint8_t> Plane(std::size_t rows, std::size_t steps, unsigned change,
+                                std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<std::uint8_t> row(rows);
+  for (auto& x : row) x = static_cast<std::uint8_t>(rng());
+  std::vector<std::uint8_t> plane;
+  for (std::size_t s = 0; s < steps; ++s) {
+    for (auto& x : row) {
+      if (rng() % 256 < change) x = static_cast<std::uint8_t>(rng());
+    }
+    plane.insert(plane.end(), row.begin(), row.end());
+  }
+  return plane;
+}
+
+// Matches a period back: every distance symbol's base, extra bits and the
+// largest distance, with the rows repeating across block boundaries; each
+// decodes exactly (zlib), and the right period compresses what runs alone
+// cannot.
+TEST(RunLengthDeflateTest, MatchesAPeriodBackAtEveryDistanceSymbol) {
+  for (std::size_t period : {2, 3, 4, 5, 6, 7, 8, 13, 24, 100, 257, 1000, 1024, 4097, 12289, 24576,
+                             24577, 32767, 32768}) {
+    const std::size_t steps = std::max<std::size_t>(8, 100000 / period);
+    const std::vector<std::uint8_t> plane = Plane(period, steps, 8, 7 + period);
+    ExpectRoundTrip(plane, "plane", period);
+    if (period >= 24) {  // random rows: no runs to find without the period
+      EXPECT_LT(Compress(plane, period).size(), plane.size() / 4) << "period " << period;
+      EXPECT_GT(Compress(plane).size(), plane.size() * 9 / 10) << "period " << period;
+    }
+    if (::testing::Test::HasFailure()) break;
+  }
+}
+
+// Periods the encoder cannot use (0, 1, over the 32 KB window) or that do
+// not fit the data give valid streams of runs only.
+TEST(RunLengthDeflateTest, UnusablePeriodsAreIgnored) {
+  const std::vector<std::uint8_t> plane = Plane(1000, 40, 16, 3);
+  const std::size_t runs_only = Compress(plane).size();
+  for (std::size_t period : {0, 1, 32769, 100000, 1 << 30}) {
+    ExpectRoundTrip(plane, "plane", period);
+    EXPECT_EQ(Compress(plane, period).size(), runs_only) << "period " << period;
+  }
+  ExpectRoundTrip({1, 2, 3}, "shorter than the period", 8);
+  ExpectRoundTrip({}, "empty", 8);
+}
+
+// Runs and period matches mixed: whichever is longer wins at each byte,
+// with match lengths at every length symbol either way.
+TEST(RunLengthDeflateTest, RandomMixturesOfRunsNoiseAndPeriodicRows) {
+  std::mt19937 rng(2027);
+  for (int trial = 0; trial < 100; ++trial) {
+    const std::size_t period = 2 + rng() % 3000;
+    std::vector<std::uint8_t> in;
+    const std::size_t size = rng() % 150000;
+    while (in.size() < size) {
+      const std::size_t len = 1 + rng() % (rng() % 2 ? 600 : 8);
+      const unsigned kind = rng() % 4;
+      if (kind == 0) {
+        for (std::size_t k = 0; k < len; ++k) in.push_back(static_cast<std::uint8_t>(rng()));
+      } else if (kind == 1) {
+        in.insert(in.end(), len, static_cast<std::uint8_t>(rng() % 4));
+      } else {  // a copy of what was a period back (byte by byte: it may overlap)
+        for (std::size_t k = 0; k < len; ++k) {
+          in.push_back(in.size() >= period ? in[in.size() - period]
+                                           : static_cast<std::uint8_t>(rng()));
+        }
+      }
+    }
+    ExpectRoundTrip(in, "trial " + std::to_string(trial), period);
     if (::testing::Test::HasFailure()) break;
   }
 }

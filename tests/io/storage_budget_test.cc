@@ -90,9 +90,9 @@ Records MakeRecords(bool exp_hist, int linear_bins) {
 
 // Bytes on disk per tensor and step for `records`, flushing every
 // `steps_per_segment` steps.
-double BytesPerTensorStep(const Records& records, int steps_per_segment) {
+double BytesPerTensorStep(const Records& records, int steps_per_segment, int level = 4) {
   TempDir dir;
-  auto writer = OpenWriterOrDie(dir.path());
+  auto writer = OpenWriterOrDie(dir.path(), 0, 1, "{}", level);
   std::vector<TensorInfo> tensors;
   for (int t = 0; t < kTensors; ++t) {
     tensors.push_back(
@@ -120,6 +120,26 @@ TEST(StorageBudgetTest, StatsOnlyStepCostsUnder150BytesPerTensor) {
   EXPECT_LT(bytes, 150.0);
   std::printf("stats only, 1 step/segment:   %.1f bytes per tensor per step\n",
               BytesPerTensorStep(stats_only, 1));
+}
+
+// Level 1 is tstat's own encoder (run lengths, and each row against the
+// same row of the previous step): it must keep within the budget, and
+// within 1.5x of libdeflate's level 4, where its speed is the point.
+TEST(StorageBudgetTest, LevelOneStaysWithinTheBudget) {
+  const Records stats_only = MakeRecords(false, 0);
+  const double level1 = BytesPerTensorStep(stats_only, kSteps, 1);
+  const double level4 = BytesPerTensorStep(stats_only, kSteps, 4);
+  std::printf(
+      "stats only, 10 steps/segment: %.1f bytes per tensor per step at level 1, %.1f at 4\n",
+      level1, level4);
+  EXPECT_LT(level1, 150.0);
+  EXPECT_LT(level1, 1.5 * level4);
+  const Records exp = MakeRecords(true, 0);
+  const double exp1 = BytesPerTensorStep(exp, kSteps, 1);
+  const double exp4 = BytesPerTensorStep(exp, kSteps, 4);
+  std::printf("stats + exponent histogram: %.1f bytes per tensor per step at level 1, %.1f at 4\n",
+              exp1, exp4);
+  EXPECT_LT(exp1, 1.5 * exp4);
 }
 
 TEST(StorageBudgetTest, WithHistogramsIsReported) {

@@ -103,7 +103,7 @@ TEST(StreamedTableTest, ReadsBackExactlyAtEveryRowCountAndLevel) {
   ASSERT_EQ(C, kChunkBytes / 158);
   const std::vector<std::uint64_t> counts = {1, 40, C - 1, C, C + 1, 2 * C, 3 * C + 5};
   ChunkDeflater deflater;
-  for (int level : {0, 4}) {
+  for (int level : {0, 1, 4}) {  // 1: tstat's encoder, matching rows a step (1,000 rows) back
     for (std::uint64_t n : counts) {
       if (level == 0 && n != C + 1 && n != 40) continue;  // level 0 never streams
       SCOPED_TRACE(std::to_string(n) + " rows at level " + std::to_string(level));
@@ -113,6 +113,7 @@ TEST(StreamedTableTest, ReadsBackExactlyAtEveryRowCountAndLevel) {
       ASSERT_TRUE(file.valid());
       StreamedTable table(kStatsTable);
       TSTAT_ASSERT_OK(table.Reset(StatsRowType, level));
+      table.set_step_rows(1000);  // Row(i): tensor i % 1000 of step i / 1000
       for (std::uint64_t i = 0; i < n; ++i) {
         const StatsRow row = Row(i);
         TSTAT_ASSERT_OK(table.Append(file.get(), &row, &deflater, path));
