@@ -35,7 +35,7 @@ struct OverheadBenchOptions {
   int capture_threads = 0;  // tstat's pipeline.cpu_threads; 0: SessionCpuThreads()
   std::vector<std::string> configs = {"stats_all", "raw_weights", "raw_all"};
   std::vector<std::int64_t> intervals = {1, 10, 100, 200, 500};
-  int compression_level = 4;  // the runs' HDF5 deflate level (the default config's)
+  int compression_level = 1;      // the runs' HDF5 deflate level (the default config's)
   int raw_compression_level = 0;  // of their raw snapshots (the default config's)
   bool json = false;
   std::string plot_path;  // SVG; empty: none

@@ -96,8 +96,8 @@ TEST(ConfigTest, EmptyObjectGivesDefaults) {
   EXPECT_EQ(r->rank, 0);
   EXPECT_EQ(r->world_size, 1);
   EXPECT_FALSE(r->save_config.base.save_interval.has_value());
-  // Tables deflated at 4, raw snapshots stored uncompressed.
-  EXPECT_EQ(r->pipeline.compression_level, 4);
+  // Tables at level 1 (tstat's own deflate), raw snapshots stored uncompressed.
+  EXPECT_EQ(r->pipeline.compression_level, 1);
   EXPECT_EQ(r->pipeline.raw_compression_level, 0);
 }
 

@@ -130,11 +130,12 @@ struct PipelineConfig {
   int cpu_threads = 0;  // 0: chosen per step, SessionCpuThreads (below)
   int cuda_device = 0;
   int cuda_inflight = 2;      // steps reducing on the GPU at once
-  // HDF5 deflate level of the stats tables. 1: tstat's run-length deflate
-  // (io/run_length_deflate.h): ~2.4x less writer CPU than 4 on statistics
-  // that change every step, tables up to ~2x larger when steps repeat each
-  // other; 2-9: libdeflate.
-  int compression_level = 4;
+  // HDF5 deflate level of the stats tables. 1 (default): tstat's own
+  // deflate (io/run_length_deflate.h: runs, and each row against the same
+  // row one step earlier), 1.3-2.4x less writer CPU than libdeflate's 4 on
+  // statistics that change every step for 1-6% more bytes, and up to 2x
+  // the (few) bytes when steps repeat each other; 2-9: libdeflate.
+  int compression_level = 1;
   // HDF5 deflate level of raw snapshots. 0 (default): stored uncompressed
   // and contiguous, written at disk speed; deflate runs at ~10-20 MB/s on
   // float data for ~10% smaller files. 1: runs of equal bytes only (zeros,
