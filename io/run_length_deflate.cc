@@ -206,39 +206,12 @@ class BitWriter {
   int count_ = 0;
 };
 
-// p[0, 8) XOR p[-1, 7) as one word (p[-1] must exist): a zero byte where a
-// byte repeats the one before it; on a little-endian machine byte k of the
-// word belongs to p[k].
-inline std::uint64_t XorWithPrevious(const std::uint8_t* p) {
-  std::uint64_t here, before;
-  std::memcpy(&here, p, 8);
-  std::memcpy(&before, p - 1, 8);
-  return here ^ before;
-}
-
-// How many of data[i, end) repeat data[i - 1] (i >= 1).
-inline std::size_t RunLength(const std::uint8_t* data, std::size_t i, std::size_t end) {
-  const std::size_t start = i;
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-  while (i + 8 <= end) {
-    const std::uint64_t x = XorWithPrevious(data + i);
-    if (x) return i - start + (static_cast<unsigned>(__builtin_ctzll(x)) >> 3);
-    i += 8;
-  }
-#endif
-  while (i < end && data[i] == data[i - 1]) ++i;
-  return i - start;
-}
-
 // Whether the word has a zero byte: the classic test (any byte order).
 inline bool HasZeroByte(std::uint64_t x) {
   return ((x - 0x0101010101010101ull) & ~x & 0x8080808080808080ull) != 0;
 }
 
-// Whether any of p[0, 8) equals the byte before it.
-inline bool RepeatsAnyByte(const std::uint8_t* p) { return HasZeroByte(XorWithPrevious(p)); }
-
-// Whether any of p[0, 8) equals the byte `distance` before it.
+// Whether any of p[0, 8) equals the byte `distance` before it (1: a run).
 inline bool RepeatsAnyByteAt(const std::uint8_t* p, std::size_t distance) {
   std::uint64_t here, before;
   std::memcpy(&here, p, 8);
@@ -247,7 +220,9 @@ inline bool RepeatsAnyByteAt(const std::uint8_t* p, std::size_t distance) {
 }
 
 // How many of data[i, end) repeat the bytes `distance` before them
-// (i >= distance; the compared ranges may overlap, as in a deflate match).
+// (i >= distance; the compared ranges may overlap, as in a deflate match;
+// distance 1: the run of data[i - 1]). On a little-endian machine byte k of
+// a loaded word belongs to data[i + k].
 inline std::size_t MatchLength(const std::uint8_t* data, std::size_t i, std::size_t end,
                                std::size_t distance) {
   const std::size_t start = i;
@@ -440,40 +415,31 @@ std::size_t RunLengthDeflater::Compress(const std::uint8_t* data, std::size_t si
     if (i == 0 && i < end) literal(data[i++]);  // nothing before it to repeat
     while (i < end) {
       const bool has_period = period > 0 && i >= period;
-      if (i + 8 <= end && !RepeatsAnyByte(data + i) &&
+      if (i + 8 <= end && !RepeatsAnyByteAt(data + i, 1) &&
           !(has_period && RepeatsAnyByteAt(data + i, period))) {  // noise: eight literals
         for (int k = 0; k < 8; ++k) literal(data[i + k]);
         i += 8;
         continue;
       }
-      std::size_t run = RunLength(data, i, end);
-      // The same byte of the same row a period earlier (the same tensor at
-      // the previous step), when that matches further than the run.
-      std::size_t same = has_period ? MatchLength(data, i, end, period) : 0;
-      if (same >= kMinMatch && same > run) {
-        i += same;
-        for (; same >= kMinMatch; same -= std::min<std::size_t>(same, kMaxMatch)) {
-          const auto length = static_cast<int>(std::min<std::size_t>(same, kMaxMatch));
-          tokens[n++] = static_cast<std::uint16_t>((256 + length) | kPeriodMatch);
-          ++freq[257 + kLengthIndex.of[length]];
-          ++matches;
-          ++period_matches;
-        }
-        for (; same > 0; --same) literal(data[i - same]);  // 1 or 2 left
-        continue;
-      }
-      if (run < kMinMatch) {
+      // A run, or the same byte of the same row a period earlier (the same
+      // tensor at the previous step) when that matches further.
+      const std::size_t run = MatchLength(data, i, end, 1);
+      const std::size_t same = has_period ? MatchLength(data, i, end, period) : 0;
+      const bool at_period = same > run;
+      std::size_t count = at_period ? same : run;
+      if (count < kMinMatch) {
         literal(data[i++]);
         continue;
       }
-      i += run;
-      for (; run >= kMinMatch; run -= std::min<std::size_t>(run, kMaxMatch)) {
-        const auto length = static_cast<int>(std::min<std::size_t>(run, kMaxMatch));
-        tokens[n++] = static_cast<std::uint16_t>(256 + length);
+      i += count;
+      for (; count >= kMinMatch; count -= std::min<std::size_t>(count, kMaxMatch)) {
+        const auto length = static_cast<int>(std::min<std::size_t>(count, kMaxMatch));
+        tokens[n++] = static_cast<std::uint16_t>((256 + length) | (at_period ? kPeriodMatch : 0));
         ++freq[257 + kLengthIndex.of[length]];
         ++matches;
+        period_matches += at_period ? 1 : 0;
       }
-      for (; run > 0; --run) literal(data[i - 1]);  // 1 or 2 left of the repeated byte
+      for (; count > 0; --count) literal(data[i - count]);  // 1 or 2 left
     }
     WriteBlock(data, begin, end, tokens, n, freq, matches, period_matches, period, end == size, &w);
     begin = end;
