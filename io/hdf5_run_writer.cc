@@ -249,13 +249,13 @@ Status Hdf5RunWriter::Write(const StepBatch& batch) {
   if (!batch.raws.empty()) {
     H5Lock lock;
     for (const RawSnapshot& raw : batch.raws) {
-      const std::size_t size = raw.bytes ? raw.bytes->size() : 0;
+      const std::size_t size = raw.bytes.size();
       raw_bytes_ += size;
       if (size < kRawPackBelowBytes) {  // a byte range of the segment's packed dataset
         const std::uint64_t offset = packed_->size();
         if (size) {
           Status packed =
-              packed_->Append(segment_->file.get(), raw.bytes->data(), size, segment_->tmp_path);
+              packed_->Append(segment_->file.get(), raw.bytes.data(), size, segment_->tmp_path);
           if (!packed.ok()) return FailSegment(StoreErrorOr(packed), RecordsIn(batch));
         }
         raws.push_back(RawEntry{batch.key, raw.tensor_id, kRawPackedDataset, raw.dtype, raw.shape,

@@ -198,7 +198,7 @@ Status WriteSegmentTables(hid_t file, const SegmentHeader& header,
 Status ValidateRawSnapshot(const RawSnapshot& raw) {
   const std::string what = "raw snapshot of tensor id " + std::to_string(raw.tensor_id);
   if (!IsValidDType(raw.dtype)) return Status::InvalidArgument(what + ": invalid dtype");
-  const std::size_t bytes = raw.bytes ? raw.bytes->size() : 0;
+  const std::size_t bytes = raw.bytes.size();
   const std::size_t element = DTypeSize(raw.dtype);
   if (bytes % element != 0) {
     return Status::InvalidArgument(what + ": " + std::to_string(bytes) +
@@ -241,7 +241,7 @@ Result<std::string> WriteRawSnapshot(hid_t file, std::uint64_t index, const RawS
   TSTAT_RETURN_IF_ERROR(EnsureRawGroup(file, path));
   char name[48];
   std::snprintf(name, sizeof(name), "%s/%06llu", kRawGroup, static_cast<unsigned long long>(index));
-  const std::size_t numel = (raw.bytes ? raw.bytes->size() : 0) / DTypeSize(raw.dtype);
+  const std::size_t numel = raw.bytes.size() / DTypeSize(raw.dtype);
   std::vector<hsize_t> dims;
   bool natural = !raw.shape.empty();
   for (std::int64_t d : raw.shape) natural = natural && d > 0;
@@ -251,7 +251,7 @@ Result<std::string> WriteRawSnapshot(hid_t file, std::uint64_t index, const RawS
     dims.push_back(numel);
   }
   const hid_t type = RawStorageType(raw.dtype);
-  const void* data = numel ? raw.bytes->data() : nullptr;
+  const void* data = numel ? raw.bytes.data() : nullptr;
   TSTAT_RETURN_IF_ERROR(WriteNewDataset(file, name, type, type, dims, data, level, path));
   H5DataSet dataset(H5Dopen2(file, name, H5P_DEFAULT));
   if (!dataset.valid()) return H5Failure(StatusCode::kIoError, path + ": reopening " + name);

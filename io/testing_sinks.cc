@@ -28,7 +28,7 @@ Status MemorySink::Flush(const PipelineCounters& counters) {
   for (; flushed_ < batches_.size(); ++flushed_) {
     const StepBatch& b = batches_[flushed_];
     bytes_ += b.stats.size() * sizeof(TensorStats) + b.scalars.size() * 16;
-    for (const RawSnapshot& r : b.raws) bytes_ += r.bytes ? r.bytes->size() : 0;
+    for (const RawSnapshot& r : b.raws) bytes_ += r.bytes.size();
   }
   ++flush_count_;
   counters_ = counters;

@@ -195,8 +195,7 @@ Status Session::Impl::SaveTensorLocked(const std::string& name, const TensorView
     if (raw) {
       pending_raw_bytes += bytes;
       pending.raws.push_back(
-          {t->info.id, view.dtype, ShapeOf(view),
-           std::make_shared<std::vector<std::uint8_t>>(std::move(raw_bytes[0]))});
+          {t->info.id, view.dtype, ShapeOf(view), SharedBytes(std::move(raw_bytes[0]))});
     }
   }
   t->saved_epoch = epoch;

@@ -26,7 +26,7 @@ std::uint64_t ApproxBytes(const StepBatch& b) {
     if (r.sample) n += r.sample->values.size() * 16;
   }
   n += b.scalars.size() * sizeof(ScalarRecord);
-  for (const RawSnapshot& r : b.raws) n += sizeof(r) + (r.bytes ? r.bytes->size() : 0);
+  for (const RawSnapshot& r : b.raws) n += sizeof(r) + r.bytes.size();
   for (const DropRecord& d : b.drops) n += sizeof(d) + d.reason.size();
   return n;
 }

@@ -1,37 +1,55 @@
 // See snapshot_buffer_pool.h.
 #include "host/src/snapshot_buffer_pool.h"
 
-#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <new>
 #include <utility>
+#include <vector>
 
 #include "io/posix_file.h"
 
 namespace tstat::host {
 namespace {
 
-// A new buffer's first touch costs a page fault and a page clear per 4 KiB
+// A new block's first touch costs a page fault and a page clear per 4 KiB
 // (for a 64 MiB snapshot, ~2.5x the copy itself on this project's test
-// machine): large ones are advised for huge pages first.
+// machine): blocks of 4 MiB and more (slabs included) are aligned to huge
+// pages and advised for them.
+constexpr std::size_t kHugePageBytes = std::size_t{2} << 20;
 constexpr std::size_t kHugePageMinBytes = std::size_t{4} << 20;
 
-std::unique_ptr<SnapshotBufferPool::Buffer> NewBuffer(const std::uint8_t* src, std::size_t bytes) {
-  auto buffer = std::make_unique<SnapshotBufferPool::Buffer>();
-  if (bytes < kHugePageMinBytes) {
-    buffer->assign(src, src + bytes);
-    return buffer;
-  }
-  buffer->reserve(bytes);  // allocated, not yet touched
-  io::AdviseHugePages(buffer->data(), bytes);
-  buffer->assign(src, src + bytes);
-  return buffer;
-}
+std::size_t RoundUp(std::size_t n, std::size_t to) { return (n + to - 1) / to * to; }
 
 }  // namespace
 
+struct SnapshotBufferPool::Block {
+  Block(std::uint8_t* d, std::size_t c) : data(d), capacity(c) {}
+  Block(const Block&) = delete;
+  Block& operator=(const Block&) = delete;
+  ~Block() { std::free(data); }
+
+  static std::unique_ptr<Block> Allocate(std::size_t bytes) {
+    if (bytes < kHugePageMinBytes) {
+      void* p = std::malloc(bytes == 0 ? 1 : bytes);
+      if (p == nullptr) throw std::bad_alloc();
+      return std::make_unique<Block>(static_cast<std::uint8_t*>(p), bytes);
+    }
+    const std::size_t capacity = RoundUp(bytes, kHugePageBytes);
+    void* p = std::aligned_alloc(kHugePageBytes, capacity);
+    if (p == nullptr) throw std::bad_alloc();
+    io::AdviseHugePages(p, capacity);  // before the first touch
+    return std::make_unique<Block>(static_cast<std::uint8_t*>(p), capacity);
+  }
+
+  std::uint8_t* const data;
+  const std::size_t capacity;
+};
+
 struct SnapshotBufferPool::Return {
   std::weak_ptr<SnapshotBufferPool> pool;
-  void operator()(const Buffer* buffer) const {
-    std::unique_ptr<Buffer> owned(const_cast<Buffer*>(buffer));
+  void operator()(const Block* block) const {
+    std::unique_ptr<Block> owned(const_cast<Block*>(block));
     if (std::shared_ptr<SnapshotBufferPool> p = pool.lock()) p->Keep(std::move(owned));
   }
 };
@@ -40,47 +58,101 @@ std::shared_ptr<SnapshotBufferPool> SnapshotBufferPool::Create(std::uint64_t max
   return std::shared_ptr<SnapshotBufferPool>(new SnapshotBufferPool(max_free_bytes));
 }
 
-std::unique_ptr<SnapshotBufferPool::Buffer> SnapshotBufferPool::Take(std::size_t bytes) {
+SnapshotBufferPool::SnapshotBufferPool(std::uint64_t max_free_bytes)
+    : max_free_bytes_(max_free_bytes) {}
+
+SnapshotBufferPool::~SnapshotBufferPool() = default;
+
+std::unique_ptr<SnapshotBufferPool::Block> SnapshotBufferPool::Take(std::size_t bytes) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = free_.lower_bound(bytes);
   if (it == free_.end() || it->first > 2 * bytes + (64u << 10)) return nullptr;
-  std::unique_ptr<Buffer> buffer = std::move(it->second);
+  std::unique_ptr<Block> block = std::move(it->second);
   free_bytes_ -= it->first;
   free_.erase(it);
   ++reuses_;
-  return buffer;
+  return block;
 }
 
-void SnapshotBufferPool::Keep(std::unique_ptr<Buffer> buffer) {
-  const std::size_t capacity = buffer->capacity();
+std::unique_ptr<SnapshotBufferPool::Block> SnapshotBufferPool::TakeOrCreate(std::size_t bytes) {
+  std::unique_ptr<Block> block = Take(bytes);
+  return block ? std::move(block) : Block::Allocate(bytes);
+}
+
+std::shared_ptr<const SnapshotBufferPool::Block> SnapshotBufferPool::HandOut(
+    std::unique_ptr<Block> block) {
+  return std::shared_ptr<const Block>(block.release(), Return{weak_from_this()});
+}
+
+void SnapshotBufferPool::Keep(std::unique_ptr<Block> block) {
+  const std::size_t capacity = block->capacity;
   std::unique_lock<std::mutex> lock(mu_);
   if (cleared_ || capacity == 0 || free_bytes_ + capacity > max_free_bytes_) {
     lock.unlock();
-    buffer.reset();  // freed outside the lock
+    block.reset();  // freed outside the lock
     return;
   }
   free_bytes_ += capacity;
-  free_.emplace(capacity, std::move(buffer));
+  free_.emplace(capacity, std::move(block));
 }
 
-std::shared_ptr<const SnapshotBufferPool::Buffer> SnapshotBufferPool::Copy(const void* data,
-                                                                           std::size_t bytes) {
-  const auto* src = static_cast<const std::uint8_t*>(data);
-  std::unique_ptr<Buffer> buffer = Take(bytes);
-  if (buffer) {
-    buffer->assign(src, src + bytes);  // within capacity: no reallocation, no zero-fill
-  } else {
-    buffer = NewBuffer(src, bytes);
+SharedBytes SnapshotBufferPool::CopyIntoSlab(const std::uint8_t* src, std::size_t bytes) {
+  std::shared_ptr<const Block> slab;
+  // A retired slab goes back to the pool with its last slice, which may be
+  // the pool's own reference: dropped only once mu_ is released (Keep).
+  std::shared_ptr<const Block> retired;
+  std::size_t offset = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    offset = RoundUp(slab_used_, kSliceAlignment);
+    if (slab_ && offset + bytes <= slab_->capacity) {
+      slab = slab_;
+      slab_used_ = offset + bytes;
+    } else {
+      retired = std::move(slab_);
+    }
   }
-  return std::shared_ptr<const Buffer>(buffer.release(), Return{weak_from_this()});
+  retired.reset();
+  if (!slab) {
+    std::unique_ptr<Block> block = Take(kSlabBytes);
+    const bool created = !block;
+    if (created) block = Block::Allocate(kSlabBytes);
+    slab = HandOut(std::move(block));
+    offset = 0;
+    std::lock_guard<std::mutex> lock(mu_);
+    if (created) ++slabs_created_;
+    if (!cleared_) {               // after Clear a slab serves only this copy
+      retired = std::move(slab_);  // one another thread installed meanwhile
+      slab_ = slab;
+      slab_used_ = bytes;
+    }
+  }
+  retired.reset();
+  // The slice is this copy's alone: written outside the lock.
+  std::uint8_t* dst = slab->data + offset;
+  std::memcpy(dst, src, bytes);
+  return SharedBytes(std::move(slab), dst, bytes);
+}
+
+SharedBytes SnapshotBufferPool::Copy(const void* data, std::size_t bytes) {
+  const auto* src = static_cast<const std::uint8_t*>(data);
+  if (bytes == 0) return SharedBytes(std::vector<std::uint8_t>());
+  if (bytes <= kSlabMaxCopyBytes) return CopyIntoSlab(src, bytes);
+  std::shared_ptr<const Block> block = HandOut(TakeOrCreate(bytes));
+  std::memcpy(block->data, src, bytes);
+  std::uint8_t* dst = block->data;
+  return SharedBytes(std::move(block), dst, bytes);
 }
 
 void SnapshotBufferPool::Clear() {
-  std::multimap<std::size_t, std::unique_ptr<Buffer>> freed;
+  std::multimap<std::size_t, std::unique_ptr<Block>> freed;
+  std::shared_ptr<const Block> retired;
   {
     std::lock_guard<std::mutex> lock(mu_);
     cleared_ = true;
     freed.swap(free_);
+    retired = std::move(slab_);
+    slab_used_ = 0;
     free_bytes_ = 0;
   }
 }
@@ -93,6 +165,11 @@ std::uint64_t SnapshotBufferPool::free_bytes() const {
 std::uint64_t SnapshotBufferPool::reuses() const {
   std::lock_guard<std::mutex> lock(mu_);
   return reuses_;
+}
+
+std::uint64_t SnapshotBufferPool::slabs_created() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return slabs_created_;
 }
 
 }  // namespace tstat::host

@@ -6,12 +6,21 @@
 // 100 KiB and more that was most of the copy's time. Buffers released by the
 // writer come back here and serve later copies of the same size class.
 //
+// Small copies (up to kSlabMaxCopyBytes) are slices of a slab of kSlabBytes,
+// filled in order, 64-byte aligned, across steps: 1,000 snapshots of 4 KB
+// each cost one slab of huge pages per 4 MiB instead of 1,000 allocations
+// and 1,000 page faults (~60% of a capture of such a step went to those).
+// A slab comes back to the pool when it is no longer the one being filled
+// and its last slice is released.
+//
 // Bounds: a buffer serves a request of `bytes` when its capacity is in
 // [bytes, 2 * bytes + 64 KiB]; at most `max_free_bytes` of capacity is kept
 // unused (session: half of pipeline.raw_memory_cap_bytes), the rest is freed.
-// Clear() frees what is kept and stops keeping (Session::Close).
+// Slabs add at most one slab plus the slab ends left unfilled (each less than
+// kSlabMaxCopyBytes) to the bytes of the snapshots alive. Clear() frees what
+// is kept, retires the slab being filled, and stops keeping (Session::Close).
 //
-// Thread safety: all members may be called from any thread; buffers may be
+// Thread safety: all members may be called from any thread; copies may be
 // released (last reference dropped) on any thread, also after the pool is
 // gone.
 #pragma once
@@ -21,34 +30,47 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <vector>
+
+#include "tstat/stats_record.h"
 
 namespace tstat::host {
 
 class SnapshotBufferPool : public std::enable_shared_from_this<SnapshotBufferPool> {
  public:
-  using Buffer = std::vector<std::uint8_t>;
+  static constexpr std::size_t kSlabBytes = std::size_t{4} << 20;
+  static constexpr std::size_t kSlabMaxCopyBytes = std::size_t{256} << 10;
+  static constexpr std::size_t kSliceAlignment = 64;
 
   static std::shared_ptr<SnapshotBufferPool> Create(std::uint64_t max_free_bytes);
+  ~SnapshotBufferPool();
 
-  // A buffer holding a copy of [data, data + bytes).
-  std::shared_ptr<const Buffer> Copy(const void* data, std::size_t bytes);
+  // A copy of [data, data + bytes). Throws std::bad_alloc when no memory is
+  // left (as the vector it replaced did).
+  SharedBytes Copy(const void* data, std::size_t bytes);
 
   void Clear();
   std::uint64_t free_bytes() const;
-  std::uint64_t reuses() const;  // copies served by a kept buffer
+  std::uint64_t reuses() const;  // buffers and slabs served from kept memory
+  std::uint64_t slabs_created() const;
 
  private:
-  explicit SnapshotBufferPool(std::uint64_t max_free_bytes) : max_free_bytes_(max_free_bytes) {}
-  struct Return;  // the deleter of the buffers handed out
-  std::unique_ptr<Buffer> Take(std::size_t bytes);
-  void Keep(std::unique_ptr<Buffer> buffer);
+  struct Block;   // malloc'd memory and its capacity
+  struct Return;  // the deleter of the blocks handed out
+  explicit SnapshotBufferPool(std::uint64_t max_free_bytes);
+  std::unique_ptr<Block> Take(std::size_t bytes);
+  std::unique_ptr<Block> TakeOrCreate(std::size_t bytes);
+  std::shared_ptr<const Block> HandOut(std::unique_ptr<Block> block);
+  void Keep(std::unique_ptr<Block> block);
+  SharedBytes CopyIntoSlab(const std::uint8_t* src, std::size_t bytes);
 
   const std::uint64_t max_free_bytes_;
   mutable std::mutex mu_;
-  std::multimap<std::size_t, std::unique_ptr<Buffer>> free_;  // by capacity
+  std::multimap<std::size_t, std::unique_ptr<Block>> free_;  // by capacity
+  std::shared_ptr<const Block> slab_;                        // being filled
+  std::size_t slab_used_ = 0;
   std::uint64_t free_bytes_ = 0;
   std::uint64_t reuses_ = 0;
+  std::uint64_t slabs_created_ = 0;
   bool cleared_ = false;
 };
 

@@ -36,7 +36,7 @@ std::uint64_t DropAll(StepBatch* b, const std::string& reason) {
   for (const TensorStatsRecord& r : b->stats) b->drops.push_back({r.tensor_id, "stats", reason, 0});
   for (const ScalarRecord& r : b->scalars) b->drops.push_back({r.tensor_id, "scalar", reason, 0});
   for (const RawSnapshot& r : b->raws) {
-    b->drops.push_back({r.tensor_id, "raw", reason, r.bytes ? r.bytes->size() : 0});
+    b->drops.push_back({r.tensor_id, "raw", reason, r.bytes.size()});
   }
   b->stats.clear();
   b->scalars.clear();
@@ -357,7 +357,7 @@ Status Session::Impl::EndStepLocked(CUstream_st* stream, bool capture_registered
             continue;
           }
           b->raws.push_back({raw_ids[j], raw_layout[j].first, raw_layout[j].second,
-                             std::make_shared<std::vector<std::uint8_t>>(std::move(raws[j]))});
+                             SharedBytes(std::move(raws[j]))});
         }
       };
     }

@@ -245,7 +245,7 @@ TEST(CaptureFeaturesTest, CaptureRawForSavesTheNextSteps) {
     const RawSnapshot* r = FindRaw(batches[k], 0);
     ASSERT_NE(r, nullptr);
     float first = 0;
-    std::memcpy(&first, r->bytes->data(), sizeof(float));
+    std::memcpy(&first, r->bytes.data(), sizeof(float));
     EXPECT_EQ(first, static_cast<float>(k + 2));
   }
 }

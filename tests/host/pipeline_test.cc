@@ -59,8 +59,8 @@ TEST(PipelineTest, RawSnapshotsOverTheMemoryCapAreDroppedAndRecorded) {
       }
       EXPECT_EQ((r != nullptr) + dropped, 1) << "step " << batch.key.global_step;
       if (r != nullptr) {
-        ASSERT_EQ(r->bytes->size(), 2048u);
-        EXPECT_EQ(std::memcmp(r->bytes->data(), id == 0 ? a.data() : b.data(), 2048), 0);
+        ASSERT_EQ(r->bytes.size(), 2048u);
+        EXPECT_EQ(std::memcmp(r->bytes.data(), id == 0 ? a.data() : b.data(), 2048), 0);
         EXPECT_EQ(r->shape, (std::vector<std::int64_t>{512}));
       }
       raws += r != nullptr;
@@ -339,8 +339,8 @@ TEST(PipelineTest, DeviceTensorsAreReducedInOneBatchAndCollectedOffThread) {
   }
   const RawSnapshot* raw = FindRaw(batches[2], 0);
   ASSERT_NE(raw, nullptr);
-  ASSERT_EQ(raw->bytes->size(), 400u);
-  EXPECT_EQ(std::memcmp(raw->bytes->data(), seen[2].data(), 400), 0);
+  ASSERT_EQ(raw->bytes.size(), 400u);
+  EXPECT_EQ(std::memcmp(raw->bytes.data(), seen[2].data(), 400), 0);
 }
 
 }  // namespace

@@ -27,14 +27,13 @@ namespace {
 constexpr char kBadSegment[] = "seg-000000000001.h5";
 
 RawSnapshot StepRaw(std::int64_t g) {
-  auto bytes = std::make_shared<std::vector<std::uint8_t>>(64 * 4);
-  for (std::size_t i = 0; i < bytes->size(); ++i)
-    bytes->at(i) = static_cast<std::uint8_t>(i * 7 + g);
+  std::vector<std::uint8_t> bytes(64 * 4);
+  for (std::size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<std::uint8_t>(i * 7 + g);
   RawSnapshot r;
   r.tensor_id = 0;
   r.dtype = DType::kFloat32;
   r.shape = {8, 8};
-  r.bytes = bytes;
+  r.bytes = SharedBytes(std::move(bytes));
   return r;
 }
 
@@ -79,7 +78,7 @@ class CorruptionTest : public ::testing::Test {
       ExpectRecordEqual(rec.value(), ReferenceRecord(g, 0, true), "a");
       auto raw = (*trial)->raw("a", g);
       TSTAT_ASSERT_OK(raw);
-      EXPECT_EQ(raw->bytes, *StepRaw(g).bytes);
+      EXPECT_EQ(raw->bytes, StepRaw(g).bytes.ToVector());
     }
     EXPECT_EQ((*trial)->record("a", 5).status().code(), StatusCode::kStepUnavailable);
     EXPECT_TRUE((*trial)->loaded_all_steps());
@@ -236,7 +235,7 @@ TEST_F(CorruptionTest, PackedRawRangeOutsideItsDatasetIsCorruption) {
     EXPECT_NE(read.message().find("raw/packed"), std::string::npos) << read.message();
     auto intact = (*trial)->raw("a", 5);  // the next snapshot in the same dataset
     TSTAT_ASSERT_OK(intact);
-    EXPECT_EQ(intact->bytes, *StepRaw(5).bytes);
+    EXPECT_EQ(intact->bytes, StepRaw(5).bytes.ToVector());
   }
 }
 

@@ -81,12 +81,12 @@ int main(int argc, char** argv) {
     batch.scalars.push_back(ScalarRecord{kCrashLossId, 1.0 / static_cast<double>(g + 1),
                                          1.7e9 + static_cast<double>(g)});
     if (g % 5 == 0) {
-      auto bytes = std::make_shared<std::vector<std::uint8_t>>(16 * sizeof(float));
+      std::vector<std::uint8_t> bytes(16 * sizeof(float));
       for (int i = 0; i < 16; ++i) {
         const float v = CrashRawValue(g, i);
-        std::memcpy(bytes->data() + i * sizeof(float), &v, sizeof(float));
+        std::memcpy(bytes.data() + i * sizeof(float), &v, sizeof(float));
       }
-      batch.raws.push_back(RawSnapshot{0, DType::kFloat32, {4, 4}, bytes});
+      batch.raws.push_back(RawSnapshot{0, DType::kFloat32, {4, 4}, SharedBytes(std::move(bytes))});
     }
     if (Status s = writer->Write(batch); !s.ok()) return Fail(s);
     ++counters.steps_captured;

@@ -134,21 +134,21 @@ void StatsBench(const std::string& run, bool exp_hist, int level) {
       Seconds(t0, t1), c1 - c0, records / (c1 - c0) / 1e6, series->size(), Seconds(t1, t2) * 1e6);
 }
 
-std::shared_ptr<std::vector<std::uint8_t>> NormalFloats(std::size_t n, std::uint64_t seed) {
+SharedBytes NormalFloats(std::size_t n, std::uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::normal_distribution<float> d(0.f, 1.f);
-  auto bytes = std::make_shared<std::vector<std::uint8_t>>(n * 4);
+  std::vector<std::uint8_t> bytes(n * 4);
   for (std::size_t i = 0; i < n; ++i) {
     const float v = d(rng);
-    std::memcpy(bytes->data() + 4 * i, &v, 4);
+    std::memcpy(bytes.data() + 4 * i, &v, 4);
   }
-  return bytes;
+  return SharedBytes(std::move(bytes));
 }
 
 void RawBench(const std::string& dir) {
   constexpr int kSnapshots = 64, kEvery = 8;
   constexpr std::size_t kElements = 1 << 20;  // 4 MiB of f32
-  std::vector<std::shared_ptr<std::vector<std::uint8_t>>> data;
+  std::vector<SharedBytes> data;
   for (int i = 0; i < 4; ++i) data.push_back(NormalFloats(kElements, i));
   const double mb = double(kSnapshots) * kElements * 4 / 1e6;
 
@@ -160,7 +160,7 @@ void RawBench(const std::string& dir) {
       const std::string path = dir + "/plain-" + std::to_string(s);
       const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
       for (int i = 0; i < kEvery; ++i) {
-        const auto& b = *data[(s * kEvery + i) % 4];
+        const SharedBytes& b = data[(s * kEvery + i) % 4];
         if (::write(fd, b.data(), b.size()) != static_cast<ssize_t>(b.size())) std::exit(1);
       }
       ::fsync(fd);

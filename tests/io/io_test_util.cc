@@ -268,7 +268,7 @@ RawSnapshot MakeRawSnapshot(std::uint32_t tensor_id, DType dtype, std::vector<st
   raw.tensor_id = tensor_id;
   raw.dtype = dtype;
   raw.shape = std::move(shape);
-  raw.bytes = std::make_shared<std::vector<std::uint8_t>>(std::move(bytes));
+  raw.bytes = SharedBytes(std::move(bytes));
   return raw;
 }
 

@@ -241,7 +241,7 @@ TEST(MultiWorkerTest, ConcurrentWriterAndReaderThreads) {
       StepBatch b = MakeBatch(g);
       b.stats = {ReferenceRecord(g, 0, true), SyntheticStatsRecord(g, 1)};
       b.raws.push_back(RawSnapshot{
-          1, DType::kUInt8, {16}, std::make_shared<std::vector<std::uint8_t>>(16, g & 0xff)});
+          1, DType::kUInt8, {16}, SharedBytes(std::vector<std::uint8_t>(16, g & 0xff))});
       TSTAT_ASSERT_OK(writer->Write(b));
       if (g % 3 == 2) {
         TSTAT_ASSERT_OK(writer->Flush({}));

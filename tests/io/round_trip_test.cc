@@ -43,7 +43,7 @@ RawSnapshot MakeRaw(std::uint32_t id, DType dtype, std::int64_t step) {
   raw.dtype = dtype;
   raw.shape = {3, 4};
   const auto* p = static_cast<const std::uint8_t*>(t.data());
-  raw.bytes = std::make_shared<std::vector<std::uint8_t>>(p, p + t.bytes());
+  raw.bytes = SharedBytes(std::vector<std::uint8_t>(p, p + t.bytes()));
   return raw;
 }
 
@@ -247,12 +247,12 @@ TEST_F(RoundTripTest, RawSnapshotsOfEveryDType) {
       EXPECT_EQ(raw->dtype, dtype);
       EXPECT_EQ(raw->shape, (std::vector<std::int64_t>{3, 4}));
       RawSnapshot want = MakeRaw(kFirstRaw + d, dtype, g);
-      EXPECT_EQ(raw->bytes, *want.bytes) << name;
+      EXPECT_EQ(raw->bytes, want.bytes.ToVector()) << name;
       // ToDoubles against the independent decoder of tests/support.
       std::vector<double> values = raw->ToDoubles();
       ASSERT_EQ(values.size(), 12u);
       for (std::int64_t i = 0; i < 12; ++i) {
-        const double ref = tstat::testing::DecodeElement(want.bytes->data(), dtype, i);
+        const double ref = tstat::testing::DecodeElement(want.bytes.data(), dtype, i);
         if (std::isnan(ref)) {
           EXPECT_TRUE(std::isnan(values[i])) << name << " element " << i;
         } else {
@@ -265,7 +265,7 @@ TEST_F(RoundTripTest, RawSnapshotsOfEveryDType) {
   // Mode steps address raws too: global step 5 is TRAIN step 4.
   auto by_mode = trial_->raw("raw.f32", 4, Mode::kTrain);
   ASSERT_TRUE(by_mode.ok());
-  EXPECT_EQ(by_mode->bytes, *written_.raws_f32[5].bytes);
+  EXPECT_EQ(by_mode->bytes, written_.raws_f32[5].bytes.ToVector());
 }
 
 TEST_F(RoundTripTest, DropsAndCounters) {

@@ -18,7 +18,7 @@ StepBatch Batch(std::int64_t g, int stats, int scalars, int raws) {
   for (int i = 0; i < scalars; ++i) b.scalars.push_back(ScalarRecord{1, 0.5, 0});
   for (int i = 0; i < raws; ++i) {
     b.raws.push_back(
-        RawSnapshot{0, DType::kUInt8, {3}, std::make_shared<std::vector<std::uint8_t>>(3, 7)});
+        RawSnapshot{0, DType::kUInt8, {3}, SharedBytes(std::vector<std::uint8_t>(3, 7))});
   }
   return b;
 }

@@ -32,16 +32,16 @@ StepBatch StatsBatch(std::int64_t g) {
 
 RawSnapshot FloatRaw(std::uint32_t id, std::vector<std::int64_t> shape, std::size_t numel,
                      float base) {
-  auto bytes = std::make_shared<std::vector<std::uint8_t>>(numel * 4);
+  std::vector<std::uint8_t> bytes(numel * 4);
   for (std::size_t i = 0; i < numel; ++i) {
     const float v = base + static_cast<float>(i % 1000) * 0.5f + static_cast<float>(i / 1000);
-    std::memcpy(bytes->data() + 4 * i, &v, 4);
+    std::memcpy(bytes.data() + 4 * i, &v, 4);
   }
   RawSnapshot r;
   r.tensor_id = id;
   r.dtype = DType::kFloat32;
   r.shape = std::move(shape);
-  r.bytes = bytes;
+  r.bytes = SharedBytes(std::move(bytes));
   return r;
 }
 
@@ -328,7 +328,7 @@ TEST(WriterTest, LargeSegmentsRotateOnWrite) {
   EXPECT_EQ((*trial)->workers()[0].segments, 3);
   auto last = (*trial)->raw("big", 4);
   TSTAT_ASSERT_OK(last);
-  EXPECT_EQ(last->bytes, *FloatRaw(0, {131072}, 131072, 4.f).bytes);
+  EXPECT_EQ(last->bytes, FloatRaw(0, {131072}, 131072, 4.f).bytes.ToVector());
   EXPECT_EQ((*trial)->workers()[0].counters.steps_captured, 77u);
 }
 
@@ -352,7 +352,7 @@ TEST(WriterTest, UnusualRawShapes) {
     auto raw = (*trial)->raw(names[i], 0);
     TSTAT_ASSERT_OK(raw);
     EXPECT_EQ(raw->shape, b.raws[i].shape) << names[i];
-    EXPECT_EQ(raw->bytes, *b.raws[i].bytes) << names[i];
+    EXPECT_EQ(raw->bytes, b.raws[i].bytes.ToVector()) << names[i];
   }
 }
 
@@ -575,7 +575,7 @@ TEST(WriterTest, FileSizeLimitDuringPackedChunkWritesFailsTheSegmentOnly) {
   EXPECT_EQ((*trial)->steps().size(), 2u);
   auto raw = (*trial)->raw("s40", 2);
   TSTAT_ASSERT_OK(raw);
-  EXPECT_EQ(raw->bytes, *FloatRaw(40, {15000}, 15000, 2.f).bytes);
+  EXPECT_EQ(raw->bytes, FloatRaw(40, {15000}, 15000, 2.f).bytes.ToVector());
   writer.reset();
   EXPECT_EQ(OpenH5ObjectCount(), 0);
 }

@@ -3,10 +3,12 @@
 // out of the reader. Plain values, no behaviour; safe to copy between threads.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tstat/dtype.h"
@@ -83,12 +85,42 @@ struct ScalarRecord {
   double wall_time = 0.0;  // seconds since the Unix epoch
 };
 
-// A raw copy of a tensor's bytes (host memory, owned).
+// Immutable bytes shared by reference: a whole buffer, or a slice of a larger
+// one kept alive by the slice (the small raw snapshots of a step are slices
+// of one slab, so copying them costs no allocation). Copies share the bytes.
+class SharedBytes {
+ public:
+  SharedBytes() = default;
+  // Takes `bytes` over.
+  explicit SharedBytes(std::vector<std::uint8_t> bytes) {
+    auto owned = std::make_shared<const std::vector<std::uint8_t>>(std::move(bytes));
+    data_ = owned->data();
+    size_ = owned->size();
+    owner_ = std::move(owned);
+  }
+  // [data, data + size), valid while `owner` lives.
+  SharedBytes(std::shared_ptr<const void> owner, const std::uint8_t* data, std::size_t size)
+      : owner_(std::move(owner)), data_(data), size_(size) {}
+
+  const std::uint8_t* data() const { return data_; }
+  std::size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  const std::uint8_t* begin() const { return data_; }
+  const std::uint8_t* end() const { return data_ + size_; }
+  std::vector<std::uint8_t> ToVector() const { return {begin(), end()}; }
+
+ private:
+  std::shared_ptr<const void> owner_;
+  const std::uint8_t* data_ = nullptr;
+  std::size_t size_ = 0;
+};
+
+// A raw copy of a tensor's bytes (host memory).
 struct RawSnapshot {
   std::uint32_t tensor_id = 0;
   DType dtype = DType::kFloat32;
   std::vector<std::int64_t> shape;
-  std::shared_ptr<const std::vector<std::uint8_t>> bytes;
+  SharedBytes bytes;
 };
 
 // Data that had to be dropped, recorded so the loss is never silent.
