@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import zlib
 
@@ -187,11 +188,28 @@ def run_writer(writer, run, steps, flush_every, step_us, kill_after=None):
         out, _ = proc.communicate(timeout=60)
         assert proc.returncode == 0, proc.returncode
         return out.decode()
-    time.sleep(kill_after)
+    # Killed `kill_after` seconds after its first flush: a fixed delay from the
+    # start failed under ASan on a loaded machine (no flush yet at 0.4 s).
+    lines = []
+    flushed = threading.Event()
+
+    def read():
+        for raw in proc.stdout:
+            lines.append(raw.decode())
+            if lines[-1].startswith("flushed "):
+                flushed.set()
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    got_flush = flushed.wait(timeout=60)
+    if got_flush:
+        time.sleep(kill_after)
     proc.send_signal(signal.SIGKILL)
-    out, _ = proc.communicate(timeout=60)
+    proc.wait(timeout=60)
+    reader.join(timeout=60)
+    assert got_flush, "no flush within 60 s: " + "".join(lines)
     assert proc.returncode == -signal.SIGKILL
-    return out.decode()
+    return "".join(lines)
 
 
 def main():
