@@ -1,6 +1,8 @@
 // See snapshot_buffer_pool.h.
 #include "host/src/snapshot_buffer_pool.h"
 
+#include <sys/mman.h>
+
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -15,35 +17,60 @@ namespace {
 // A new block's first touch costs a page fault and a page clear per 4 KiB
 // (for a 64 MiB snapshot, ~2.5x the copy itself on this project's test
 // machine): blocks of 4 MiB and more (slabs included) are aligned to huge
-// pages and advised for them.
+// pages and advised for them. They are mapped on their own and unmapped when
+// freed: from malloc (aligned_alloc) they came from the heap once glibc had
+// raised its mmap threshold, and the advice outlived them there, applying to
+// whatever the process allocated at those addresses next.
 constexpr std::size_t kHugePageBytes = std::size_t{2} << 20;
 constexpr std::size_t kHugePageMinBytes = std::size_t{4} << 20;
 
 std::size_t RoundUp(std::size_t n, std::size_t to) { return (n + to - 1) / to * to; }
 
+// `bytes` (a multiple of kHugePageBytes) of fresh memory aligned to
+// kHugePageBytes, advised for huge pages; nullptr when the mapping fails.
+std::uint8_t* MapHugePageAligned(std::size_t bytes) {
+  const std::size_t span = bytes + kHugePageBytes;
+  void* raw = ::mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (raw == MAP_FAILED) return nullptr;
+  const auto begin = reinterpret_cast<std::uintptr_t>(raw);
+  const std::uintptr_t aligned = RoundUp(begin, kHugePageBytes);
+  const std::uintptr_t end = aligned + bytes;
+  if (aligned > begin) ::munmap(raw, aligned - begin);
+  if (begin + span > end) ::munmap(reinterpret_cast<void*>(end), begin + span - end);
+  auto* data = reinterpret_cast<std::uint8_t*>(aligned);
+  io::AdviseHugePages(data, bytes);  // before the first touch
+  return data;
+}
+
 }  // namespace
 
 struct SnapshotBufferPool::Block {
-  Block(std::uint8_t* d, std::size_t c) : data(d), capacity(c) {}
+  Block(std::uint8_t* d, std::size_t c, bool m) : data(d), capacity(c), mapped(m) {}
   Block(const Block&) = delete;
   Block& operator=(const Block&) = delete;
-  ~Block() { std::free(data); }
+  ~Block() {
+    if (mapped) {
+      ::munmap(data, capacity);
+    } else {
+      std::free(data);
+    }
+  }
 
   static std::unique_ptr<Block> Allocate(std::size_t bytes) {
     if (bytes < kHugePageMinBytes) {
       void* p = std::malloc(bytes == 0 ? 1 : bytes);
       if (p == nullptr) throw std::bad_alloc();
-      return std::make_unique<Block>(static_cast<std::uint8_t*>(p), bytes);
+      return std::make_unique<Block>(static_cast<std::uint8_t*>(p), bytes, false);
     }
     const std::size_t capacity = RoundUp(bytes, kHugePageBytes);
-    void* p = std::aligned_alloc(kHugePageBytes, capacity);
+    std::uint8_t* p = MapHugePageAligned(capacity);
     if (p == nullptr) throw std::bad_alloc();
-    io::AdviseHugePages(p, capacity);  // before the first touch
-    return std::make_unique<Block>(static_cast<std::uint8_t*>(p), capacity);
+    return std::make_unique<Block>(p, capacity, true);
   }
 
   std::uint8_t* const data;
   const std::size_t capacity;
+  const bool mapped;  // by MapHugePageAligned, else malloc
 };
 
 struct SnapshotBufferPool::Return {
