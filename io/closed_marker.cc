@@ -155,7 +155,8 @@ class FlatParser {
 
 std::string ClosedMarkerToJson(const ClosedMarker& m) {
   std::string json =
-      "{\"format\": \"tstat-run\", \"format_version\": 1, \"rank\": " + std::to_string(m.rank) +
+      "{\"format\": \"tstat-run\", \"format_version\": " + std::to_string(m.format_version) +
+      ", \"rank\": " + std::to_string(m.rank) +
       ", \"world_size\": " + std::to_string(m.world_size) + ", \"host\": " + Quote(m.host) +
       ", \"segments\": " + std::to_string(m.segments) + ", \"counters\": {";
   for (const CounterField& f : kCounterFields) {
@@ -173,8 +174,16 @@ std::string ClosedMarkerToJson(const ClosedMarker& m) {
 
 Result<ClosedMarker> ParseClosedMarker(const std::string& json, const std::string& path) {
   std::map<std::string, std::string> v;
-  if (!FlatParser(json).Parse(&v) || v["format"] != "tstat-run" || v["format_version"] != "1") {
+  if (!FlatParser(json).Parse(&v) || v["format"] != "tstat-run") {
     return Status::Corruption(path + ": not a tstat CLOSED marker");
+  }
+  const std::string& version = v["format_version"];
+  if (version.size() != 1 || version[0] < '0' + kOldestReadableFormatVersion ||
+      version[0] > '0' + kFormatVersion) {
+    return Status::NotSupported(path + ": CLOSED marker of format_version '" + version +
+                                "' (this reader knows versions " +
+                                std::to_string(kOldestReadableFormatVersion) + " to " +
+                                std::to_string(kFormatVersion) + ")");
   }
   for (const char* key : {"rank", "world_size", "segments", "counters.stats_wait_seconds"}) {
     if (v.count(key) == 0) {
@@ -182,6 +191,7 @@ Result<ClosedMarker> ParseClosedMarker(const std::string& json, const std::strin
     }
   }
   ClosedMarker m;
+  m.format_version = version[0] - '0';
   m.rank = std::atoi(v["rank"].c_str());
   m.world_size = std::atoi(v["world_size"].c_str());
   m.host = v["host"];

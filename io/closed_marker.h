@@ -1,7 +1,7 @@
 // The CLOSED marker of a worker directory: a small JSON file written
 // atomically by Close() after the last segment, holding the final counters.
 //
-//   {"format": "tstat-run", "format_version": 1, "rank": 0, "world_size": 2,
+//   {"format": "tstat-run", "format_version": 2, "rank": 0, "world_size": 2,
 //    "host": "node-1", "segments": 12, "counters": {"steps_captured": 100, ...}}
 //
 // Counter names are the PipelineCounters member names; PipelineCounters::capture
@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <string>
 
+#include "io/segment_schema.h"
 #include "tstat/stats_record.h"
 #include "tstat/status.h"
 
@@ -27,6 +28,9 @@ struct ClosedMarker {
   std::string host;
   std::int64_t segments = 0;
   PipelineCounters counters;
+  // The run format the worker wrote; ParseClosedMarker accepts
+  // kOldestReadableFormatVersion to kFormatVersion.
+  std::int64_t format_version = kFormatVersion;
 };
 
 std::string ClosedMarkerToJson(const ClosedMarker& marker);

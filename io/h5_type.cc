@@ -37,6 +37,16 @@ Result<H5Type> VlenStringType() {
   return type;
 }
 
+Result<H5Type> FixedStringType(std::size_t chars) {
+  H5Type type(H5Tcopy(H5T_C_S1));
+  if (!type.valid() || H5Tset_size(type.get(), chars) < 0 ||
+      H5Tset_strpad(type.get(), H5T_STR_NULLPAD) < 0) {
+    return H5Failure(StatusCode::kInternal,
+                     "building the " + std::to_string(chars) + "-byte string type");
+  }
+  return type;
+}
+
 Result<H5Type> VlenInt64Type() {
   H5Type type(H5Tvlen_create(H5T_NATIVE_INT64));
   if (!type.valid()) return H5Failure(StatusCode::kInternal, "building the vlen int64 type");

@@ -32,6 +32,9 @@ class CompoundBuilder {
 
 // Variable-length UTF-8 string; the memory form is a `char*`.
 Result<H5Type> VlenStringType();
+// Fixed-length string of `chars` bytes, NUL-padded (unterminated when full);
+// the memory form is a char array.
+Result<H5Type> FixedStringType(std::size_t chars);
 // Variable-length sequence of int64; the memory form is an hvl_t.
 Result<H5Type> VlenInt64Type();
 // A copy of `type` without padding (the on-disk form of a row struct).

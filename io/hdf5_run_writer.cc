@@ -245,7 +245,12 @@ Status Hdf5RunWriter::Write(const StepBatch& batch) {
     Status opened = OpenSegment();
     if (!opened.ok()) return FailSegment(opened, RecordsIn(batch));
   }
-  std::vector<RawEntry> raws;
+  // Rows of this batch already added when a step fails are counted by
+  // Buffered(); the rest of the batch is lost on top of them.
+  const std::uint64_t before = Buffered();
+  auto fail = [&](const Status& cause) {
+    return FailSegment(StoreErrorOr(cause), RecordsIn(batch) - (Buffered() - before));
+  };
   if (!batch.raws.empty()) {
     H5Lock lock;
     for (const RawSnapshot& raw : batch.raws) {
@@ -256,32 +261,25 @@ Status Hdf5RunWriter::Write(const StepBatch& batch) {
         if (size) {
           Status packed =
               packed_->Append(segment_->file.get(), raw.bytes.data(), size, segment_->tmp_path);
-          if (!packed.ok()) return FailSegment(StoreErrorOr(packed), RecordsIn(batch));
+          if (!packed.ok()) return fail(packed);
         }
-        raws.push_back(RawEntry{batch.key, raw.tensor_id, kRawPackedDataset, raw.dtype, raw.shape,
-                                offset, size});
+        buffers_->AppendRaw(batch.key, raw, kRawPackedDataset, offset, size);
         continue;
       }
       Result<std::string> name =
           WriteRawSnapshot(segment_->file.get(), raw_count_, raw, options_.raw_compression_level,
                            segment_->tmp_path);
-      if (!name.ok()) return FailSegment(StoreErrorOr(name.status()), RecordsIn(batch));
+      if (!name.ok()) return fail(name.status());
       ++raw_count_;
-      raws.push_back(RawEntry{batch.key, raw.tensor_id, name.value(), raw.dtype, raw.shape});
+      buffers_->AppendRaw(batch.key, raw, name->c_str(), 0, 0);
     }
   }
   {
     H5Lock lock;  // full stats and exp_hist chunks are written as they fill
-    const std::uint64_t before = Buffered();
     Status appended =
         buffers_->Append(batch, segment_->file.get(), streamed_.get(), segment_->tmp_path);
-    if (!appended.ok()) {
-      // Rows of this batch already added are counted by Buffered().
-      const std::uint64_t added = Buffered() - before;
-      return FailSegment(StoreErrorOr(appended), RecordsIn(batch) - added);
-    }
+    if (!appended.ok()) return fail(appended);
   }
-  for (RawEntry& r : raws) buffers_->raws.push_back(std::move(r));
   if (raw_bytes_ >= rotate_bytes_) {
     Status flushed = Flush(last_counters_);
     if (rotated.ok()) rotated = flushed;

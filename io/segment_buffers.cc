@@ -1,6 +1,8 @@
 // See segment_buffers.h.
 #include "io/segment_buffers.h"
 
+#include <cstring>
+
 namespace tstat::io {
 namespace {
 
@@ -163,6 +165,20 @@ void SegmentBuffers::AppendDerived(const StepKey& key, const TensorStatsRecord& 
   }
 }
 
+void SegmentBuffers::AppendRaw(const StepKey& key, const RawSnapshot& raw, const char* dataset,
+                               std::uint64_t byte_offset, std::uint64_t byte_count) {
+  RawIndexRow row = KeyedRow<RawIndexRow>(key, raw.tensor_id);
+  // Writer-made names ("raw/" and a decimal index) always fit.
+  std::memcpy(row.dataset, dataset, strnlen(dataset, kRawDatasetChars));
+  SetDTypeChars(raw.dtype, row.dtype);
+  row.rank = static_cast<std::uint32_t>(raw.shape.size());
+  row.shape_offset = raw_shapes.size();
+  row.byte_offset = byte_offset;
+  row.byte_count = byte_count;
+  raw_index.push_back(row);
+  raw_shapes.insert(raw_shapes.end(), raw.shape.begin(), raw.shape.end());
+}
+
 // The next segment reuses the memory (a new segment's buffers would
 // otherwise be allocated, page-faulted in and unmapped again every flush).
 void SegmentBuffers::Clear() {
@@ -186,7 +202,8 @@ void SegmentBuffers::Clear() {
   counted_counts.clear();
   scalars.clear();
   drops.clear();
-  raws.clear();
+  raw_index.clear();
+  raw_shapes.clear();
 }
 
 }  // namespace tstat::io

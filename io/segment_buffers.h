@@ -27,16 +27,6 @@ struct DropEntry {
   StepKey key;
   DropRecord drop;
 };
-struct RawEntry {
-  StepKey key;
-  std::uint32_t tensor_id = 0;
-  std::string dataset;  // path inside the file, "raw/000000" or kRawPackedDataset
-  DType dtype = DType::kFloat32;
-  std::vector<std::int64_t> shape;
-  std::uint64_t byte_offset = 0;  // within kRawPackedDataset (else 0)
-  std::uint64_t byte_count = 0;
-};
-
 // The writer's streamed stats and exp_hist tables (and exp_hist's counts)
 // of the open segment.
 struct StreamedRows {
@@ -83,7 +73,8 @@ struct SegmentBuffers {
   std::vector<std::uint64_t> counted_counts;
   std::vector<ScalarRow> scalars;
   std::vector<DropEntry> drops;
-  std::vector<RawEntry> raws;
+  std::vector<RawIndexRow> raw_index;  // shapes in raw_shapes
+  std::vector<std::int64_t> raw_shapes;
 
   // Adds every record of `batch` except its raw snapshots. The stats and
   // exp_hist rows and the exp_hist counts go to `streamed`, which writes every chunk they fill into
@@ -91,10 +82,14 @@ struct SegmentBuffers {
   // been added.
   Status Append(const StepBatch& batch, hid_t file, StreamedRows* streamed,
                 const std::string& path);
+  // Adds raw_index's row for `raw`, stored in `dataset` ("raw/000003", or
+  // kRawPackedDataset with its byte range), and its shape.
+  void AppendRaw(const StepKey& key, const RawSnapshot& raw, const char* dataset,
+                 std::uint64_t byte_offset, std::uint64_t byte_count);
   // The delta, confusion and value-count parts of one record.
   void AppendDerived(const StepKey& key, const TensorStatsRecord& record);
   // Stats, scalar and raw records held (the unit of PipelineCounters).
-  std::uint64_t records() const { return stats.size() + scalars.size() + raws.size(); }
+  std::uint64_t records() const { return stats.size() + scalars.size() + raw_index.size(); }
   bool empty() const { return steps.empty(); }
   // Empties every buffer, keeping its memory for the next segment.
   void Clear();

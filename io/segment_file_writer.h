@@ -25,6 +25,9 @@ struct SegmentHeader {
   std::string config_json;
   std::string tstat_version;
   double created_unix_time = 0.0;
+  // What a read segment declares (kOldestReadableFormatVersion or later); the
+  // writer always writes kFormatVersion.
+  std::int64_t format_version = kFormatVersion;
 };
 
 // Writes attributes, config, tensors (the full `registry`), the buffered

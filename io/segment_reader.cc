@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <optional>
 #include <unordered_map>
 #include <unordered_set>
@@ -18,11 +19,6 @@
 namespace tstat::io {
 namespace {
 
-std::vector<std::int64_t> ShapeOf(const hvl_t& v) {
-  const auto* p = static_cast<const std::int64_t*>(v.p);
-  return p ? std::vector<std::int64_t>(p, p + v.len) : std::vector<std::int64_t>();
-}
-
 bool ValidMode(std::uint8_t m) { return m >= 1 && m <= 4; }
 
 StepKey KeyOf(std::int64_t global_step, std::uint8_t mode, std::int64_t mode_step) {
@@ -33,10 +29,13 @@ Status ReadHeader(hid_t file, const std::string& path, SegmentHeader* h) {
   TSTAT_ASSIGN_OR_RETURN(std::string format, ReadStringAttribute(file, "format", path));
   if (format != kFormatName) return Status::Corruption(path + ": not a tstat segment");
   TSTAT_ASSIGN_OR_RETURN(std::int64_t version, ReadInt64Attribute(file, "format_version", path));
-  if (version != kFormatVersion) {
+  if (version < kOldestReadableFormatVersion || version > kFormatVersion) {
     return Status::NotSupported(path + ": format_version " + std::to_string(version) +
-                                " (this reader knows version 1)");
+                                " (this reader knows versions " +
+                                std::to_string(kOldestReadableFormatVersion) + " to " +
+                                std::to_string(kFormatVersion) + ")");
   }
+  h->format_version = version;
   TSTAT_ASSIGN_OR_RETURN(std::int64_t rank, ReadInt64Attribute(file, "rank", path));
   TSTAT_ASSIGN_OR_RETURN(std::int64_t world, ReadInt64Attribute(file, "world_size", path));
   TSTAT_ASSIGN_OR_RETURN(h->host, ReadStringAttribute(file, "host", path));
@@ -109,8 +108,8 @@ Status ReadArray(hid_t file, const char* name, hid_t type, std::vector<T>* out,
   return ReadTable(file, name, type, out, path);
 }
 
-// Files written before small snapshots were packed have no byte_offset and
-// byte_count columns in raw_index.
+// Version 1 files written before small snapshots were packed have no
+// byte_offset and byte_count columns in raw_index.
 Result<bool> RawIndexHasPackedColumns(hid_t file, const std::string& path) {
   TSTAT_ASSIGN_OR_RETURN(bool exists, H5LinkExists(file, kRawIndexTable, path));
   if (!exists) return true;
@@ -126,7 +125,46 @@ Result<bool> RawIndexHasPackedColumns(hid_t file, const std::string& path) {
   return has;
 }
 
-Status ReadTables(hid_t file, const std::string& path, SegmentBuffers* b) {
+// Converts a version 1 raw_index to the rows and shapes of version 2.
+Status ReadRawIndexV1(hid_t file, const std::string& path, SegmentBuffers* b) {
+  TSTAT_ASSIGN_OR_RETURN(bool packed_columns, RawIndexHasPackedColumns(file, path));
+  TSTAT_ASSIGN_OR_RETURN(H5Type raw_type, RawIndexRowV1Type(packed_columns));
+  std::vector<RawIndexRowV1> rows;
+  TSTAT_RETURN_IF_ERROR(ReadTable(file, kRawIndexTable, raw_type.get(), &rows, path));
+  Status bad;
+  for (const RawIndexRowV1& r : rows) {
+    RawIndexRow row{};
+    row.global_step = r.global_step;
+    row.mode = r.mode;
+    row.mode_step = r.mode_step;
+    row.tensor_id = r.tensor_id;
+    const char* dataset = r.dataset ? r.dataset : "";
+    if (std::strlen(dataset) > kRawDatasetChars && bad.ok()) {
+      bad = Status::Corruption(path + ": raw_index row with a dataset name over " +
+                               std::to_string(kRawDatasetChars) + " characters");
+    }
+    std::memcpy(row.dataset, dataset, strnlen(dataset, kRawDatasetChars));
+    std::memcpy(row.dtype, r.dtype, kDTypeChars);
+    const auto* shape = static_cast<const std::int64_t*>(r.shape.p);
+    row.rank = static_cast<std::uint32_t>(shape ? r.shape.len : 0);
+    row.shape_offset = b->raw_shapes.size();
+    if (shape) b->raw_shapes.insert(b->raw_shapes.end(), shape, shape + r.shape.len);
+    row.byte_offset = packed_columns ? r.byte_offset : 0;
+    row.byte_count = packed_columns ? r.byte_count : 0;
+    b->raw_index.push_back(row);
+  }
+  ReclaimVlen(raw_type.get(), rows.size(), rows.data());
+  return bad;
+}
+
+Status ReadRawIndex(hid_t file, const std::string& path, SegmentBuffers* b) {
+  TSTAT_ASSIGN_OR_RETURN(H5Type raw_type, RawIndexRowType());
+  TSTAT_RETURN_IF_ERROR(ReadTable(file, kRawIndexTable, raw_type.get(), &b->raw_index, path));
+  return ReadTable(file, kRawShapes, H5T_NATIVE_INT64, &b->raw_shapes, path);
+}
+
+Status ReadTables(hid_t file, const std::string& path, std::int64_t format_version,
+                  SegmentBuffers* b) {
 #define TSTAT_IO_READ(name, type_fn, rows)                              \
   do {                                                                  \
     TSTAT_ASSIGN_OR_RETURN(H5Type t, type_fn());                        \
@@ -169,26 +207,7 @@ Status ReadTables(hid_t file, const std::string& path, SegmentBuffers* b) {
   }
   ReclaimVlen(drop_type.get(), drops.size(), drops.data());
 
-  TSTAT_ASSIGN_OR_RETURN(bool packed_columns, RawIndexHasPackedColumns(file, path));
-  TSTAT_ASSIGN_OR_RETURN(H5Type raw_type, RawIndexRowType(packed_columns));
-  std::vector<RawIndexRow> raws;
-  TSTAT_RETURN_IF_ERROR(ReadTable(file, kRawIndexTable, raw_type.get(), &raws, path));
-  Status bad;
-  for (const RawIndexRow& r : raws) {
-    RawEntry e;
-    e.key = KeyOf(r.global_step, r.mode, r.mode_step);
-    e.tensor_id = r.tensor_id;
-    e.dataset = r.dataset ? r.dataset : "";
-    e.shape = ShapeOf(r.shape);
-    e.byte_offset = packed_columns ? r.byte_offset : 0;
-    e.byte_count = packed_columns ? r.byte_count : 0;
-    if (!ParseDTypeChars(r.dtype, &e.dtype) && bad.ok()) {
-      bad = Status::Corruption(path + ": raw_index row with an unknown dtype");
-    }
-    b->raws.push_back(std::move(e));
-  }
-  ReclaimVlen(raw_type.get(), raws.size(), raws.data());
-  return bad;
+  return format_version == 1 ? ReadRawIndexV1(file, path, b) : ReadRawIndex(file, path, b);
 }
 
 // Cross-checks rows against each other and the registry.
@@ -220,16 +239,20 @@ Status Validate(const SegmentContents& s, const std::string& path) {
   for (const ScalarRow& r : b.scalars) {
     if (!ValidMode(r.mode) || !ids.count(r.scalar_id)) return bad("scalars: invalid row");
   }
-  for (const RawEntry& r : b.raws) {
-    if (!ValidMode(static_cast<std::uint8_t>(r.key.mode)) || !ids.count(r.tensor_id)) {
-      return bad("raw_index: invalid row");
+  for (const RawIndexRow& r : b.raw_index) {
+    if (!ValidMode(r.mode) || !ids.count(r.tensor_id)) return bad("raw_index: invalid row");
+    if (!fits(r.shape_offset, r.rank, b.raw_shapes.size())) {
+      return bad("raw_index: row with a shape outside raw_shapes");
     }
-    if (r.dataset == kRawPackedDataset) {
-      if (r.byte_count % DTypeSize(r.dtype) != 0 || r.byte_offset > UINT64_MAX - r.byte_count) {
+    DType dtype;
+    if (!ParseDTypeChars(r.dtype, &dtype)) return bad("raw_index: row with an unknown dtype");
+    if (RawDatasetName(r) == kRawPackedDataset) {
+      if (r.byte_count % DTypeSize(dtype) != 0 || r.byte_offset > UINT64_MAX - r.byte_count) {
         return bad("raw_index: packed byte range does not hold whole elements");
       }
-      if (!r.shape.empty()) {
-        const std::optional<std::uint64_t> shape_bytes = ShapeBytes(r.shape, DTypeSize(r.dtype));
+      const std::vector<std::int64_t> shape = RawShape(r, b.raw_shapes);
+      if (!shape.empty()) {
+        const std::optional<std::uint64_t> shape_bytes = ShapeBytes(shape, DTypeSize(dtype));
         if (!shape_bytes) return bad("raw_index: negative or overflowing shape");
         if (*shape_bytes != r.byte_count) {
           return bad("raw_index: packed byte count does not match the shape");
@@ -278,7 +301,7 @@ Result<SegmentContents> ReadOpenSegment(hid_t file, const std::string& path) {
   SegmentContents s;
   TSTAT_RETURN_IF_ERROR(ReadHeader(file, path, &s.header));
   TSTAT_RETURN_IF_ERROR(ReadRegistry(file, path, &s.tensors));
-  TSTAT_RETURN_IF_ERROR(ReadTables(file, path, &s.tables));
+  TSTAT_RETURN_IF_ERROR(ReadTables(file, path, s.header.format_version, &s.tables));
   TSTAT_ASSIGN_OR_RETURN(H5Type counters_type, CountersRowType());
   std::vector<CountersRow> counters;
   TSTAT_RETURN_IF_ERROR(ReadTable(file, kCountersTable, counters_type.get(), &counters, path));

@@ -261,6 +261,16 @@ Result<H5Type> CountersRowType() {
   return b.Build();
 }
 
+std::string RawDatasetName(const RawIndexRow& row) {
+  return std::string(row.dataset, strnlen(row.dataset, kRawDatasetChars));
+}
+
+std::vector<std::int64_t> RawShape(const RawIndexRow& row,
+                                   const std::vector<std::int64_t>& raw_shapes) {
+  const auto first = raw_shapes.begin() + static_cast<std::ptrdiff_t>(row.shape_offset);
+  return std::vector<std::int64_t>(first, first + row.rank);
+}
+
 void SetDTypeChars(DType t, char (&out)[kDTypeChars]) {
   std::memset(out, 0, kDTypeChars);
   std::strncpy(out, DTypeName(t), kDTypeChars);
@@ -270,14 +280,7 @@ bool ParseDTypeChars(const char (&in)[kDTypeChars], DType* out) {
   return ParseDType(std::string(in, strnlen(in, kDTypeChars)), out);
 }
 
-Result<H5Type> DTypeStringType() {
-  H5Type type(H5Tcopy(H5T_C_S1));
-  if (!type.valid() || H5Tset_size(type.get(), kDTypeChars) < 0 ||
-      H5Tset_strpad(type.get(), H5T_STR_NULLPAD) < 0) {
-    return Status::Internal("building the dtype string type");
-  }
-  return type;
-}
+Result<H5Type> DTypeStringType() { return FixedStringType(kDTypeChars); }
 
 Result<H5Type> TensorRowType() {
   TSTAT_ASSIGN_OR_RETURN(H5Type str, VlenStringType());
@@ -300,18 +303,32 @@ Result<H5Type> TensorCollectionRowType() {
   return b.Build();
 }
 
-Result<H5Type> RawIndexRowType(bool packed_columns) {
+Result<H5Type> RawIndexRowType() {
+  TSTAT_ASSIGN_OR_RETURN(H5Type dataset, FixedStringType(kRawDatasetChars));
+  TSTAT_ASSIGN_OR_RETURN(H5Type dtype, DTypeStringType());
+  CompoundBuilder b(sizeof(RawIndexRow));
+  AddKeys<RawIndexRow>(b);
+  b.TSTAT_IO_MEMBER(RawIndexRow, dataset, dataset.get())
+      .TSTAT_IO_MEMBER(RawIndexRow, dtype, dtype.get())
+      .TSTAT_IO_MEMBER(RawIndexRow, rank, H5T_NATIVE_UINT32)
+      .TSTAT_IO_MEMBER(RawIndexRow, shape_offset, H5T_NATIVE_UINT64)
+      .TSTAT_IO_MEMBER(RawIndexRow, byte_offset, H5T_NATIVE_UINT64)
+      .TSTAT_IO_MEMBER(RawIndexRow, byte_count, H5T_NATIVE_UINT64);
+  return b.Build();
+}
+
+Result<H5Type> RawIndexRowV1Type(bool packed_columns) {
   TSTAT_ASSIGN_OR_RETURN(H5Type str, VlenStringType());
   TSTAT_ASSIGN_OR_RETURN(H5Type dtype, DTypeStringType());
   TSTAT_ASSIGN_OR_RETURN(H5Type shape, VlenInt64Type());
-  CompoundBuilder b(sizeof(RawIndexRow));
-  AddKeys<RawIndexRow>(b);
-  b.TSTAT_IO_MEMBER(RawIndexRow, dataset, str.get())
-      .TSTAT_IO_MEMBER(RawIndexRow, dtype, dtype.get())
-      .TSTAT_IO_MEMBER(RawIndexRow, shape, shape.get());
+  CompoundBuilder b(sizeof(RawIndexRowV1));
+  AddKeys<RawIndexRowV1>(b);
+  b.TSTAT_IO_MEMBER(RawIndexRowV1, dataset, str.get())
+      .TSTAT_IO_MEMBER(RawIndexRowV1, dtype, dtype.get())
+      .TSTAT_IO_MEMBER(RawIndexRowV1, shape, shape.get());
   if (packed_columns) {
-    b.TSTAT_IO_MEMBER(RawIndexRow, byte_offset, H5T_NATIVE_UINT64)
-        .TSTAT_IO_MEMBER(RawIndexRow, byte_count, H5T_NATIVE_UINT64);
+    b.TSTAT_IO_MEMBER(RawIndexRowV1, byte_offset, H5T_NATIVE_UINT64)
+        .TSTAT_IO_MEMBER(RawIndexRowV1, byte_count, H5T_NATIVE_UINT64);
   }
   return b.Build();
 }

@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "io/h5_handle.h"
@@ -22,7 +23,11 @@
 namespace tstat::io {
 
 inline constexpr char kFormatName[] = "tstat-run";
-inline constexpr std::int64_t kFormatVersion = 1;
+// Version 2 stores raw_index with fixed-size rows (shapes in raw_shapes);
+// the reader still loads version 1, whose raw_index has variable-length
+// `dataset` and `shape` members.
+inline constexpr std::int64_t kFormatVersion = 2;
+inline constexpr std::int64_t kOldestReadableFormatVersion = 1;
 
 // Dataset names (all at the file root, raw snapshots under "raw/").
 inline constexpr char kConfigDataset[] = "config";
@@ -53,6 +58,7 @@ inline constexpr char kDropsTable[] = "drops";
 inline constexpr char kCountersTable[] = "counters";
 inline constexpr char kRawGroup[] = "raw";
 inline constexpr char kRawIndexTable[] = "raw_index";
+inline constexpr char kRawShapes[] = "raw_shapes";
 // Snapshots smaller than kRawPackBelowBytes share this 1-D uint8 dataset (one
 // HDF5 object each cost ~60 us to create and to open, the time to write
 // ~60-100 KB: at 400 KB per snapshot the writer ran at ~1 GB/s, packed at
@@ -194,16 +200,36 @@ struct TensorCollectionRow {
   std::uint32_t tensor_id;
   std::uint32_t collection;  // index into the "collections" string list
 };
+// raw_index's dataset names ("raw/packed", "raw/000123") as fixed NUL-padded
+// strings: "raw/" and the 20 digits of any uint64 index fit.
+inline constexpr std::size_t kRawDatasetChars = 24;
+// Fixed-size rows (format_version 2): a row with variable-length members cost
+// HDF5 a global-heap object per member, ~30% of the writer's time in a segment
+// of 4 KB snapshots, and kept the table from being deflated.
 struct RawIndexRow {
   std::int64_t global_step;
   std::uint8_t mode;
   std::int64_t mode_step;
   std::uint32_t tensor_id;
-  const char* dataset;  // "raw/000000", or kRawPackedDataset
+  char dataset[kRawDatasetChars];  // "raw/000000", or kRawPackedDataset
+  char dtype[kDTypeChars];
+  std::uint32_t rank;
+  std::uint64_t shape_offset;  // shape = raw_shapes[shape_offset : shape_offset + rank]
+  // The snapshot's bytes within `dataset` when it is kRawPackedDataset (both 0
+  // otherwise).
+  std::uint64_t byte_offset;
+  std::uint64_t byte_count;
+};
+// A format_version 1 raw_index row, read only (files written before small
+// snapshots were packed have neither byte column).
+struct RawIndexRowV1 {
+  std::int64_t global_step;
+  std::uint8_t mode;
+  std::int64_t mode_step;
+  std::uint32_t tensor_id;
+  const char* dataset;
   char dtype[kDTypeChars];
   hvl_t shape;  // int64
-  // The snapshot's bytes within `dataset` when it is kRawPackedDataset (both 0
-  // otherwise; files written before packing have neither column).
   std::uint64_t byte_offset;
   std::uint64_t byte_count;
 };
@@ -220,6 +246,12 @@ hid_t RawStorageType(DType t);
 // size. Shared by the writer's validation and the reader's checks.
 std::optional<std::uint64_t> ShapeBytes(const std::vector<std::int64_t>& shape,
                                         std::size_t element_bytes);
+
+// A raw_index row's dataset name (NUL-padded, unterminated when full) and
+// shape (the caller checked shape_offset + rank against raw_shapes).
+std::string RawDatasetName(const RawIndexRow& row);
+std::vector<std::int64_t> RawShape(const RawIndexRow& row,
+                                   const std::vector<std::int64_t>& raw_shapes);
 
 // Fills a fixed dtype string field.
 void SetDTypeChars(DType t, char (&out)[kDTypeChars]);
@@ -243,8 +275,9 @@ Result<H5Type> CountersRowType();
 Result<H5Type> TensorRowType();
 Result<H5Type> TensorCollectionRowType();
 Result<H5Type> DTypeStringType();  // the fixed 8-byte dtype string
+Result<H5Type> RawIndexRowType();
 // With `packed_columns` false: without byte_offset/byte_count, for reading
-// files written before packing.
-Result<H5Type> RawIndexRowType(bool packed_columns = true);
+// version 1 files written before packing.
+Result<H5Type> RawIndexRowV1Type(bool packed_columns);
 
 }  // namespace tstat::io

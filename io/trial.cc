@@ -74,6 +74,7 @@ Status RunTrial::RefreshWorker(WorkerState* state) {
       state->marker_segments = marker->segments;
       index.counters = marker->counters;
       index.world_size = marker->world_size;
+      if (index.format_version == 0) index.format_version = marker->format_version;
       if (index.host.empty()) index.host = marker->host;
     } else {
       problems_.push_back(marker.status().message());
@@ -181,9 +182,7 @@ std::vector<WorkerSummary> RunTrial::workers() const {
     WorkerSummary s;
     s.rank = w.rank;
     s.world_size = w.world_size;
-    // The reader loads only kFormatVersion (segments and CLOSED markers).
-    s.format_version =
-        w.segments > 0 || entry.second.marker_seen ? static_cast<int>(kFormatVersion) : 0;
+    s.format_version = static_cast<int>(w.format_version);
     s.host = w.host;
     s.closed = w.closed;
     s.segments = w.segments;

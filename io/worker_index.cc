@@ -35,6 +35,7 @@ void WorkerIndex::AddSegment(const SegmentContents& s, const std::string& path,
                              std::uint64_t file_bytes) {
   world_size = s.header.world_size;
   host = s.header.host;
+  format_version = s.header.format_version;
   if (!have_config) {
     config_json = s.header.config_json;
     have_config = true;
@@ -161,9 +162,12 @@ void WorkerIndex::AddSegment(const SegmentContents& s, const std::string& path,
     scalars[r.scalar_id].push_back(
         ScalarPoint{KeyOf(r.global_step, r.mode, r.mode_step), r.value, r.wall_time});
   }
-  for (const RawEntry& r : b.raws) {
-    raws[r.tensor_id].push_back(
-        RawRef{r.key, path, r.dataset, r.dtype, r.shape, r.byte_offset, r.byte_count});
+  for (const RawIndexRow& r : b.raw_index) {  // checked by ReadSegment
+    DType dtype = DType::kFloat32;
+    ParseDTypeChars(r.dtype, &dtype);
+    raws[r.tensor_id].push_back(RawRef{KeyOf(r.global_step, r.mode, r.mode_step), path,
+                                       RawDatasetName(r), dtype, RawShape(r, b.raw_shapes),
+                                       r.byte_offset, r.byte_count});
   }
   for (const DropEntry& d : b.drops) drops.push_back(d.drop);
 }

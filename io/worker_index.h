@@ -98,6 +98,7 @@ struct WorkerIndex {
   std::string config_json;
   bool have_config = false;
   std::int64_t segments = 0;
+  std::int64_t format_version = 0;  // of the latest segment or CLOSED marker read (0: none)
   std::uint64_t bytes = 0;
   PipelineCounters counters;
   bool closed = false;  // CLOSED read and every segment listed after it attempted

@@ -100,9 +100,9 @@ import json, math, sys
 j = json.loads(out)
 hostile = "evil \"q\", n\nl\tt\x1b[1mX \u202eY \u00e9\u2192"
 long_name = ("model" + "/block" * 24)[:143] + ".weight"
-assert j["format_version"] == 1 and j["complete"] is True, j
+assert j["format_version"] == 2 and j["complete"] is True, j
 w, = j["workers"]
-assert (w["rank"], w["world_size"], w["closed"], w["format_version"]) == (0, 1, True, 1), w
+assert (w["rank"], w["world_size"], w["closed"], w["format_version"]) == (0, 1, True, 2), w
 assert j["steps"]["saved"] == 5
 assert j["steps"]["TRAIN"] == {"count": 4, "first_step": 0, "last_step": 6,
                                "first_global_step": 0, "last_global_step": 8}, j["steps"]

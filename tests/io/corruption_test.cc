@@ -6,6 +6,7 @@
 // the rest of the run stays readable and correct.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <fstream>
 #include <functional>
 #include <random>
@@ -184,33 +185,43 @@ TEST_F(CorruptionTest, MissingSegmentIsReported) {
   EXPECT_EQ((*trial)->steps().size(), 8u);
 }
 
-// Opens the sealed segment `path` for writing, lets `edit` change the file
-// and the rows of its raw_index (rows keep HDF5's own variable-length
-// buffers: `edit` may point a row's shape elsewhere, the originals are freed
-// after the rows are written back), then reseals it.
+// Opens the sealed segment `path` for writing, lets `edit` change the file,
+// the rows of its raw_index and its raw_shapes, writes both back and reseals
+// the file.
 void RewriteRawIndex(const std::string& path,
-                     const std::function<void(hid_t file, std::vector<RawIndexRow>* rows)>& edit) {
+                     const std::function<void(hid_t file, std::vector<RawIndexRow>* rows,
+                                              std::vector<std::int64_t>* shapes)>& edit) {
   {
     H5Lock lock;
     H5File file(H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT));
     ASSERT_TRUE(file.valid()) << path;
-    H5DataSet table(H5Dopen2(file.get(), kRawIndexTable, H5P_DEFAULT));
-    ASSERT_TRUE(table.valid()) << path;
-    auto dims = H5DatasetDims(table.get(), path);
-    TSTAT_ASSERT_OK(dims);
     auto type = RawIndexRowType();
     TSTAT_ASSERT_OK(type);
-    std::vector<RawIndexRow> rows((*dims)[0]);
-    ASSERT_GE(H5Dread(table.get(), type->get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, rows.data()), 0);
-    const std::vector<RawIndexRow> read = rows;
-    edit(file.get(), &rows);
-    ASSERT_GE(H5Dwrite(table.get(), type->get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, rows.data()), 0);
-    std::vector<RawIndexRow> owned = read;  // what HDF5 allocated
-    ReclaimVlen(type->get(), owned.size(), owned.data());
-    table = H5DataSet();
+    std::vector<RawIndexRow> rows;
+    std::vector<std::int64_t> shapes;
+    TSTAT_ASSERT_OK(ReadTable(file.get(), kRawIndexTable, type->get(), &rows, path));
+    TSTAT_ASSERT_OK(ReadTable(file.get(), kRawShapes, H5T_NATIVE_INT64, &shapes, path));
+    ASSERT_FALSE(rows.empty()) << path;
+    edit(file.get(), &rows, &shapes);
+    for (const char* name : {kRawIndexTable, kRawShapes}) {
+      ASSERT_GE(H5Ldelete(file.get(), name, H5P_DEFAULT), 0) << name;
+    }
+    TSTAT_ASSERT_OK(WriteTable(file.get(), kRawIndexTable, type->get(), rows, 0, path));
+    if (!shapes.empty()) {
+      TSTAT_ASSERT_OK(WriteNewDataset(file.get(), kRawShapes, H5T_NATIVE_INT64, H5T_NATIVE_INT64,
+                                      {shapes.size()}, shapes.data(), 0, path));
+    }
     TSTAT_ASSERT_OK(CloseH5File(&file, path));
   }
   TSTAT_ASSERT_OK(ResealSegmentFile(path));
+}
+
+// Points row `row` at a new shape appended to `shapes`.
+void SetRawShape(RawIndexRow* row, std::vector<std::int64_t>* shapes,
+                 const std::vector<std::int64_t>& shape) {
+  row->shape_offset = shapes->size();
+  row->rank = static_cast<std::uint32_t>(shape.size());
+  shapes->insert(shapes->end(), shape.begin(), shape.end());
 }
 
 // A sealed segment whose raw_index sends the first (packed) snapshot's byte
@@ -220,11 +231,12 @@ TEST_F(CorruptionTest, PackedRawRangeOutsideItsDatasetIsCorruption) {
   // raw/packed holds 4 snapshots of 256 bytes: far past its end, and across it.
   for (const std::uint64_t offset : {std::uint64_t{1} << 40, std::uint64_t{1024 - 100}}) {
     WriteFile(bad_path_, original_);
-    RewriteRawIndex(bad_path_, [&](hid_t, std::vector<RawIndexRow>* rows) {
-      ASSERT_EQ(rows->size(), 4u);  // steps 4..7
-      ASSERT_STREQ((*rows)[0].dataset, kRawPackedDataset);
-      (*rows)[0].byte_offset = offset;
-    });
+    RewriteRawIndex(bad_path_,
+                    [&](hid_t, std::vector<RawIndexRow>* rows, std::vector<std::int64_t>*) {
+                      ASSERT_EQ(rows->size(), 4u);  // steps 4..7
+                      ASSERT_STREQ((*rows)[0].dataset, kRawPackedDataset);
+                      (*rows)[0].byte_offset = offset;
+                    });
 
     auto trial = Trial::Open(dir_.path());
     TSTAT_ASSERT_OK(trial);
@@ -263,12 +275,12 @@ TEST(RawShapeCorruptionTest, ShapeThatWrapsToTheDatasetSizeIsCorruption) {
   std::vector<std::uint8_t> bytes(std::size_t{1} << 20);
   for (std::size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<std::uint8_t>(i * 13);
   const std::string path = WriteOneBigSnapshot(dir, bytes);
-  std::int64_t wrapping[2] = {5, 3689348814741962752};  // (2^64 + 2^18) / 5
-  RewriteRawIndex(path, [&](hid_t, std::vector<RawIndexRow>* rows) {
-    ASSERT_EQ(rows->size(), 1u);
-    ASSERT_STRNE((*rows)[0].dataset, kRawPackedDataset);
-    (*rows)[0].shape = hvl_t{2, wrapping};
-  });
+  RewriteRawIndex(
+      path, [&](hid_t, std::vector<RawIndexRow>* rows, std::vector<std::int64_t>* shapes) {
+        ASSERT_EQ(rows->size(), 1u);
+        ASSERT_STRNE((*rows)[0].dataset, kRawPackedDataset);
+        SetRawShape(&(*rows)[0], shapes, {5, 3689348814741962752});  // (2^64 + 2^18) / 5
+      });
   auto trial = Trial::Open(dir.path());
   TSTAT_ASSERT_OK(trial);
   auto raw = (*trial)->raw("big", 0);
@@ -285,8 +297,8 @@ TEST(RawShapeCorruptionTest, DimensionsFarBeyondTheStoredBytesAreCorruption) {
   TempDir dir;
   const std::string path =
       WriteOneBigSnapshot(dir, std::vector<std::uint8_t>(std::size_t{1} << 20, 7));
-  std::int64_t huge[2] = {512, std::int64_t{1} << 31};
-  RewriteRawIndex(path, [&](hid_t file, std::vector<RawIndexRow>* rows) {
+  RewriteRawIndex(path, [&](hid_t file, std::vector<RawIndexRow>* rows,
+                            std::vector<std::int64_t>* shapes) {
     ASSERT_GE(H5Ldelete(file, "raw/000000", H5P_DEFAULT), 0);
     const hsize_t dims[2] = {512, hsize_t{1} << 31}, chunk[2] = {1, 1 << 18};
     H5Space space(H5Screate_simple(2, dims, nullptr));
@@ -295,7 +307,7 @@ TEST(RawShapeCorruptionTest, DimensionsFarBeyondTheStoredBytesAreCorruption) {
     H5DataSet empty(H5Dcreate2(file, "raw/000000", H5T_IEEE_F32LE, space.get(), H5P_DEFAULT,
                                dcpl.get(), H5P_DEFAULT));
     ASSERT_TRUE(empty.valid());
-    (*rows)[0].shape = hvl_t{2, huge};
+    SetRawShape(&(*rows)[0], shapes, {512, std::int64_t{1} << 31});
   });
   auto trial = Trial::Open(dir.path());
   TSTAT_ASSERT_OK(trial);
@@ -304,6 +316,45 @@ TEST(RawShapeCorruptionTest, DimensionsFarBeyondTheStoredBytesAreCorruption) {
   EXPECT_EQ(raw.status().code(), StatusCode::kCorruption) << raw.status().ToString();
   EXPECT_NE(raw.status().message().find("claims 4398046511104 bytes"), std::string::npos)
       << raw.status().message();
+}
+
+// raw_index rows whose (shape_offset, rank) leave raw_shapes, or whose
+// dataset name fills all 24 characters with no terminator: the segment is
+// kCorruption naming the file and the cause, never a read past raw_shapes.
+TEST(RawShapeCorruptionTest, ShapeOutsideRawShapesIsCorruption) {
+  TempDir dir;
+  const std::string path =
+      WriteOneBigSnapshot(dir, std::vector<std::uint8_t>(std::size_t{1} << 20, 7));
+  for (const std::uint64_t offset : {std::uint64_t{1}, std::uint64_t{1} << 62}) {
+    RewriteRawIndex(path,
+                    [&](hid_t, std::vector<RawIndexRow>* rows, std::vector<std::int64_t>* shapes) {
+                      ASSERT_EQ(shapes->size(), 2u);     // 512 x 512
+                      (*rows)[0].shape_offset = offset;  // rank 2 from 1 or far past the end
+                    });
+    auto trial = Trial::Open(dir.path());
+    TSTAT_ASSERT_OK(trial);
+    const Status refreshed = (*trial)->Refresh();
+    const Status read = refreshed.ok() ? (*trial)->raw("big", 0).status() : refreshed;
+    ASSERT_FALSE(read.ok()) << "offset " << offset;
+    EXPECT_EQ(read.code(), StatusCode::kCorruption) << read.ToString();
+    EXPECT_NE(read.message().find("shape outside raw_shapes"), std::string::npos) << read.message();
+    EXPECT_NE(read.message().find("seg-000000000000.h5"), std::string::npos) << read.message();
+    RewriteRawIndex(path, [&](hid_t, std::vector<RawIndexRow>* rows, std::vector<std::int64_t>*) {
+      (*rows)[0].shape_offset = 0;
+    });
+  }
+  // A full-width dataset name (no NUL) is read as its 24 characters: no such
+  // dataset, so reading the snapshot fails cleanly.
+  RewriteRawIndex(path, [&](hid_t, std::vector<RawIndexRow>* rows, std::vector<std::int64_t>*) {
+    std::memset((*rows)[0].dataset, 'x', kRawDatasetChars);
+  });
+  auto trial = Trial::Open(dir.path());
+  TSTAT_ASSERT_OK(trial);
+  const Status refreshed = (*trial)->Refresh();
+  const Status read = refreshed.ok() ? (*trial)->raw("big", 0).status() : refreshed;
+  ASSERT_FALSE(read.ok());
+  EXPECT_NE(read.message().find(std::string(kRawDatasetChars, 'x')), std::string::npos)
+      << read.message();
 }
 
 }  // namespace

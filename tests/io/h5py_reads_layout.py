@@ -77,7 +77,7 @@ def read_worker(worker_dir):
         check_seal(path)
         with h5py.File(path, "r") as f:
             assert f.attrs["format"] == "tstat-run"
-            assert f.attrs["format_version"] == 1
+            assert f.attrs["format_version"] == 2
             assert f.attrs["rank"] == 0 and f.attrs["world_size"] == 1
             assert f.attrs["host"] == "crash-host"
             assert f.attrs["segment_index"] == int(n[4:16])
@@ -115,9 +115,11 @@ def read_worker(worker_dir):
             for row in f["scalars"][:]:
                 scalars[int(row["global_step"])] = (int(row["scalar_id"]), float(row["value"]))
             if "raw_index" in f:
+                raw_shapes = f["raw_shapes"][:]
                 for row in f["raw_index"][:]:
                     assert row["dtype"].decode() == "f32"
-                    shape = [int(d) for d in row["shape"]]
+                    off, rank = int(row["shape_offset"]), int(row["rank"])
+                    shape = [int(d) for d in raw_shapes[off:off + rank]]
                     if row["dataset"].decode() == "raw/packed":
                         # Small snapshots: a byte range of the shared uint8 dataset.
                         packed = f["raw/packed"]

@@ -7,8 +7,8 @@ and zlib only (no tstat code): the seal (zlib.crc32 of the bytes after 512),
 each raw dataset's values (the formula of the C++ test, bit-exact), its
 storage (level 0: contiguous, no filters; level 6: chunked, shuffle +
 gzip 6; raw/packed past 1 MiB: extendible, chunks of 1 MiB, the same
-filters), that raw_index is not deflated, and that the stats table keeps
-the tables' deflate level 4.
+filters), and that the tables (stats, raw_index) keep the tables' deflate
+level 4.
 """
 import glob
 import os
@@ -78,11 +78,17 @@ def check_run(run, level):
     segs = sorted(glob.glob(os.path.join(run, "worker-00000", "seg-*.h5")))
     assert segs, run
     seen = seen_small = seen_medium = 0
-    chunked_packed = contiguous_index = 0
+    chunked_packed = chunked_index = 0
     for path in segs:
         check_seal(path)
         with h5py.File(path, "r") as f:
             assert f.userblock_size == 512
+            raw_shapes = f["raw_shapes"][:]
+
+            def shape_of(row):
+                off, rank = int(row["shape_offset"]), int(row["rank"])
+                return [int(d) for d in raw_shapes[off:off + rank]]
+
             for row in f["raw_index"][:]:
                 g = int(row["global_step"])
                 if row["dataset"].decode() == "raw/packed":
@@ -90,19 +96,20 @@ def check_run(run, level):
                     off, n = int(row["byte_offset"]), int(row["byte_count"])
                     if int(row["tensor_id"]) >= MEDIUM_ID0:
                         m = int(row["tensor_id"]) - MEDIUM_ID0
-                        assert row["dtype"].decode() == "f32" and list(row["shape"]) == [MEDIUM_ELEMENTS]
+                        assert row["dtype"].decode() == "f32" and shape_of(row) == [MEDIUM_ELEMENTS]
                         got = packed[off:off + n].view("<f4")
                         assert got.tobytes() == expected_medium(m, g).tobytes(), f"{path}: m{m} step {g}"
                         check_storage(packed, level)
                         seen_medium += 1
                         continue
-                    assert row["dtype"].decode() == "f64" and list(row["shape"]) == [SMALL_ROWS, SMALL_COLS]
+                    assert row["dtype"].decode() == "f64" and shape_of(row) == [SMALL_ROWS, SMALL_COLS]
                     got = packed[off:off + n].view("<f8").reshape(SMALL_ROWS, SMALL_COLS)
                     assert got.tobytes() == expected_small(g).tobytes(), f"{path}: step {g}"
                     check_storage(packed, level)
                     seen_small += 1
                     continue
                 ds = f[row["dataset"].decode()]
+                assert shape_of(row) == [ROWS, COLS], shape_of(row)
                 got = ds[()]
                 assert got.dtype == np.float32 and got.shape == (ROWS, COLS), (got.dtype, got.shape)
                 assert got.tobytes() == expected(g).tobytes(), f"{path}: step {g} differs"
@@ -110,13 +117,16 @@ def check_run(run, level):
                 seen += 1
             if "raw/packed" in f and f["raw/packed"].chunks == (CHUNK,):
                 chunked_packed += 1
-            # raw_index is never deflated (LAYOUT.md), whatever the levels; the
-            # first segment's (126 rows) is past a compact dataset.
+            # raw_index is a table like the others (LAYOUT.md): the tables'
+            # level once past a compact dataset, as the first segment's
+            # (126 rows) is.
             ri = f["raw_index"]
-            assert ri.compression is None, ri.compression
-            if ri.id.get_create_plist().get_layout() != h5py.h5d.COMPACT:
-                assert ri.chunks is None
-                contiguous_index += 1
+            if ri.id.get_create_plist().get_layout() == h5py.h5d.CHUNKED:
+                assert ri.compression == "gzip" and ri.compression_opts == 4, ri.compression_opts
+                assert ri.shuffle
+                chunked_index += 1
+            else:
+                assert ri.id.get_create_plist().get_layout() == h5py.h5d.COMPACT
             st = f["stats"]
             # The tables keep their own level (chunked + deflate 4 once larger than compact).
             if st.id.get_create_plist().get_layout() == h5py.h5d.CHUNKED:
@@ -125,7 +135,7 @@ def check_run(run, level):
     assert seen_medium == MEDIUM * MEDIUM_STEPS, seen_medium
     # The first segment's packed bytes pass one chunk, the second's do not.
     assert chunked_packed == 1, chunked_packed
-    assert contiguous_index == 1, contiguous_index
+    assert chunked_index == 1, chunked_index
     return seen
 
 

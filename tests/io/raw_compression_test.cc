@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "io/h5_attribute.h"
 #include "io/h5_dataset.h"
 #include "io/h5_file.h"
 #include "io/h5_lock.h"
@@ -147,55 +148,96 @@ TEST(RawCompressionTest, Level0And6ReadBackBitExactThroughTrialAndH5py) {
   EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
 }
 
-// Segments written before small snapshots were packed have raw_index without
-// byte_offset/byte_count: rewritten so, each segment still reads its own-dataset
-// snapshots bit-exact (the reader picks the row type from the file's columns).
-TEST(RawCompressionTest, RawIndexWithoutPackedColumnsStillReads) {
-  TempDir dir;
-  const std::string run = dir.Sub("old");
-  {
-    Hdf5RunWriterOptions o;
-    o.info.run_dir = run;
-    auto writer = Hdf5RunWriter::Open(o);
-    TSTAT_ASSERT_OK(writer);
-    TSTAT_ASSERT_OK((*writer)->RegisterTensors(
-        {MakeTensorInfo(1, "big", {}, DType::kFloat32, {kRows, kCols})}));
-    for (std::int64_t g = 0; g < 3; ++g) {
-      StepBatch b = MakeBatch(g);
-      b.raws.push_back(MakeRawSnapshot(1, DType::kFloat32, {kRows, kCols}, RawBytes(g)));
-      TSTAT_ASSERT_OK((*writer)->Write(b));
-    }
-    TSTAT_ASSERT_OK((*writer)->Close({}));
-  }
-  const std::string path = run + "/worker-00000/seg-000000000000.h5";
-  {
-    H5Lock lock;
-    H5File file(H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT));
-    ASSERT_TRUE(file.valid());
-    auto now = RawIndexRowType(true);
-    auto old = RawIndexRowType(false);
-    TSTAT_ASSERT_OK(now);
-    TSTAT_ASSERT_OK(old);
-    std::vector<RawIndexRow> rows(3);
+// A format_version 1 segment (raw_index with variable-length `dataset` and
+// `shape`, no raw_shapes), with and without the byte_offset/byte_count columns
+// of version 1 files written before small snapshots were packed: rewritten
+// so from a current segment, it still reads bit-exact, both its own-dataset
+// snapshots and (with the byte columns) its packed ones, and workers() reports
+// its version.
+TEST(RawCompressionTest, FormatVersion1SegmentsStillRead) {
+  for (const bool packed_columns : {false, true}) {
+    SCOPED_TRACE(packed_columns ? "with byte columns" : "without byte columns");
+    TempDir dir;
+    const std::string run = dir.Sub("old");
     {
-      H5DataSet table(H5Dopen2(file.get(), kRawIndexTable, H5P_DEFAULT));
-      ASSERT_TRUE(table.valid());
-      ASSERT_GE(H5Dread(table.get(), now->get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, rows.data()), 0);
+      Hdf5RunWriterOptions o;
+      o.info.run_dir = run;
+      auto writer = Hdf5RunWriter::Open(o);
+      TSTAT_ASSERT_OK(writer);
+      TSTAT_ASSERT_OK((*writer)->RegisterTensors(
+          {MakeTensorInfo(1, "big", {}, DType::kFloat32, {kRows, kCols}),
+           MakeTensorInfo(2, "small", {}, DType::kFloat64, {kSmallRows, kSmallCols})}));
+      for (std::int64_t g = 0; g < 3; ++g) {
+        StepBatch b = MakeBatch(g);
+        b.raws.push_back(MakeRawSnapshot(1, DType::kFloat32, {kRows, kCols}, RawBytes(g)));
+        if (packed_columns) {
+          b.raws.push_back(
+              MakeRawSnapshot(2, DType::kFloat64, {kSmallRows, kSmallCols}, SmallRawBytes(g)));
+        }
+        TSTAT_ASSERT_OK((*writer)->Write(b));
+      }
+      TSTAT_ASSERT_OK((*writer)->Close({}));
     }
-    ASSERT_GE(H5Ldelete(file.get(), kRawIndexTable, H5P_DEFAULT), 0);
-    TSTAT_ASSERT_OK(WriteNewDataset(file.get(), kRawIndexTable, old->get(), old->get(), {3},
-                                    rows.data(), 0, path));
-    ReclaimVlen(now->get(), rows.size(), rows.data());
-    TSTAT_ASSERT_OK(CloseH5File(&file, path));
-  }
-  TSTAT_ASSERT_OK(ResealSegmentFile(path));
+    const std::string path = run + "/worker-00000/seg-000000000000.h5";
+    {
+      H5Lock lock;
+      H5File file(H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT));
+      ASSERT_TRUE(file.valid());
+      auto now = RawIndexRowType();
+      auto old = RawIndexRowV1Type(packed_columns);
+      TSTAT_ASSERT_OK(now);
+      TSTAT_ASSERT_OK(old);
+      std::vector<RawIndexRow> rows;
+      std::vector<std::int64_t> shapes;
+      TSTAT_ASSERT_OK(ReadTable(file.get(), kRawIndexTable, now->get(), &rows, path));
+      TSTAT_ASSERT_OK(ReadTable(file.get(), kRawShapes, H5T_NATIVE_INT64, &shapes, path));
+      ASSERT_EQ(rows.size(), packed_columns ? 6u : 3u);
+      std::vector<std::string> names;
+      for (const RawIndexRow& r : rows)
+        names.emplace_back(r.dataset, strnlen(r.dataset, kRawDatasetChars));
+      std::vector<RawIndexRowV1> v1(rows.size());
+      for (std::size_t i = 0; i < rows.size(); ++i) {
+        const RawIndexRow& r = rows[i];
+        v1[i] = RawIndexRowV1{r.global_step,
+                              r.mode,
+                              r.mode_step,
+                              r.tensor_id,
+                              names[i].c_str(),
+                              {},
+                              hvl_t{r.rank, shapes.data() + r.shape_offset},
+                              r.byte_offset,
+                              r.byte_count};
+        std::memcpy(v1[i].dtype, r.dtype, kDTypeChars);
+      }
+      for (const char* name : {kRawIndexTable, kRawShapes, "format_version"}) {
+        const herr_t deleted = std::string(name) == "format_version"
+                                   ? H5Adelete(file.get(), name)
+                                   : H5Ldelete(file.get(), name, H5P_DEFAULT);
+        ASSERT_GE(deleted, 0) << name;
+      }
+      TSTAT_ASSERT_OK(WriteNewDataset(file.get(), kRawIndexTable, old->get(), old->get(),
+                                      {v1.size()}, v1.data(), 0, path));
+      TSTAT_ASSERT_OK(WriteInt64Attribute(file.get(), "format_version", 1, path));
+      TSTAT_ASSERT_OK(CloseH5File(&file, path));
+    }
+    TSTAT_ASSERT_OK(ResealSegmentFile(path));
 
-  auto trial = Trial::Open(run);
-  TSTAT_ASSERT_OK(trial);
-  for (std::int64_t g = 0; g < 3; ++g) {
-    auto raw = (*trial)->raw("big", g);
-    ASSERT_TRUE(raw.ok()) << raw.status().ToString();
-    EXPECT_TRUE(raw->bytes == RawBytes(g)) << "step " << g;
+    auto trial = Trial::Open(run);
+    TSTAT_ASSERT_OK(trial);
+    for (std::int64_t g = 0; g < 3; ++g) {
+      auto raw = (*trial)->raw("big", g);
+      ASSERT_TRUE(raw.ok()) << raw.status().ToString();
+      EXPECT_TRUE(raw->bytes == RawBytes(g)) << "step " << g;
+      EXPECT_EQ(raw->shape, (std::vector<std::int64_t>{kRows, kCols}));
+      if (packed_columns) {
+        auto small = (*trial)->raw("small", g);
+        ASSERT_TRUE(small.ok()) << small.status().ToString();
+        EXPECT_TRUE(small->bytes == SmallRawBytes(g)) << "step " << g;
+        EXPECT_EQ(small->shape, (std::vector<std::int64_t>{kSmallRows, kSmallCols}));
+      }
+    }
+    ASSERT_EQ((*trial)->workers().size(), 1u);
+    EXPECT_EQ((*trial)->workers()[0].format_version, 1);
   }
 }
 

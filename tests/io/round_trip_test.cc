@@ -305,7 +305,7 @@ TEST_F(RoundTripTest, DropsAndCounters) {
   EXPECT_EQ(w.counters.capture.step_seconds, 0.1);
   EXPECT_EQ(w.counters.capture.capture_seconds, 1.0 / 3.0);
   EXPECT_EQ(w.world_size, 1);
-  EXPECT_EQ(w.format_version, 1);
+  EXPECT_EQ(w.format_version, 2);
   EXPECT_TRUE(trial_->loaded_all_steps());
 }
 
