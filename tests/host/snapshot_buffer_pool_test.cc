@@ -23,12 +23,12 @@ std::vector<std::uint8_t> Bytes(std::size_t n, std::uint8_t start) {
 
 TEST(SnapshotBufferPoolTest, CopiesAreExactAndReleasedMemoryIsReused) {
   auto pool = SnapshotBufferPool::Create(8 << 20);
-  const std::vector<std::uint8_t> a = Bytes(300000, 1), b = Bytes(300000, 7);
+  const std::vector<std::uint8_t> a = Bytes(1500000, 1), b = Bytes(1500000, 7);
   SharedBytes first = pool->Copy(a.data(), a.size());
   EXPECT_EQ(first.ToVector(), a);
   const std::uint8_t* memory = first.data();
   first = SharedBytes();  // the writer is done with it
-  EXPECT_EQ(pool->free_bytes(), 300000u);
+  EXPECT_EQ(pool->free_bytes(), 1500000u);
   SharedBytes second = pool->Copy(b.data(), b.size());
   EXPECT_EQ(second.data(), memory);
   EXPECT_EQ(second.ToVector(), b);  // the old contents are gone
@@ -36,9 +36,9 @@ TEST(SnapshotBufferPoolTest, CopiesAreExactAndReleasedMemoryIsReused) {
   EXPECT_EQ(pool->free_bytes(), 0u);
   // Somewhat smaller requests take it too (capacity up to 2x + 64 KiB).
   second = SharedBytes();
-  SharedBytes smaller = pool->Copy(b.data(), 270000);
+  SharedBytes smaller = pool->Copy(b.data(), 1100000);
   EXPECT_EQ(smaller.data(), memory);
-  EXPECT_EQ(smaller.size(), 270000u);
+  EXPECT_EQ(smaller.size(), 1100000u);
   EXPECT_TRUE(std::equal(smaller.begin(), smaller.end(), b.begin()));
   EXPECT_EQ(pool->slabs_created(), 0u);  // all above the slab limit
 }
@@ -66,24 +66,24 @@ TEST(SnapshotBufferPoolTest, LargeCopiesAdvisedForHugePagesAreExact) {
 
 TEST(SnapshotBufferPoolTest, MuchSmallerOrLargerRequestsGetNewMemory) {
   auto pool = SnapshotBufferPool::Create(8 << 20);
-  const std::vector<std::uint8_t> big = Bytes(1 << 20, 3);
-  pool->Copy(big.data(), big.size());                    // released at once
-  SharedBytes smaller = pool->Copy(big.data(), 300000);  // 2 * 300000 + 64 KiB < 1 MiB
-  EXPECT_EQ(smaller.ToVector(), std::vector<std::uint8_t>(big.begin(), big.begin() + 300000));
-  const std::vector<std::uint8_t> bigger = Bytes((1 << 20) + 1, 4);
-  SharedBytes larger = pool->Copy(bigger.data(), bigger.size());  // does not fit the kept 1 MiB
+  const std::vector<std::uint8_t> big = Bytes(3 << 20, 3);
+  pool->Copy(big.data(), big.size());                     // released at once
+  SharedBytes smaller = pool->Copy(big.data(), 1200000);  // 2 * 1200000 + 64 KiB < 3 MiB
+  EXPECT_EQ(smaller.ToVector(), std::vector<std::uint8_t>(big.begin(), big.begin() + 1200000));
+  const std::vector<std::uint8_t> bigger = Bytes((3 << 20) + 1, 4);
+  SharedBytes larger = pool->Copy(bigger.data(), bigger.size());  // does not fit the kept 3 MiB
   EXPECT_EQ(larger.ToVector(), bigger);
   EXPECT_EQ(pool->reuses(), 0u);
-  EXPECT_EQ(pool->free_bytes(), std::uint64_t{1} << 20);
+  EXPECT_EQ(pool->free_bytes(), std::uint64_t{3} << 20);
 }
 
 TEST(SnapshotBufferPoolTest, KeptMemoryStaysWithinTheBoundAndClearFreesIt) {
-  auto pool = SnapshotBufferPool::Create(1 << 20);
-  const std::vector<std::uint8_t> data = Bytes(400 << 10, 5);
+  auto pool = SnapshotBufferPool::Create(4 << 20);
+  const std::vector<std::uint8_t> data = Bytes(1536 << 10, 5);
   std::vector<SharedBytes> held;
   for (int i = 0; i < 4; ++i) held.push_back(pool->Copy(data.data(), data.size()));
   held.clear();
-  EXPECT_EQ(pool->free_bytes(), 2u * (400 << 10));  // a third would pass 1 MiB
+  EXPECT_EQ(pool->free_bytes(), 2u * (1536 << 10));  // a third would pass 4 MiB
   pool->Clear();
   EXPECT_EQ(pool->free_bytes(), 0u);
   pool->Copy(data.data(), data.size());  // after Clear: nothing is kept
@@ -106,13 +106,14 @@ TEST(SnapshotBufferPoolTest, SmallCopiesAreSlicesOfOneSlabThatIsReused) {
   EXPECT_EQ(reinterpret_cast<std::uintptr_t>(first.data()) % (2 << 20), 0u);
   EXPECT_EQ(pool->slabs_created(), 1u);
 
-  // Fill the slab with slices of the largest slab size: 16 fit in 4 MiB
-  // after the two above, less one.
+  // Fill the slab with slices of the largest slab size: as many as fit in
+  // an empty slab (16) after the two above, less one.
   const std::vector<std::uint8_t> big = Bytes(Pool::kSlabMaxCopyBytes, 3);
   std::vector<SharedBytes> held;
   for (std::size_t i = 0; i + 1 < Pool::kSlabBytes / Pool::kSlabMaxCopyBytes; ++i) {
     held.push_back(pool->Copy(big.data(), big.size()));
   }
+  static_assert(Pool::kSlabBytes / Pool::kSlabMaxCopyBytes == 16, "the layout checked below");
   EXPECT_EQ(held.back().data() + big.size(), first.data() + 5120 + 14 * big.size() + big.size());
   EXPECT_EQ(pool->slabs_created(), 1u);
   SharedBytes next = pool->Copy(big.data(), big.size());  // does not fit: a second slab
@@ -177,10 +178,10 @@ TEST(SnapshotBufferPoolTest, ClearRetiresTheSlab) {
 
 TEST(SnapshotBufferPoolTest, BuffersMayOutliveThePool) {
   auto pool = SnapshotBufferPool::Create(1 << 20);
-  std::vector<std::uint8_t> data = Bytes(300000, 9);
+  std::vector<std::uint8_t> data = Bytes(1200000, 9);
   data.resize(5000);
   SharedBytes slice = pool->Copy(data.data(), data.size());
-  SharedBytes whole = pool->Copy(data.data(), 300000);
+  SharedBytes whole = pool->Copy(data.data(), 1200000);
   pool.reset();
   EXPECT_EQ(slice.ToVector(), data);
   EXPECT_TRUE(std::equal(whole.begin(), whole.begin() + 5000, data.begin()));
@@ -189,12 +190,12 @@ TEST(SnapshotBufferPoolTest, BuffersMayOutliveThePool) {
 }
 
 TEST(SnapshotBufferPoolTest, CopiesAndReleasesFromTwoThreads) {
-  auto pool = SnapshotBufferPool::Create(4 << 20);
+  auto pool = SnapshotBufferPool::Create(8 << 20);
   auto work = [&](std::uint8_t seed) {
     for (int i = 0; i < 300; ++i) {
-      // Slices of slabs (up to 256 KiB) and whole buffers.
+      // Slices of slabs (up to 1 MiB) and whole buffers.
       const std::vector<std::uint8_t> data =
-          Bytes(i % 3 ? 1000 + 9000 * (i % 7) : 270000 + 1000 * (i % 7), seed);
+          Bytes(i % 3 ? 1000 + 90000 * (i % 7) : 1100000 + 1000 * (i % 7), seed);
       SharedBytes copy = pool->Copy(data.data(), data.size());
       ASSERT_EQ(copy.ToVector(), data);
       // Released on the other thread half of the time.
@@ -205,7 +206,7 @@ TEST(SnapshotBufferPoolTest, CopiesAndReleasesFromTwoThreads) {
   t1.join();
   t2.join();
   EXPECT_GT(pool->reuses(), 0u);
-  EXPECT_LE(pool->free_bytes(), std::uint64_t{4} << 20);
+  EXPECT_LE(pool->free_bytes(), std::uint64_t{8} << 20);
 }
 
 }  // namespace
