@@ -357,5 +357,46 @@ TEST(RawShapeCorruptionTest, ShapeOutsideRawShapesIsCorruption) {
       << read.message();
 }
 
+// CLOSED markers of format_version 1 (runs written before version 2) still
+// close their worker; a version this reader does not know is reported by
+// Refresh, naming the marker and the version.
+TEST(ClosedMarkerVersionTest, Version1IsReadAndAnUnknownVersionIsReported) {
+  for (const char* version : {"1", "3"}) {
+    SCOPED_TRACE(std::string("format_version ") + version);
+    TempDir dir;
+    {
+      auto writer = OpenWriterOrDie(dir.path());
+      ASSERT_NE(writer, nullptr);
+      TSTAT_ASSERT_OK(writer->RegisterTensors({MakeTensorInfo(0, "a", {})}));
+      TSTAT_ASSERT_OK(writer->Write(MakeBatch(0)));
+      TSTAT_ASSERT_OK(writer->Close({}));
+    }
+    const std::string marker = dir.Sub("worker-00000/CLOSED");
+    auto text = ReadWholeFile(marker);
+    TSTAT_ASSERT_OK(text);
+    const std::string current = "\"format_version\": 2,";
+    const std::size_t at = text->find(current);
+    ASSERT_NE(at, std::string::npos) << *text;
+    WriteFile(marker, text->replace(at, current.size(),
+                                    std::string("\"format_version\": ") + version + ","));
+
+    auto trial = Trial::Open(dir.path());
+    TSTAT_ASSERT_OK(trial);
+    const Status refreshed = (*trial)->Refresh();
+    if (std::string(version) == "1") {
+      TSTAT_EXPECT_OK(refreshed);
+      ASSERT_EQ((*trial)->workers().size(), 1u);
+      EXPECT_TRUE((*trial)->workers()[0].closed);
+      EXPECT_EQ((*trial)->workers()[0].format_version, 2);  // its segment's
+      EXPECT_TRUE((*trial)->loaded_all_steps());
+    } else {
+      ASSERT_FALSE(refreshed.ok());
+      EXPECT_NE(refreshed.message().find("CLOSED marker of format_version '3'"), std::string::npos)
+          << refreshed.message();
+      EXPECT_NE(refreshed.message().find(marker), std::string::npos) << refreshed.message();
+    }
+  }
+}
+
 }  // namespace
 }  // namespace tstat::io::testing
