@@ -101,8 +101,10 @@ std::unique_ptr<SnapshotBufferPool::Block> SnapshotBufferPool::Take(std::size_t 
   return block;
 }
 
-std::unique_ptr<SnapshotBufferPool::Block> SnapshotBufferPool::TakeOrCreate(std::size_t bytes) {
+std::unique_ptr<SnapshotBufferPool::Block> SnapshotBufferPool::TakeOrCreate(std::size_t bytes,
+                                                                            bool* created) {
   std::unique_ptr<Block> block = Take(bytes);
+  if (created != nullptr) *created = !block;
   return block ? std::move(block) : Block::Allocate(bytes);
 }
 
@@ -141,10 +143,8 @@ SharedBytes SnapshotBufferPool::CopyIntoSlab(const std::uint8_t* src, std::size_
   }
   retired.reset();
   if (!slab) {
-    std::unique_ptr<Block> block = Take(kSlabBytes);
-    const bool created = !block;
-    if (created) block = Block::Allocate(kSlabBytes);
-    slab = HandOut(std::move(block));
+    bool created = false;
+    slab = HandOut(TakeOrCreate(kSlabBytes, &created));
     offset = 0;
     std::lock_guard<std::mutex> lock(mu_);
     if (created) ++slabs_created_;

@@ -61,7 +61,8 @@ class SnapshotBufferPool : public std::enable_shared_from_this<SnapshotBufferPoo
   struct Return;  // the deleter of the blocks handed out
   explicit SnapshotBufferPool(std::uint64_t max_free_bytes);
   std::unique_ptr<Block> Take(std::size_t bytes);
-  std::unique_ptr<Block> TakeOrCreate(std::size_t bytes);
+  // A kept block that serves `bytes`, else a new one (`*created` says which).
+  std::unique_ptr<Block> TakeOrCreate(std::size_t bytes, bool* created = nullptr);
   std::shared_ptr<const Block> HandOut(std::unique_ptr<Block> block);
   void Keep(std::unique_ptr<Block> block);
   SharedBytes CopyIntoSlab(const std::uint8_t* src, std::size_t bytes);
