@@ -13,17 +13,42 @@ std::uint64_t Records(const StepBatch& b) {
   return b.stats.size() + b.scalars.size() + b.raws.size();
 }
 
+// Empties every member past the exponent histogram (HasOnlyStats).
+void KeepOnlyStats(TensorStatsRecord* r) {
+  r->linear_histogram.reset();
+  r->per_channel.reset();
+  r->label_counts.reset();
+  r->sample.reset();
+  r->delta.reset();
+  r->confusion.reset();
+  r->count_values.clear();
+  r->value_counts.clear();
+}
+
 }  // namespace
 
-std::uint64_t ApproxBytes(const StepBatch& b) {
+bool HasOnlyStats(const TensorStatsRecord& r) {
+  return !r.linear_histogram && !r.per_channel && !r.label_counts && !r.sample && !r.delta &&
+         !r.confusion && r.count_values.empty() && r.value_counts.empty();
+}
+
+std::uint64_t ApproxRecordBytes(const TensorStatsRecord& r, bool only_stats) {
+  std::uint64_t n = sizeof(r);
+  if (r.exponent_histogram) n += r.exponent_histogram->counts.size() * 8;
+  if (only_stats) return n;
+  if (r.linear_histogram) n += r.linear_histogram->counts.size() * 8;
+  if (r.per_channel) n += r.per_channel->channels.size() * sizeof(TensorStats);
+  if (r.label_counts) n += r.label_counts->counts.size() * 8;
+  if (r.sample) n += r.sample->values.size() * 16;
+  return n;
+}
+
+std::uint64_t ApproxBytes(const StepBatch& b, std::optional<std::uint64_t> stats_bytes) {
   std::uint64_t n = sizeof(StepBatch);
-  for (const TensorStatsRecord& r : b.stats) {
-    n += sizeof(r);
-    if (r.exponent_histogram) n += r.exponent_histogram->counts.size() * 8;
-    if (r.linear_histogram) n += r.linear_histogram->counts.size() * 8;
-    if (r.per_channel) n += r.per_channel->channels.size() * sizeof(TensorStats);
-    if (r.label_counts) n += r.label_counts->counts.size() * 8;
-    if (r.sample) n += r.sample->values.size() * 16;
+  if (stats_bytes) {
+    n += *stats_bytes;
+  } else {
+    for (const TensorStatsRecord& r : b.stats) n += ApproxRecordBytes(r);
   }
   n += b.scalars.size() * sizeof(ScalarRecord);
   for (const RawSnapshot& r : b.raws) n += sizeof(r) + r.bytes.size();
@@ -61,7 +86,8 @@ bool Pipeline::AcquireSlot() {
 }
 
 Status Pipeline::Push(PipelineItem item) {
-  item.approx_bytes = item.has_batch ? ApproxBytes(item.batch) + item.raw_bytes : 0;
+  item.approx_bytes =
+      item.has_batch ? ApproxBytes(item.batch, item.stats_bytes) + item.raw_bytes : 0;
   std::unique_lock<std::mutex> lock(mu_);
   if (closing_) {
     if (item.holds_slot) --slots_in_use_;
@@ -190,6 +216,13 @@ void Pipeline::RecycleRecords(std::vector<TensorStatsRecord>* records) {
   if (records->empty()) return;  // e.g. moved to an observer's shared batch
   std::vector<TensorStatsRecord> keep;
   keep.swap(*records);
+  // Emptied here, where the write just read them, so that the training
+  // thread writes only the stats and histogram lines of a reused record:
+  // every line it writes is one this core read and must give up, and
+  // resetting the rest there cost ~5 of them per record.
+  for (TensorStatsRecord& r : keep) {
+    if (!HasOnlyStats(r)) KeepOnlyStats(&r);
+  }
   std::lock_guard<std::mutex> lock(spare_mu_);
   if (spare_records_.size() < kMaxSpareRecords) spare_records_.push_back(std::move(keep));
 }

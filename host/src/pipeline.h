@@ -32,6 +32,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -69,6 +70,9 @@ struct PipelineItem {
   std::uint64_t raw_bytes = 0;     // reserved with ReserveRaw; released when written
   bool holds_slot = false;         // took a slot with AcquireSlot
   std::uint64_t approx_bytes = 0;  // set by Push
+  // ApproxRecordBytes summed over batch.stats when the caller already knows
+  // it (EndStep does); Push computes it otherwise.
+  std::optional<std::uint64_t> stats_bytes;
   // Device work to wait for (collector thread) before writing.
   std::function<void(StepBatch*)> finish;
   // With an observer: `batch`, moved here when the item is handed over.
@@ -113,10 +117,12 @@ class Pipeline {
   Status status() const;
 
   // The stats records of a batch the writer has finished with, still
-  // holding that step's values (empty when there is none): the training
-  // thread overwrites them for its next batch (Session::Impl::AddResult)
-  // instead of writing fresh memory in every step (a step of 1,000 records
-  // is ~0.5 MB), reusing their buffers. Any thread.
+  // holding that step's stats and exponent histograms (empty when there is
+  // none): the training thread overwrites them for its next batch
+  // (Session::Impl::AddResult) instead of writing fresh memory in every step
+  // (a step of 1,000 records is ~0.5 MB), reusing their buffers. Every
+  // member past the exponent histogram is empty (HasOnlyStats), so a record
+  // of stats needs none of them written. Any thread.
   std::vector<TensorStatsRecord> TakeSpareRecords();
 
   // Drains every queued item, flushes, closes the sink and joins the
@@ -182,7 +188,16 @@ class Pipeline {
   Clock::time_point next_stop_check_;
 };
 
-// A rough size of a batch in memory, for the queue high-water mark.
-std::uint64_t ApproxBytes(const StepBatch& batch);
+// Whether `r` holds nothing past its exponent histogram: no linear
+// histogram, per-channel stats, label counts, sample, delta, confusion
+// matrix or value counts.
+bool HasOnlyStats(const TensorStatsRecord& r);
+// A rough size of one record in memory. With `only_stats` (the caller knows
+// HasOnlyStats(r)) the members past the exponent histogram are not read.
+std::uint64_t ApproxRecordBytes(const TensorStatsRecord& r, bool only_stats = false);
+// A rough size of a batch in memory, for the queue high-water mark;
+// `stats_bytes` is its records' ApproxRecordBytes when known.
+std::uint64_t ApproxBytes(const StepBatch& batch,
+                          std::optional<std::uint64_t> stats_bytes = std::nullopt);
 
 }  // namespace tstat::host

@@ -100,6 +100,7 @@ struct __attribute__((visibility("hidden"))) Session::Impl {
   // fresh request per tensor and step cost a malloc/free of its shape.
   std::vector<ReductionRequest> host_requests, device_requests;
   std::vector<std::uint32_t> host_ids, device_ids;
+  std::vector<std::uint8_t> host_only_stats;  // RequestsOnlyStats of host_requests[i]
   TensorView resolved_view;  // the view of the tensor being captured
   std::vector<ReductionResult> host_results;
   std::vector<std::pair<host::RegisteredTensor*, TensorView>> delta_updates;
@@ -154,8 +155,14 @@ struct __attribute__((visibility("hidden"))) Session::Impl {
   // (Pipeline::TakeSpareRecords), then ++*filled. Every member is assigned,
   // and the old record's buffers are reused (its exponent histogram's
   // counts). The caller erases the stale records past *filled.
-  static void AddResult(std::uint32_t id, const StatsOptions& options, ReductionResult&& r,
-                        StepBatch* batch, std::size_t* filled = nullptr);
+  // With `only_stats` (the request asked for stats and the exponent
+  // histogram only: RequestsOnlyStats), the members past the histogram are
+  // neither read nor written: the result has none, nor has a fresh record
+  // or a spare one (Pipeline::TakeSpareRecords). Returns the record, or
+  // nullptr for a drop record.
+  static TensorStatsRecord* AddResult(std::uint32_t id, const StatsOptions& options,
+                                      ReductionResult&& r, StepBatch* batch,
+                                      std::size_t* filled = nullptr, bool only_stats = false);
 };
 
 // Adds the time since `start` to the session's capture time on destruction.

@@ -6,7 +6,9 @@
 // ONE batch on the caller's stream (collected by the pipeline's collector
 // thread); copy raw snapshots (host: now; device: device-to-device staging);
 // queue the batch. Nothing here touches the disk.
+#include <cassert>
 #include <chrono>
+#include <cstddef>
 #include <cstring>
 #include <string>
 
@@ -44,27 +46,40 @@ std::uint64_t DropAll(StepBatch* b, const std::string& reason) {
   return n;
 }
 
+// Whether a request with options `o` yields stats and an exponent
+// histogram only (AddResult's short path).
+bool RequestsOnlyStats(const StatsOptions& o) {
+  return o.label_classes == 0 && o.linear_histogram.bins == 0 && o.per_channel_axis < 0 &&
+         o.sample_count == 0 && o.delta.previous == nullptr && o.confusion.predictions == nullptr &&
+         o.count_values.empty();
+}
+
 // The prefetch helpers are always inlined: GCC deems a function that only
 // prefetches free of side effects and drops the calls to it when it is not
 // inlined first (at -O2 every prefetch here had vanished).
 
 // Prefetches what AddResult reads of `result` (its stats, and its
 // histogram's span and what follows; the 279 counts are skipped) and, for
-// writing, `record` when there is one.
+// writing, `record` when there is one. With `only_stats`, only what
+// AddResult's short path touches: up to the end of the histogram members.
 [[gnu::always_inline]] inline void PrefetchForAddResult(const ReductionResult& result,
-                                                        const TensorStatsRecord* record) {
+                                                        const TensorStatsRecord* record,
+                                                        bool only_stats) {
   const auto* head = reinterpret_cast<const char*>(&result);
   for (const char* p = head; p < reinterpret_cast<const char*>(&result.exponent_histogram);
        p += 64) {
     __builtin_prefetch(p);
   }
-  for (const char* p = reinterpret_cast<const char*>(&result.linear_histogram) - 64;
-       p < head + sizeof(ReductionResult); p += 64) {
+  const char* tail = reinterpret_cast<const char*>(&result.linear_histogram);
+  for (const char* p = tail - 64; p < (only_stats ? tail : head + sizeof(ReductionResult));
+       p += 64) {
     __builtin_prefetch(p);
   }
   if (record == nullptr) return;
   const auto* rec = reinterpret_cast<const char*>(record);
-  for (std::size_t b = 0; b < sizeof(TensorStatsRecord); b += 64) __builtin_prefetch(rec + b, 1);
+  const std::size_t end =
+      only_stats ? offsetof(TensorStatsRecord, linear_histogram) : sizeof(TensorStatsRecord);
+  for (std::size_t b = 0; b < end; b += 64) __builtin_prefetch(rec + b, 1);
 }
 
 // Prefetches the histogram bins AddResult will read of `result` (its span
@@ -143,11 +158,12 @@ Status Session::Impl::OpenStepLocked(const StepKey* explicit_key) {
   return Status::OK();
 }
 
-void Session::Impl::AddResult(std::uint32_t id, const StatsOptions& options, ReductionResult&& r,
-                              StepBatch* batch, std::size_t* filled) {
+TensorStatsRecord* Session::Impl::AddResult(std::uint32_t id, const StatsOptions& options,
+                                            ReductionResult&& r, StepBatch* batch,
+                                            std::size_t* filled, bool only_stats) {
   if (!r.status.ok()) {
     batch->drops.push_back({id, "stats", r.status.message(), 0});
-    return;
+    return nullptr;
   }
   std::vector<TensorStatsRecord>& records = batch->stats;
   // A step of 1,000 fresh records wrote ~0.5 MB (every member of every
@@ -157,7 +173,7 @@ void Session::Impl::AddResult(std::uint32_t id, const StatsOptions& options, Red
   TensorStatsRecord& rec = reuse ? records[*filled] : records.emplace_back();
   if (filled != nullptr) ++*filled;
   rec.tensor_id = id;
-  rec.has_stats = options.label_classes == 0;
+  rec.has_stats = only_stats || options.label_classes == 0;
   rec.stats = rec.has_stats ? r.stats : TensorStats();
   // Trimmed to its non-zero bins: only the span the engine set is read (the
   // bins were written on the reducing core; all 279 missed cache here).
@@ -167,6 +183,14 @@ void Session::Impl::AddResult(std::uint32_t id, const StatsOptions& options, Red
     rec.exponent_histogram.emplace(*r.exponent_histogram, std::move(buffer));
   } else {
     rec.exponent_histogram.reset();
+  }
+  // The rest is written only when asked for: of every member's lines, the
+  // writer's core read them last, so each store costs a transfer (and an
+  // optional of a trivially copyable payload, such as the delta, is copied
+  // whole even when empty).
+  if (only_stats) {
+    assert(host::HasOnlyStats(rec));
+    return &rec;
   }
   rec.linear_histogram = std::move(r.linear_histogram);
   rec.per_channel = std::move(r.per_channel);
@@ -181,6 +205,7 @@ void Session::Impl::AddResult(std::uint32_t id, const StatsOptions& options, Red
     rec.count_values.clear();
     rec.value_counts.clear();
   }
+  return &rec;
 }
 
 void Session::Impl::SnapshotHost(std::uint32_t id, const TensorView& v, StepBatch* batch,
@@ -220,6 +245,7 @@ Status Session::Impl::EndStepLocked(CUstream_st* stream, bool capture_registered
     any_due = any_due || due_stats[i] || due_raw[i];
   }
   host_ids.clear();
+  host_only_stats.clear();
   device_ids.clear();
   std::vector<TensorView> device_raws;
   std::vector<std::uint32_t> device_raw_ids;
@@ -253,6 +279,7 @@ Status Session::Impl::EndStepLocked(CUstream_st* stream, bool capture_registered
       ids.push_back(t->info.id);
       r.tensor = v;
       PrepareOptions(t, v, due_cols, &batch, &r.options);
+      if (!on_device) host_only_stats.push_back(RequestsOnlyStats(r.options));
     }
     if (raw && !on_device) SnapshotHost(t->info.id, v, &batch, &raw_reserved);
     if (raw && on_device) {
@@ -280,6 +307,9 @@ Status Session::Impl::EndStepLocked(CUstream_st* stream, bool capture_registered
     batch.stats = pipeline->TakeSpareRecords();
     filled = 0;
   }
+  // ApproxRecordBytes of the records, summed while they are in cache.
+  std::uint64_t stats_bytes = 0;
+  for (std::size_t i = 0; i < filled; ++i) stats_bytes += host::ApproxRecordBytes(batch.stats[i]);
   batch.stats.reserve(filled + host_requests.size() + device_requests.size());
   if (!host_requests.empty()) {  // the one CPU reduction of this step
     // Small tensors leave a core to the writer (SessionCpuThreads).
@@ -299,12 +329,17 @@ Status Session::Impl::EndStepLocked(CUstream_st* stream, bool capture_registered
       // through the caches since): fetch a few ahead.
       constexpr std::size_t kAhead = 4, kBinsAhead = 2;
       if (i + kAhead < host_results.size()) {
-        PrefetchForAddResult(host_results[i + kAhead], filled + kAhead < batch.stats.size()
-                                                           ? &batch.stats[filled + kAhead]
-                                                           : nullptr);
+        PrefetchForAddResult(
+            host_results[i + kAhead],
+            filled + kAhead < batch.stats.size() ? &batch.stats[filled + kAhead] : nullptr,
+            host_only_stats[i + kAhead]);
       }
       if (i + kBinsAhead < host_results.size()) PrefetchHistogramSpan(host_results[i + kBinsAhead]);
-      AddResult(host_ids[i], host_requests[i].options, std::move(host_results[i]), &batch, &filled);
+      const bool only_stats = host_only_stats[i];
+      const TensorStatsRecord* rec =
+          AddResult(host_ids[i], host_requests[i].options, std::move(host_results[i]), &batch,
+                    &filled, only_stats);
+      if (rec != nullptr) stats_bytes += host::ApproxRecordBytes(*rec, only_stats);
     }
     if (!s.ok() && problem.ok()) problem = s.WithContext("CPU reduction");
   }
@@ -374,6 +409,7 @@ Status Session::Impl::EndStepLocked(CUstream_st* stream, bool capture_registered
                                  std::to_string(config.pipeline.queue_capacity) +
                                  " steps queued): dropped";
       pipeline->CountRecordsLost(DropAll(&batch, reason));
+      stats_bytes = 0;
       if (finish) {
         finish = [inner = std::move(finish), reason, p = pipeline.get()](StepBatch* b) {
           inner(b);
@@ -391,6 +427,7 @@ Status Session::Impl::EndStepLocked(CUstream_st* stream, bool capture_registered
     batch.capture_seconds = capture_seconds + Seconds(t1 - t0);
     item.has_batch = true;
     item.batch = std::move(batch);
+    item.stats_bytes = stats_bytes;
     item.raw_bytes = raw_reserved;
     item.finish = std::move(finish);
   }

@@ -338,7 +338,9 @@ TEST(SessionTest, OptionsFollowTheCollectionsDueAtEachStep) {
 // slot holds a label count at one step and a histogram at the next: every
 // record must match the reference for its own tensor at its own step, with
 // nothing left over from the slot's earlier use, and every step must hold
-// exactly its due tensors.
+// exactly its due tensors. (A record of stats only, the gradient's here, is
+// written without touching its other members: the writer empties them when
+// it recycles the records.)
 TEST(SessionTest, RecordsOfEarlierStepsLeaveNothingBehind) {
   SessionConfig config = TestConfig();
   CollectionConfig weights;
@@ -430,6 +432,56 @@ TEST(SessionTest, RecordsOfEarlierStepsLeaveNothingBehind) {
           << "labels, step " << s;
     }
   }
+}
+
+// The queue's high-water mark in bytes counts what a step's records hold.
+// EndStep sums it as it writes them (a record of stats only without looking
+// past its histogram); here the sum is taken by hand from the written batch.
+TEST(SessionTest, QueueHighWaterBytesCountWhatTheRecordsHold) {
+  SessionConfig config = TestConfig();
+  CollectionConfig weights;
+  weights.name = "weights";
+  weights.stats.histogram_bins = 8;
+  weights.stats.per_channel_axis = 0;
+  config.collections = {weights};
+  auto sink = std::make_shared<io::MemorySink>();
+  auto session = MakeSession(config, sink);
+  std::vector<float> w(8), g(8);
+  for (int i = 0; i < 8; ++i) {
+    w[i] = static_cast<float>(i - 3) * 1.5f;
+    g[i] = std::ldexp(1.0f, -4 * i);  // 8 exponent bins
+  }
+  ASSERT_TRUE(
+      session->RegisterTensor({"conv.weight", TensorView::Host(w.data(), DType::kFloat32, {2, 4})})
+          .ok());
+  ASSERT_TRUE(
+      session
+          ->RegisterTensor({"gradient/conv.weight", TensorView::Host(g.data(), DType::kFloat32, 8)})
+          .ok());
+  ASSERT_TRUE(session->EndStep().ok());
+  ASSERT_TRUE(session->Close().ok());
+  const auto batches = sink->batches();
+  ASSERT_EQ(batches.size(), 1u);
+  const StepBatch& b = batches[0];
+  ASSERT_EQ(b.stats.size(), 2u);
+  ASSERT_TRUE(b.drops.empty());
+  std::uint64_t expected = sizeof(StepBatch);
+  for (const TensorStatsRecord& r : b.stats) {
+    expected += sizeof(TensorStatsRecord);
+    ASSERT_TRUE(r.exponent_histogram);
+    expected += 8 * r.exponent_histogram->counts.size();
+    if (r.linear_histogram) expected += 8 * r.linear_histogram->counts.size();
+    if (r.per_channel) expected += sizeof(TensorStats) * r.per_channel->channels.size();
+  }
+  const TensorStatsRecord* gr = FindStats(b, 1);
+  ASSERT_NE(gr, nullptr);
+  EXPECT_EQ(gr->exponent_histogram->counts.size(), 29u);  // 2^0 .. 2^-28
+  const TensorStatsRecord* wr = FindStats(b, 0);
+  ASSERT_NE(wr, nullptr);
+  ASSERT_TRUE(wr->linear_histogram && wr->per_channel);
+  EXPECT_EQ(wr->linear_histogram->counts.size(), 8u);
+  EXPECT_EQ(wr->per_channel->channels.size(), 2u);
+  EXPECT_EQ(session->counters().queue_high_water_bytes, expected);
 }
 
 TEST(SessionTest, TimingIsRecordedPerStepAndInTotal) {
