@@ -220,17 +220,26 @@ void Pipeline::RecycleRecords(std::vector<TensorStatsRecord>* records) {
   // thread writes only the stats and histogram lines of a reused record:
   // every line it writes is one this core read and must give up, and
   // resetting the rest there cost ~5 of them per record.
+  std::uint64_t bytes = keep.capacity() * sizeof(TensorStatsRecord);
   for (TensorStatsRecord& r : keep) {
     if (!HasOnlyStats(r)) KeepOnlyStats(&r);
+    if (r.exponent_histogram) bytes += r.exponent_histogram->counts.capacity() * 8;
   }
+  const auto max_count =
+      static_cast<std::size_t>(std::max<std::int64_t>(1, options_.config.queue_capacity));
   std::lock_guard<std::mutex> lock(spare_mu_);
-  if (spare_records_.size() < kMaxSpareRecords) spare_records_.push_back(std::move(keep));
+  if (spare_records_.size() < max_count && spare_bytes_ + bytes <= kMaxSpareBytes) {
+    spare_bytes_ += bytes;
+    spare_records_.push_back({std::move(keep), bytes});
+  }
 }
 
 std::vector<TensorStatsRecord> Pipeline::TakeSpareRecords() {
   std::lock_guard<std::mutex> lock(spare_mu_);
   if (spare_records_.empty()) return {};
-  std::vector<TensorStatsRecord> records = std::move(spare_records_.back());
+  SpareRecords& last = spare_records_.back();
+  spare_bytes_ -= last.bytes;
+  std::vector<TensorStatsRecord> records = std::move(last.records);
   spare_records_.pop_back();
   return records;
 }

@@ -143,10 +143,11 @@ class Pipeline {
   // `now_anyway`). Holds mu_.
   void AnnounceLocked(bool now_anyway);
   // Moves `records` (on the writer thread), records and all, to the spares
-  // for TakeSpareRecords. At most kMaxSpareRecords are kept, the memory of a
-  // quarter of the default queue on top of it: after each flush the writer
-  // recycles a burst of steps, and with 4 kept, 20% of the steps of a
-  // 1,000 x 1,000 loop found no spare.
+  // for TakeSpareRecords. As many are kept as the queue holds steps, up to
+  // kMaxSpareBytes: while the writer flushes, the queue grows by tens of
+  // steps, and each step past the spares then got fresh memory (faulted in
+  // and zeroed, ~10x the cost of a reused step's records). With 16 kept,
+  // that was ~1% of the steps of a 1,000 x 1,000 loop, every flush.
   void RecycleRecords(std::vector<TensorStatsRecord>* records);
 
   const Options options_;
@@ -171,9 +172,14 @@ class Pipeline {
   std::thread writer_;
   std::thread collector_;
 
-  static constexpr std::size_t kMaxSpareRecords = 16;
+  static constexpr std::uint64_t kMaxSpareBytes = 64ull << 20;
   std::mutex spare_mu_;  // guards the spares only (never held with mu_)
-  std::vector<std::vector<TensorStatsRecord>> spare_records_;
+  struct SpareRecords {
+    std::vector<TensorStatsRecord> records;
+    std::uint64_t bytes = 0;  // their memory, roughly: records and histogram buffers
+  };
+  std::vector<SpareRecords> spare_records_;
+  std::uint64_t spare_bytes_ = 0;
 
   static constexpr std::int64_t kWakeEverySteps = 8;
   static constexpr std::chrono::milliseconds kMaxWakeDelay{5};

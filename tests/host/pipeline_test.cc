@@ -3,6 +3,8 @@
 // Close drains, the destructor flushes, flushes by time and by steps, write
 // failures that training survives, and the CUDA path (collector thread) with
 // a host-memory stand-in for the GPU. Also run under ThreadSanitizer.
+#include "host/src/pipeline.h"
+
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -10,6 +12,8 @@
 #include <thread>
 #include <vector>
 
+#include "host/src/null_sink.h"
+#include "host/src/stop_state.h"
 #include "tests/host/host_test_util.h"
 #include "tests/support/compare.h"
 #include "tests/support/reference.h"
@@ -341,6 +345,48 @@ TEST(PipelineTest, DeviceTensorsAreReducedInOneBatchAndCollectedOffThread) {
   ASSERT_NE(raw, nullptr);
   ASSERT_EQ(raw->bytes.size(), 400u);
   EXPECT_EQ(std::memcmp(raw->bytes.data(), seen[2].data(), 400), 0);
+}
+
+// The writer keeps the records of as many written steps as the queue holds,
+// up to 64 MiB of them, for EndStep to write the next steps over
+// (TakeSpareRecords), each emptied of everything past its histogram. (With
+// 16 kept, the steps the queue grew by during a flush got fresh memory.)
+TEST(PipelineTest, SpareRecordsCoverTheQueueUpToTheirMemoryBound) {
+  struct Case {
+    int steps, records;
+    std::int64_t queue_capacity;
+    std::size_t spares;
+  };
+  // Steps of 30,000 records are ~17 MB each: 3 fit in 64 MiB.
+  for (const Case& c : {Case{40, 10, 64, 40}, Case{40, 10, 8, 8}, Case{5, 30000, 64, 3}}) {
+    host::Pipeline::Options po;
+    po.config.queue_capacity = c.queue_capacity;
+    host::StopState stop;
+    host::Pipeline pipeline(po, std::make_unique<host::NullSink>(), &stop);
+    for (int s = 0; s < c.steps; ++s) {
+      host::PipelineItem item;
+      item.has_batch = true;
+      item.batch.key = StepKey{s, Mode::kTrain, s};
+      item.batch.stats.resize(static_cast<std::size_t>(c.records));
+      item.batch.stats[0].linear_histogram.emplace();
+      item.batch.stats[0].sample.emplace();
+      item.batch.stats[0].count_values = {1, 2};
+      item.batch.stats[1].exponent_histogram.emplace();
+      item.holds_slot = pipeline.AcquireSlot();
+      ASSERT_TRUE(pipeline.Push(std::move(item)).ok());
+    }
+    ASSERT_TRUE(pipeline.Close().ok());
+    std::size_t spares = 0;
+    for (auto r = pipeline.TakeSpareRecords(); !r.empty(); r = pipeline.TakeSpareRecords()) {
+      ++spares;
+      ASSERT_EQ(r.size(), static_cast<std::size_t>(c.records));
+      EXPECT_TRUE(host::HasOnlyStats(r[0]));
+      EXPECT_FALSE(r[0].linear_histogram || r[0].sample);
+      EXPECT_TRUE(r[1].exponent_histogram);  // kept, with its buffer, for reuse
+    }
+    EXPECT_EQ(spares, c.spares) << c.steps << " steps of " << c.records << " records, queue of "
+                                << c.queue_capacity;
+  }
 }
 
 }  // namespace
