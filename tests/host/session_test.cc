@@ -7,6 +7,8 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstring>
+#include <map>
 #include <numeric>
 #include <thread>
 #include <vector>
@@ -482,6 +484,94 @@ TEST(SessionTest, QueueHighWaterBytesCountWhatTheRecordsHold) {
   EXPECT_EQ(wr->linear_histogram->counts.size(), 8u);
   EXPECT_EQ(wr->per_channel->channels.size(), 2u);
   EXPECT_EQ(session->counters().queue_high_water_bytes, expected);
+}
+
+// EndStep reuses the previous step's requests when the same collections are
+// due, the same tensors registered, and every due tensor has a fixed host
+// view and asks for stats only. Here the values change in place at every
+// step, a collection is due every other step, a tensor is registered late,
+// a raw snapshot is requested once, and one tensor has a view callback:
+// every step must hold exactly its due tensors, each matching the reference
+// for its values at that step, and the callback must run at each of its
+// steps. (Each change comes at a step due like the one before it, where the
+// previous requests would otherwise serve.)
+TEST(SessionTest, RequestsReusedAcrossStepsFollowTheTensorsAndTheSchedule) {
+  SessionConfig config = TestConfig();
+  CollectionConfig gradients;
+  gradients.name = "gradients";
+  gradients.save_config.base.save_interval = 4;
+  config.collections = {gradients};
+  auto sink = std::make_shared<io::MemorySink>();
+  auto session = MakeSession(config, sink);
+  std::vector<float> w(16), b(4), g(16), late(8), cb(8);
+  ASSERT_TRUE(
+      session->RegisterTensor({"fc.weight", TensorView::Host(w.data(), DType::kFloat32, {4, 4})})
+          .ok());
+  ASSERT_TRUE(
+      session->RegisterTensor({"fc.bias", TensorView::Host(b.data(), DType::kFloat32, 4)}).ok());
+  ASSERT_TRUE(
+      session
+          ->RegisterTensor({"gradient/fc.weight", TensorView::Host(g.data(), DType::kFloat32, 16)})
+          .ok());
+  constexpr int kSteps = 12;
+  constexpr int kLateStep = 6, kRawStep = 7, kCallbackFrom = 10;
+  int callbacks = 0;
+  std::vector<std::map<std::uint32_t, std::vector<float>>> expected(kSteps);
+  for (int s = 0; s < kSteps; ++s) {
+    if (s == kLateStep) {
+      ASSERT_TRUE(
+          session
+              ->RegisterTensor({"late.weight", TensorView::Host(late.data(), DType::kFloat32, 8)})
+              .ok());
+    }
+    if (s == kCallbackFrom) {
+      TensorSpec spec("cb.weight", TensorView::Host(nullptr, DType::kFloat32, 8));
+      spec.view_fn = [&](TensorView* v) {
+        ++callbacks;
+        v->data = cb.data();
+        return Status::OK();
+      };
+      ASSERT_TRUE(session->RegisterTensor(spec).ok());
+    }
+    if (s == kRawStep) session->CaptureRawFor("fc.bias", 1);
+    for (std::size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>(i) * 0.25f - s;
+    for (std::size_t i = 0; i < b.size(); ++i) b[i] = static_cast<float>(s * s) + i;
+    for (std::size_t i = 0; i < g.size(); ++i) g[i] = std::ldexp(1.0f, -static_cast<int>(i) - s);
+    for (std::size_t i = 0; i < late.size(); ++i) late[i] = static_cast<float>(s) - i;
+    for (std::size_t i = 0; i < cb.size(); ++i) cb[i] = static_cast<float>(i * s) * 0.5f;
+    expected[s][0] = w;
+    expected[s][1] = b;
+    if (s % 4 == 0) expected[s][2] = g;
+    if (s >= kLateStep) expected[s][3] = late;
+    if (s >= kCallbackFrom) expected[s][4] = cb;
+    ASSERT_TRUE(session->EndStep().ok());
+  }
+  ASSERT_TRUE(session->Close().ok());
+  EXPECT_EQ(callbacks, kSteps - kCallbackFrom);
+  const auto batches = sink->batches();
+  ASSERT_EQ(batches.size(), static_cast<std::size_t>(kSteps));
+  const auto tol = testing::ToleranceFor(DType::kFloat32);
+  for (int s = 0; s < kSteps; ++s) {
+    const StepBatch& batch = batches[static_cast<std::size_t>(s)];
+    EXPECT_EQ(batch.stats.size(), expected[s].size()) << "step " << s;
+    for (const auto& [id, values] : expected[s]) {
+      const TensorStatsRecord* r = FindStats(batch, id);
+      ASSERT_NE(r, nullptr) << "tensor " << id << ", step " << s;
+      EXPECT_TRUE(testing::ResultMatches(
+          testing::ToResult(*r),
+          testing::ReferenceReduce(TensorView::Host(values.data(), DType::kFloat32,
+                                                    static_cast<std::int64_t>(values.size())),
+                                   StatsOptions{}),
+          tol))
+          << "tensor " << id << ", step " << s;
+    }
+    const RawSnapshot* raw = testing::FindRaw(batch, 1);
+    ASSERT_EQ(raw != nullptr, s == kRawStep) << "step " << s;
+    if (raw != nullptr) {
+      ASSERT_EQ(raw->bytes.size(), b.size() * sizeof(float));
+      EXPECT_EQ(std::memcmp(raw->bytes.data(), expected[s][1].data(), raw->bytes.size()), 0);
+    }
+  }
 }
 
 TEST(SessionTest, TimingIsRecordedPerStepAndInTotal) {
