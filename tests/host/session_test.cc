@@ -26,6 +26,16 @@ using testing::FindStats;
 using testing::MakeSession;
 using testing::TestConfig;
 
+// The weights collection with a linear histogram of 8 bins and per-channel
+// stats along axis 0: records that hold more than the stat set.
+CollectionConfig WeightsWithHistogramAndChannels() {
+  CollectionConfig weights;
+  weights.name = "weights";
+  weights.stats.histogram_bins = 8;
+  weights.stats.per_channel_axis = 0;
+  return weights;
+}
+
 // The reference for a host f32 buffer with the options a default collection
 // resolves to.
 ::testing::AssertionResult MatchesReference(const TensorStatsRecord* got,
@@ -345,10 +355,7 @@ TEST(SessionTest, OptionsFollowTheCollectionsDueAtEachStep) {
 // it recycles the records.)
 TEST(SessionTest, RecordsOfEarlierStepsLeaveNothingBehind) {
   SessionConfig config = TestConfig();
-  CollectionConfig weights;
-  weights.name = "weights";
-  weights.stats.histogram_bins = 8;
-  weights.stats.per_channel_axis = 0;
+  const CollectionConfig weights = WeightsWithHistogramAndChannels();
   CollectionConfig gradients;
   gradients.name = "gradients";
   gradients.save_config.base.save_interval = 2;
@@ -441,10 +448,7 @@ TEST(SessionTest, RecordsOfEarlierStepsLeaveNothingBehind) {
 // past its histogram); here the sum is taken by hand from the written batch.
 TEST(SessionTest, QueueHighWaterBytesCountWhatTheRecordsHold) {
   SessionConfig config = TestConfig();
-  CollectionConfig weights;
-  weights.name = "weights";
-  weights.stats.histogram_bins = 8;
-  weights.stats.per_channel_axis = 0;
+  const CollectionConfig weights = WeightsWithHistogramAndChannels();
   config.collections = {weights};
   auto sink = std::make_shared<io::MemorySink>();
   auto session = MakeSession(config, sink);
