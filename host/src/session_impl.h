@@ -136,6 +136,20 @@ struct __attribute__((visibility("hidden"))) Session::Impl {
   // step_capture.cc
   Status OpenStepLocked(const StepKey* explicit_key);
   Status EndStepLocked(CUstream_st* stream, bool capture_registered);
+  // Device tensors whose raw snapshots are due at this step (reserved).
+  struct DeviceRaws {
+    std::vector<TensorView> views;
+    std::vector<std::uint32_t> ids;
+    std::uint64_t bytes = 0;
+  };
+  // EndStep's requests, built tensor by tensor (with any_due; none without):
+  // host_requests, host_ids and host_only_stats, device_requests and
+  // device_ids. Due host raw snapshots are copied (raw_reserved counts
+  // them), due device ones listed. A tensor whose view fails becomes a drop
+  // record, the first one *problem. Sets host_plan (`reusable`: the step
+  // allows the requests to serve the next one).
+  void BuildRequests(bool any_due, bool reusable, StepBatch* batch, std::uint64_t* raw_reserved,
+                     DeviceRaws* device_raws, Status* problem);
   // capture_options.cc
   void ApplyRawRequests();
   // Whether tensor `t` gets a raw snapshot at this step because of CaptureRawFor.

@@ -1,7 +1,8 @@
 // Steps: opening them (implicit, BeginStep, resume) and EndStep's capture.
 //
 // EndStep: find the collections due at the step's mode step; for every
-// registered tensor with a due collection, resolve its view; reduce all due
+// registered tensor with a due collection, resolve its view (or, when the
+// previous step's requests still hold, reuse them: host_plan); reduce all due
 // host tensors with ONE Backend::Reduce call; enqueue all due CUDA tensors as
 // ONE batch on the caller's stream (collected by the pipeline's collector
 // thread); copy raw snapshots (host: now; device: device-to-device staging);
@@ -220,6 +221,70 @@ void Session::Impl::SnapshotHost(std::uint32_t id, const TensorView& v, StepBatc
   batch->raws.push_back({id, v.dtype, ShapeOf(v), snapshot_buffers->Copy(v.data, bytes)});
 }
 
+void Session::Impl::BuildRequests(bool any_due, bool reusable, StepBatch* batch,
+                                  std::uint64_t* raw_reserved, DeviceRaws* device_raws,
+                                  Status* problem) {
+  host_ids.clear();
+  host_only_stats.clear();
+  // Whether these requests may serve the next step too: every due tensor a
+  // fixed host view whose request holds stats only (no sample seed, delta
+  // or predictions that change from step to step).
+  bool plan_reusable = reusable;
+  bool failed = false;
+  const std::size_t registered = any_due ? captured.size() : 0;
+  for (std::size_t i = 0; i < registered; ++i) {
+    PrefetchForCapture(captured, i);
+    RegisteredTensor* t = captured[i];
+    due_cols.clear();
+    bool raw = false;
+    for (int c : t->collections) {
+      if (due_stats[c]) due_cols.push_back(c);
+      raw = raw || due_raw[c];
+    }
+    raw = TakeRequestedRaw(t) || raw;
+    if (due_cols.empty() && !raw) continue;
+    plan_reusable = plan_reusable && !raw && !t->view_fn;
+    TensorView& v = resolved_view;
+    const Status s = host::ResolveView(*t, &v);
+    if (!s.ok()) {
+      batch->drops.push_back({t->info.id, "stats", s.message(), 0});
+      if (problem->ok()) *problem = s.WithContext("tensor \"" + t->info.name + "\"");
+      failed = true;
+      continue;
+    }
+    if (v.data == nullptr) continue;  // not allocated at this step
+    const bool on_device = v.space == MemorySpace::kCuda;
+    if (!due_cols.empty()) {
+      std::vector<std::uint32_t>& ids = on_device ? device_ids : host_ids;
+      std::vector<ReductionRequest>& requests = on_device ? device_requests : host_requests;
+      if (ids.size() == requests.size()) requests.emplace_back();
+      ReductionRequest& r = requests[ids.size()];
+      ids.push_back(t->info.id);
+      r.tensor = v;
+      PrepareOptions(t, v, due_cols, batch, &r.options);
+      if (!on_device) host_only_stats.push_back(RequestsOnlyStats(r.options));
+      plan_reusable = plan_reusable && !on_device && host_only_stats.back();
+    }
+    if (raw && !on_device) SnapshotHost(t->info.id, v, batch, raw_reserved);
+    if (raw && on_device) {
+      const std::uint64_t bytes = static_cast<std::uint64_t>(v.numel) * DTypeSize(v.dtype);
+      if (!pipeline->ReserveRaw(bytes)) {
+        batch->drops.push_back(
+            {t->info.id, "raw", RawCapReason(config.pipeline.raw_memory_cap_bytes), bytes});
+        pipeline->CountRawDrop(bytes);
+      } else {
+        device_raws->views.push_back(v);
+        device_raws->ids.push_back(t->info.id);
+        device_raws->bytes += bytes;
+      }
+    }
+  }
+  host_plan.valid = plan_reusable && raw_requested_tensors == 0 && delta_updates.empty() &&
+                    device_ids.empty() && !failed;
+  host_plan.registered = captured.size();
+  host_plan.due_stats = due_stats;
+}
+
 Status Session::Impl::EndStepLocked(CUstream_st* stream, bool capture_registered) {
   const Clock::time_point t0 = Clock::now();
   BeforeStepCapture();  // rules of earlier steps acted on; RUN/STOP, RUN/capture/ polled
@@ -247,9 +312,7 @@ Status Session::Impl::EndStepLocked(CUstream_st* stream, bool capture_registered
     any_raw_due = any_raw_due || due_raw[i];
   }
   device_ids.clear();
-  std::vector<TensorView> device_raws;
-  std::vector<std::uint32_t> device_raw_ids;
-  std::uint64_t device_raw_bytes = 0;
+  DeviceRaws device_raws;
   // The previous step's host requests serve again when nothing they depend
   // on can have changed (host_plan): the same tensors registered, the same
   // collections due, no raw snapshot due or requested.
@@ -257,63 +320,9 @@ Status Session::Impl::EndStepLocked(CUstream_st* stream, bool capture_registered
                           raw_requested_tensors == 0 && host_plan.registered == captured.size() &&
                           host_plan.due_stats == due_stats;
   if (!reuse_plan) {
-    host_ids.clear();
-    host_only_stats.clear();
-    // Whether the requests built here may serve the next step: every due
-    // tensor a fixed host view whose request holds stats only (no sample
-    // seed, delta or predictions that change from step to step).
-    bool plan_reusable = capture_registered && !any_raw_due;
-    const std::size_t registered = any_due ? captured.size() : 0;
-    for (std::size_t i = 0; i < registered; ++i) {
-      PrefetchForCapture(captured, i);
-      RegisteredTensor* t = captured[i];
-      due_cols.clear();
-      bool raw = false;
-      for (int c : t->collections) {
-        if (due_stats[c]) due_cols.push_back(c);
-        raw = raw || due_raw[c];
-      }
-      raw = TakeRequestedRaw(t) || raw;
-      if (due_cols.empty() && !raw) continue;
-      plan_reusable = plan_reusable && !raw && !t->view_fn;
-      TensorView& v = resolved_view;
-      const Status s = host::ResolveView(*t, &v);
-      if (!s.ok()) {
-        batch.drops.push_back({t->info.id, "stats", s.message(), 0});
-        if (problem.ok()) problem = s.WithContext("tensor \"" + t->info.name + "\"");
-        continue;
-      }
-      if (v.data == nullptr) continue;  // not allocated at this step
-      const bool on_device = v.space == MemorySpace::kCuda;
-      if (!due_cols.empty()) {
-        std::vector<std::uint32_t>& ids = on_device ? device_ids : host_ids;
-        std::vector<ReductionRequest>& requests = on_device ? device_requests : host_requests;
-        if (ids.size() == requests.size()) requests.emplace_back();
-        ReductionRequest& r = requests[ids.size()];
-        ids.push_back(t->info.id);
-        r.tensor = v;
-        PrepareOptions(t, v, due_cols, &batch, &r.options);
-        if (!on_device) host_only_stats.push_back(RequestsOnlyStats(r.options));
-        plan_reusable = plan_reusable && !on_device && host_only_stats.back();
-      }
-      if (raw && !on_device) SnapshotHost(t->info.id, v, &batch, &raw_reserved);
-      if (raw && on_device) {
-        const std::uint64_t bytes = static_cast<std::uint64_t>(v.numel) * DTypeSize(v.dtype);
-        if (!pipeline->ReserveRaw(bytes)) {
-          batch.drops.push_back(
-              {t->info.id, "raw", RawCapReason(config.pipeline.raw_memory_cap_bytes), bytes});
-          pipeline->CountRawDrop(bytes);
-        } else {
-          device_raws.push_back(v);
-          device_raw_ids.push_back(t->info.id);
-          device_raw_bytes += bytes;
-        }
-      }
-    }
-    host_plan.valid = plan_reusable && raw_requested_tensors == 0 && delta_updates.empty() &&
-                      device_ids.empty() && problem.ok();
-    host_plan.registered = captured.size();
-    host_plan.due_stats = due_stats;
+    // The requests may serve the next step only if no raw snapshot is due.
+    BuildRequests(any_due, capture_registered && !any_raw_due, &batch, &raw_reserved, &device_raws,
+                  &problem);
   }
 
   host_requests.resize(host_ids.size());  // past this step's: earlier steps' requests
@@ -367,12 +376,12 @@ Status Session::Impl::EndStepLocked(CUstream_st* stream, bool capture_registered
                     batch.stats.end());  // stale records past this step's
   UpdateDeltaCopies();  // after the reduction read the previous values
 
-  if (!device_requests.empty() || !device_raws.empty()) {
+  if (!device_requests.empty() || !device_raws.views.empty()) {
     const Clock::time_point tw = Clock::now();
     bool waited = false;
     host::DeviceCapture* dev = device_pool->Acquire(&waited);
     if (waited) pipeline->CountWait(Seconds(Clock::now() - tw));
-    const Status s = dev->Enqueue(device_requests, device_raws, stream);
+    const Status s = dev->Enqueue(device_requests, device_raws.views, stream);
     if (device_delta && s.ok()) {
       // After the reductions on `stream`: they read the previous values first.
       const Status copied = device_delta->Commit(stream);
@@ -382,18 +391,18 @@ Status Session::Impl::EndStepLocked(CUstream_st* stream, bool capture_registered
     }
     if (!s.ok()) {
       device_pool->Release(dev);
-      pipeline->ReleaseRaw(device_raw_bytes);
+      pipeline->ReleaseRaw(device_raws.bytes);
       for (std::uint32_t id : device_ids) batch.drops.push_back({id, "stats", s.message(), 0});
-      for (std::uint32_t id : device_raw_ids) batch.drops.push_back({id, "raw", s.message(), 0});
+      for (std::uint32_t id : device_raws.ids) batch.drops.push_back({id, "raw", s.message(), 0});
       if (problem.ok()) problem = s;
     } else {
-      raw_reserved += device_raw_bytes;
+      raw_reserved += device_raws.bytes;
       std::vector<StatsOptions> options;
       for (const ReductionRequest& r : device_requests) options.push_back(r.options);
       std::vector<std::pair<DType, std::vector<std::int64_t>>> raw_layout;
-      for (const TensorView& v : device_raws) raw_layout.emplace_back(v.dtype, ShapeOf(v));
+      for (const TensorView& v : device_raws.views) raw_layout.emplace_back(v.dtype, ShapeOf(v));
       finish = [pool = device_pool.get(), dev, ids = device_ids, options = std::move(options),
-                raw_ids = std::move(device_raw_ids),
+                raw_ids = std::move(device_raws.ids),
                 raw_layout = std::move(raw_layout)](StepBatch* b) {
         std::vector<ReductionResult> results;
         std::vector<std::vector<std::uint8_t>> raws;
