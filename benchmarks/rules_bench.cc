@@ -349,13 +349,18 @@ Result<RulesBenchResult> FollowCase(const RulesBenchOptions& o, SyntheticRun* ru
       rules::ActionRunner acting(ao);
       const auto start = Clock::now();
       const double cpu0 = ThreadCpuSeconds();
-      result = runner.value()->Run([&](const Finding& f) {
-        TSTAT_RETURN_IF_ERROR(acting.Handle(f));
+      auto count = [&](const Finding&) {
         ++r.findings;
-        if (f.rule != "bench_nan") return Status::OK();
+        return Status::OK();
+      };
+      result = runner.value()->Run(count, [&](const rules::EpisodeEvent& e) {
+        TSTAT_RETURN_IF_ERROR(acting.Handle(e));
+        if (e.kind != rules::EpisodeEvent::Kind::kOpen || e.episode.rule != "bench_nan") {
+          return Status::OK();
+        }
         const auto logged = Clock::now();
         std::lock_guard<std::mutex> lock(mu);
-        auto it = flushed.find(f.step.global_step);
+        auto it = flushed.find(e.episode.reported.global_step);
         latencies.push_back(it == flushed.end()
                                 ? 0.0  // logged before Flush() had returned
                                 : std::max(0.0, std::chrono::duration<double>(logged - it->second)

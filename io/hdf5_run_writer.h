@@ -74,7 +74,9 @@ class Hdf5RunWriter final : public StepSink {
 
   // Records (stats + scalar + raw) discarded with failed segments so far.
   std::uint64_t records_lost() const { return records_lost_; }
-  std::int64_t segments_written() const { return segments_written_; }
+  std::uint64_t segments_written() const override {
+    return static_cast<std::uint64_t>(segments_written_);
+  }
   const std::string& worker_dir() const { return worker_dir_; }
   std::uint64_t rotate_bytes() const { return rotate_bytes_; }
   void set_rotate_bytes(std::uint64_t bytes) { rotate_bytes_ = bytes; }

@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 
 namespace tstat::io {
 namespace {
@@ -152,19 +153,50 @@ Status WriteFileAtomically(const std::string& path, const std::string& contents)
   return FsyncPath(DirName(path));
 }
 
-Result<std::string> ReadWholeFile(const std::string& path) {
-  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (fd.get() < 0) return ErrnoStatus(path, "open", errno);
+namespace {
+
+// Reads `fd` (of `path`) to its end, at most `max_bytes`.
+Result<std::string> ReadToEnd(int fd, const std::string& path, std::uint64_t max_bytes) {
   std::string contents;
   char buffer[1 << 16];
   for (;;) {
-    const ssize_t n = ::read(fd.get(), buffer, sizeof(buffer));
+    const ssize_t n = ::read(fd, buffer, sizeof(buffer));
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return ErrnoStatus(path, "read", errno);
     if (n == 0) break;
+    if (contents.size() + static_cast<std::size_t>(n) > max_bytes) {
+      return Status::ResourceExhausted(path + ": more than " + std::to_string(max_bytes) +
+                                       " bytes; not read");
+    }
     contents.append(buffer, static_cast<std::size_t>(n));
   }
   return contents;
+}
+
+}  // namespace
+
+Result<std::string> ReadWholeFile(const std::string& path) {
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) return ErrnoStatus(path, "open", errno);
+  return ReadToEnd(fd.get(), path, std::numeric_limits<std::uint64_t>::max());
+}
+
+Result<std::string> ReadRegularFile(const std::string& path, std::uint64_t max_bytes) {
+  // O_NONBLOCK: opening a FIFO without a writer must not block.
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+  if (fd.get() < 0) return ErrnoStatus(path, "open", errno);
+  struct stat st;
+  if (::fstat(fd.get(), &st) != 0) return ErrnoStatus(path, "fstat", errno);
+  if (!S_ISREG(st.st_mode)) {
+    return Status::InvalidArgument(path + ": not a regular file (a FIFO, device or directory); "
+                                   "not read");
+  }
+  if (static_cast<std::uint64_t>(st.st_size) > max_bytes) {
+    return Status::ResourceExhausted(path + ": " + std::to_string(st.st_size) +
+                                     " bytes, more than the " + std::to_string(max_bytes) +
+                                     " this file may have; not read");
+  }
+  return ReadToEnd(fd.get(), path, max_bytes);  // bounded: it may grow while read
 }
 
 void AdviseHugePages(void* data, std::size_t bytes) {

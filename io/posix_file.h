@@ -44,6 +44,10 @@ Status WriteNewFileDurably(const std::string& path, const void* data, std::size_
 // Writes `contents` to `path` atomically: path.tmp, fsync, rename, fsync dir.
 Status WriteFileAtomically(const std::string& path, const std::string& contents);
 Result<std::string> ReadWholeFile(const std::string& path);
+// Reads a file of a run directory that anyone may have put there: a regular
+// file of at most `max_bytes`, else an error naming the cause (a FIFO or a
+// device is refused without blocking on it, a larger file is not read).
+Result<std::string> ReadRegularFile(const std::string& path, std::uint64_t max_bytes);
 
 // The directory part of `path` ("." when there is none).
 std::string DirName(const std::string& path);

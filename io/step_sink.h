@@ -40,6 +40,8 @@ class StepSink {
   virtual Status Close(const PipelineCounters& counters) = 0;
   // Bytes in durable (flushed) files so far.
   virtual std::uint64_t bytes_written() const = 0;
+  // Files sealed so far (0 for sinks without files).
+  virtual std::uint64_t segments_written() const { return 0; }
 };
 
 struct Hdf5RunWriterOptions {

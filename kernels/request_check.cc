@@ -132,7 +132,8 @@ Status CheckRequest(const ReductionRequest& r, BackendKind backend) {
       return Invalid(std::string("options.label_classes needs an integer tensor (i32, i64, u8), got ") +
                      DTypeName(t.dtype));
     }
-    // Label counts replace the stat set; the other options must be off.
+    // Label counts come with the stat set, not with per-channel or linear
+    // histogram statistics.
     if (o.per_channel_axis >= 0 || o.linear_histogram.bins != 0) {
       return Invalid("options.label_classes cannot be combined with per_channel_axis or "
                      "linear_histogram");

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -68,7 +69,7 @@ Status WriteAtomically(const std::string& path, const std::string& text) {
 }  // namespace
 
 std::string StopRequest::Describe() const {
-  return "rule " + rule + " at step " + std::to_string(step.global_step) + ": " + reason;
+  return "rule " + rule + " at " + FormatStep(step) + ": " + reason;
 }
 
 std::string StopRequestToJson(const StopRequest& r) {
@@ -164,57 +165,126 @@ Result<std::vector<std::pair<std::string, RawCaptureRequest>>> ListCaptureReques
   return out;
 }
 
-std::string FormatFinding(const Finding& f) {
-  std::string line = "step " + std::to_string(f.step.global_step);
-  if (f.step.mode != Mode::kGlobal) {
-    line += " (" + std::string(ModeName(f.step.mode)) + " " + std::to_string(f.step.mode_step) + ")";
-  }
-  line += " worker " + std::to_string(f.worker) + ": " + f.rule;
-  if (f.type != f.rule) line += " [" + f.type + "]";
-  if (!f.tensor.empty()) line += " " + f.tensor;
-  line += ": " + f.message;
+namespace {
+
+// One line, whatever the text holds.
+std::string OneLine(std::string line) {
   for (char& c : line) {
-    if (c == '\n' || c == '\r' || c == '\t') c = ' ';  // one line, whatever the message
+    if (c == '\n' || c == '\r' || c == '\t') c = ' ';
   }
   return line;
 }
 
-Status ActionRunner::Handle(const Finding& f) {
-  RuleActions a;
-  auto it = options_.actions.find(f.rule);
-  if (it != options_.actions.end()) a = it->second;
+std::string RuleAndTensor(const std::string& rule, const std::string& type, Severity severity,
+                          const std::string& tensor) {
+  std::string s = rule;
+  if (type != rule) s += " (" + type + ")";
+  s += " [" + std::string(SeverityName(severity)) + "]";
+  if (!tensor.empty()) s += " " + tensor;
+  return s;
+}
+
+}  // namespace
+
+std::string FormatStep(const StepKey& step) {
+  if (step.mode == Mode::kGlobal) return "step " + std::to_string(step.global_step);
+  return std::string(ModeName(step.mode)) + " step " + std::to_string(step.mode_step) +
+         " (global " + std::to_string(step.global_step) + ")";
+}
+
+std::string FormatFinding(const Finding& f) {
+  return OneLine(FormatStep(f.step) + " worker " + std::to_string(f.worker) + ": " +
+                 RuleAndTensor(f.rule, f.type, f.severity, f.tensor) + ": " + f.message);
+}
+
+std::string FormatEpisode(const Episode& e) {
+  std::string when;
+  if (e.steps <= 1) {
+    when = FormatStep(e.first);
+  } else if (e.first.mode == Mode::kGlobal) {
+    when = "steps " + std::to_string(e.first.global_step) + "-" +
+           std::to_string(e.last.global_step) + " (" + std::to_string(e.steps) + " steps)";
+  } else {
+    when = std::string(ModeName(e.first.mode)) + " steps " + std::to_string(e.first.mode_step) +
+           "-" + std::to_string(e.last.mode_step) + " (global " +
+           std::to_string(e.first.global_step) + "-" + std::to_string(e.last.global_step) + ", " +
+           std::to_string(e.steps) + " steps)";
+  }
+  std::string line = when + " worker " + std::to_string(e.worker) + ": " +
+                     RuleAndTensor(e.rule, e.type, e.severity, e.tensor) + ": " + e.opening.message;
+  if (e.steps > 1 && !e.worst.values.empty()) {
+    char value[32];
+    std::snprintf(value, sizeof value, "%.6g", e.worst.values.front().second);
+    line += "; worst " + e.worst.values.front().first + " " + value + " at " +
+            FormatStep(e.worst.step);
+  }
+  if (e.open) line += " (still open)";
+  return OneLine(line);
+}
+
+bool StopPolicy::Parse(const std::string& text, StopPolicy* out) {
+  if (text == "never") {
+    *out = StopPolicy{Severity::kCritical, true};
+    return true;
+  }
+  Severity s;
+  if (!ParseSeverity(text, &s)) return false;
+  *out = StopPolicy{s, false};
+  return true;
+}
+
+std::string StopPolicy::ToString() const { return never ? "never" : SeverityName(stop_on); }
+
+const RuleActions& ActionRunner::ActionsOf(const std::string& rule) const {
+  static const RuleActions kDefault;
+  auto it = options_.actions.find(rule);
+  return it == options_.actions.end() ? kDefault : it->second;
+}
+
+bool ActionRunner::Stops(const std::string& rule, Severity severity) const {
+  const RuleActions& a = ActionsOf(rule);
+  if (a.stop_training.has_value()) return *a.stop_training;
+  return !options_.stop.never && severity >= options_.stop.stop_on;
+}
+
+Status ActionRunner::Handle(const EpisodeEvent& event) {
+  const Episode& e = event.episode;
+  const RuleActions& a = ActionsOf(e.rule);
   Status first;
   auto keep = [&first](const Status& s) {
     if (!s.ok() && first.ok()) first = s;
   };
   if (a.record && options_.log != nullptr) {
-    Status s = options_.log->Append(f);
+    Status s = options_.log->Append(event);
     if (s.ok()) ++recorded_;
     keep(s);
   }
-  if (a.print && options_.print != nullptr) {
-    *options_.print << FormatFinding(f) << std::endl;  // flushed: visible while following
+  if (event.kind == EpisodeEvent::Kind::kClose) return first;
+  const bool opened = event.kind == EpisodeEvent::Kind::kOpen;
+  if (opened && a.print && options_.print != nullptr) {
+    *options_.print << FormatEpisode(e) << std::endl;  // flushed: visible while following
   }
-  if (a.stop_training && !stop_requested_) {
+  if (Stops(e.rule, e.severity) && !stop_requested_) {
     if (options_.sink == nullptr) {
-      keep(Status::FailedPrecondition("rule " + f.rule + ": cannot stop training (no action sink)"));
+      keep(Status::FailedPrecondition("rule " + e.rule + ": cannot stop training (no action sink)"));
     } else {
       stop_requested_ = true;
-      keep(options_.sink->RequestStop(StopRequest{f.rule, f.step, f.worker, f.message}));
+      keep(options_.sink->RequestStop(StopRequest{e.rule, e.last, e.worker, e.opening.message}));
     }
   }
-  if (a.capture_raw_steps > 0 && !f.tensor.empty()) {
-    auto covered = captured_until_.find(f.tensor);
-    const bool still = covered != captured_until_.end() && f.step.global_step <= covered->second;
+  if (opened && a.capture_raw_steps > 0 && !e.tensor.empty()) {
+    auto covered = captured_until_.find(e.tensor);
+    const std::int64_t at = e.reported.global_step;
+    const bool still = covered != captured_until_.end() && at <= covered->second;
     if (!still) {
       if (options_.sink == nullptr) {
-        keep(Status::FailedPrecondition("rule " + f.rule +
+        keep(Status::FailedPrecondition("rule " + e.rule +
                                         ": cannot capture raw snapshots (no action sink)"));
       } else {
-        captured_until_[f.tensor] = f.step.global_step + a.capture_raw_steps;
+        captured_until_[e.tensor] = at + a.capture_raw_steps;
         ++capture_requests_;
         keep(options_.sink->RequestRawCapture(
-            RawCaptureRequest{f.rule, f.step, {f.tensor}, a.capture_raw_steps}));
+            RawCaptureRequest{e.rule, e.reported, {e.tensor}, a.capture_raw_steps}));
       }
     }
   }

@@ -17,7 +17,9 @@
 //                              side applies and deletes each file
 //                              (ListCaptureRequests() reads them).
 // ActionRunner applies each rule's configured actions (rules_config.h) to
-// its findings.
+// its episodes (rules/episodes.h): when one opens it is recorded, printed
+// (one line per episode, not per step), and stops training or asks for raw
+// snapshots; when it escalates or closes it is recorded.
 // Thread safety: ActionRunner and RunDirActionSink are used by one thread; an
 // ActionSink implementation must accept calls from the rules thread.
 #pragma once
@@ -29,6 +31,7 @@
 #include <utility>
 #include <vector>
 
+#include "rules/episodes.h"
 #include "rules/findings_log.h"
 #include "rules/rules_config.h"
 #include "tstat/rule.h"
@@ -82,9 +85,26 @@ Result<RawCaptureRequest> ParseCaptureRequest(const std::string& text);
 Result<std::vector<std::pair<std::string, RawCaptureRequest>>> ListCaptureRequests(
     const std::string& run_dir);
 
-// One line for a person: "step 12 (TRAIN 12) worker 0: grad_blowup
+// A step in the user's terms: "TRAIN step 12 (global 14)", "step 7" for a
+// GLOBAL step.
+std::string FormatStep(const StepKey& step);
+// One line for a person: "TRAIN step 12 (global 14) worker 0: grad_blowup
 // [expression] gradient/fc1.weight: <message>".
 std::string FormatFinding(const Finding& finding);
+// One line per episode: "TRAIN steps 40-47 (global 48-57, 8 steps) worker 0:
+// dead_relu [error] relu1_output: <its first message>; worst dead_percent 98
+// at TRAIN step 45" (a one-step episode: "TRAIN step 40 ...").
+std::string FormatEpisode(const Episode& episode);
+
+// When training stops: at or above `stop_on`, or never.
+struct StopPolicy {
+  Severity stop_on = Severity::kCritical;
+  bool never = false;
+  // "critical" (default), "error", "warning", "info", "never"; false for
+  // anything else.
+  static bool Parse(const std::string& text, StopPolicy* out);
+  std::string ToString() const;
+};
 
 class ActionRunner {
  public:
@@ -93,19 +113,27 @@ class ActionRunner {
     FindingsLogWriter* log = nullptr;            // null: nothing is recorded
     ActionSink* sink = nullptr;                  // null: stop/capture are not possible
     std::ostream* print = nullptr;               // null: nothing is printed
+    StopPolicy stop;  // for rules whose actions leave stop_training unset
   };
   explicit ActionRunner(Options options) : options_(std::move(options)) {}
 
-  // Applies the actions of `finding`'s rule. Stop is requested once per run;
-  // a capture is not requested again for a tensor whose previous capture
-  // still covers the step. Returns the first error (the other actions still run).
-  Status Handle(const Finding& finding);
+  // Applies the actions of the event's rule: an episode that opens is
+  // recorded and printed, may stop training and capture raw snapshots; one
+  // that escalates or closes is recorded (and an escalation may stop). Stop
+  // is requested once per run; a capture is not requested again for a
+  // tensor whose previous capture still covers the step. Returns the first
+  // error (the other actions still run).
+  Status Handle(const EpisodeEvent& event);
 
+  // Whether an episode of `rule` with `severity` stops training.
+  bool Stops(const std::string& rule, Severity severity) const;
   bool stop_requested() const { return stop_requested_; }
   std::uint64_t recorded() const { return recorded_; }
   std::uint64_t capture_requests() const { return capture_requests_; }
 
  private:
+  const RuleActions& ActionsOf(const std::string& rule) const;
+
   Options options_;
   bool stop_requested_ = false;
   std::uint64_t recorded_ = 0;

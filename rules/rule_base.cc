@@ -1,5 +1,7 @@
 #include "rules/rule_base.h"
 
+#include "rules/builtin_defaults.h"
+
 #include <re2/re2.h>
 
 #include <algorithm>
@@ -13,9 +15,17 @@ std::string Num(double v) {
   return buf;
 }
 
+std::string StepText(Mode mode, std::int64_t mode_step) {
+  const std::string n = "step " + std::to_string(mode_step);
+  return mode == Mode::kGlobal ? n : std::string(ModeName(mode)) + " " + n;
+}
+
 RuleBase::RuleBase(RuleSpec spec, std::vector<std::string> default_collections)
     : spec_(std::move(spec)) {
   if (spec_.name.empty()) spec_.name = spec_.type;
+  const BuiltinDefaults* d = FindBuiltinDefaults(spec_.type);
+  if (!spec_.severity) spec_.severity = d ? d->severity : Severity::kError;
+  if (!spec_.confirm_steps) spec_.confirm_steps = d ? d->confirm_steps : 1;
   collections_ = spec_.collection_names;
   if (collections_.empty() && spec_.tensor_regex.empty()) collections_ = std::move(default_collections);
 }
@@ -158,9 +168,27 @@ Finding RuleBase::MakeFinding(const StepView& step, const std::string& tensor, s
   f.worker = step.worker;
   f.tensor = tensor;
   f.values = std::move(values);
+  f.severity = *spec_.severity;
   f.message = std::move(message);
   f.wall_time = step.wall_time;
   return f;
+}
+
+std::uint8_t RuleBase::JudgedModes(std::uint8_t def) const {
+  if (spec_.modes.empty()) return def;
+  std::uint8_t m = 0;
+  for (Mode mode : spec_.modes) m = static_cast<std::uint8_t>(m | CaptureNeeds::ModeBit(mode));
+  return m;
+}
+
+CaptureNeeds RuleBase::StatsIn(const TensorInfo& t, std::uint8_t modes) {
+  CaptureNeeds n;
+  n.stats = true;
+  n.modes = modes;
+  if (std::find(t.collections.begin(), t.collections.end(), "gradients") != t.collections.end()) {
+    n.modes = static_cast<std::uint8_t>(n.modes & CaptureNeeds::TrainModes());
+  }
+  return n;
 }
 
 }  // namespace tstat::rules

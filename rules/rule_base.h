@@ -230,8 +230,18 @@ class RuleBase : public Rule {
   const TensorInfo* Info(const StepView& step, std::uint32_t tensor_id) const {
     return step.catalog ? step.catalog->Find(tensor_id) : nullptr;
   }
+  // A finding of this rule at `step`, with the rule's severity.
   Finding MakeFinding(const StepView& step, const std::string& tensor, std::string message,
                       std::vector<std::pair<std::string, double>> values) const;
+
+  // For Needs(): whether the selection takes `t` (reads only what is fixed
+  // at construction, so any thread may ask), and the modes the rule judges
+  // as a CaptureNeeds mask: the spec's, or `def` when it names none.
+  bool Takes(const TensorInfo& t) const { return Matches(t); }
+  std::uint8_t JudgedModes(std::uint8_t def) const;
+  // The stat set of `t` in `modes`, except EVAL and PREDICT for gradients
+  // (they are not computed there: collection `gradients` never saves them).
+  static CaptureNeeds StatsIn(const TensorInfo& t, std::uint8_t modes);
 
  private:
   // Per-worker selection: dense by id below kDenseIds, hashed above (ids are
@@ -261,5 +271,9 @@ class RuleBase : public Rule {
 
 // Formats a double for messages ("1e-07", "0.25").
 std::string Num(double v);
+// A step in messages, in the user's terms: "TRAIN step 12", or "step 12" for
+// a GLOBAL step (a run that never set a mode).
+std::string StepText(Mode mode, std::int64_t mode_step);
+inline std::string StepText(const StepKey& k) { return StepText(k.mode, k.mode_step); }
 
 }  // namespace tstat::rules

@@ -2,10 +2,22 @@
 
 #include <algorithm>
 
+#include "rules/tick.h"
+
 namespace tstat::rules {
 
+namespace {
+
+std::map<std::string, int> ConfirmSteps(const std::vector<std::unique_ptr<Rule>>& rules) {
+  std::map<std::string, int> out;
+  for (const auto& rule : rules) out[rule->spec().name] = rule->spec().confirm_steps.value_or(1);
+  return out;
+}
+
+}  // namespace
+
 RuleEngine::RuleEngine(std::vector<std::unique_ptr<Rule>> rules, EngineOptions options)
-    : rules_(std::move(rules)), options_(options) {
+    : rules_(std::move(rules)), options_(options), tracker_(ConfirmSteps(rules_)) {
   if (options_.world_size < 1) options_.world_size = 1;
   for (const auto& rule : rules_) bases_.push_back(dynamic_cast<RuleBase*>(rule.get()));
 }
@@ -20,13 +32,24 @@ void RuleEngine::Evaluate(int worker, const StepBatch& batch, const TensorCatalo
   view.scalars = &batch.scalars;
   view.catalog = catalog;
   const IndexedStep indexed = indexer_.Index(view);
+  const std::size_t before = out->size();
   for (std::size_t k = 0; k < rules_.size(); ++k) {
     if (bases_[k] != nullptr) {
       bases_[k]->EvaluateStep(indexed, out);
     } else {
+      const std::size_t own = out->size();
       rules_[k]->Evaluate(view, out);
+      // A rule of its own kind: its findings carry the configured severity.
+      const Severity severity = rules_[k]->spec().severity.value_or(Severity::kError);
+      for (std::size_t i = own; i < out->size(); ++i) (*out)[i].severity = severity;
     }
   }
+  if (out->size() == before) {
+    step_findings_.clear();
+  } else {
+    step_findings_.assign(out->begin() + static_cast<std::ptrdiff_t>(before), out->end());
+  }
+  tracker_.Step(indexed, step_findings_, &events_);
   ++steps_evaluated_;
   records_evaluated_ += batch.stats.size() + batch.scalars.size();
 }
@@ -59,10 +82,22 @@ void RuleEngine::EvaluateCompleteSteps(std::vector<Finding>* out, bool all) {
   }
 }
 
+void RuleEngine::Tick(double now, std::vector<Finding>* out) {
+  if (finished_) return;
+  const std::size_t before = out->size();
+  TickRules(*this, now, out);
+  step_findings_.assign(out->begin() + static_cast<std::ptrdiff_t>(before), out->end());
+  if (!step_findings_.empty()) tracker_.Tick(step_findings_, &events_);
+}
+
 void RuleEngine::Finish(std::vector<Finding>* out) {
   if (finished_) return;
   EvaluateCompleteSteps(out, /*all=*/true);
+  const std::size_t before = out->size();
   for (auto& rule : rules_) rule->Finish(out);
+  step_findings_.assign(out->begin() + static_cast<std::ptrdiff_t>(before), out->end());
+  if (!step_findings_.empty()) tracker_.Tick(step_findings_, &events_);
+  tracker_.Finish(&events_);
   finished_ = true;
 }
 

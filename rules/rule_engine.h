@@ -3,7 +3,9 @@
 // it, a later step exists, or the run ended — in global step order.
 //
 // Each step is indexed once (StepIndexer) and handed to every RuleBase rule
-// in that form; other Rule implementations get the StepView.
+// in that form; other Rule implementations get the StepView. The findings of
+// each evaluated step then go to an EpisodeTracker (rules/episodes.h): the
+// engine reports both the findings and the episode events they cause.
 // The same engine is fed by the in-process rules thread (from the capture
 // pipeline) and by the out-of-process runners (from a Trial).
 // Thread safety: one thread drives an engine.
@@ -15,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "rules/episodes.h"
 #include "rules/rule_base.h"
 #include "tstat/rule.h"
 
@@ -33,8 +36,16 @@ class RuleEngine {
   // steps that became complete are appended to `out`.
   void Feed(int worker, const StepBatch& batch, const TensorCatalog* catalog,
             std::vector<Finding>* out);
-  // No more data will come: evaluates every pending step, then Finish()es rules.
+  // Ticks the rules that watch the clock (rules/tick.h) at wall time `now`.
+  void Tick(double now, std::vector<Finding>* out);
+  // No more data will come: evaluates every pending step, then Finish()es
+  // rules and closes every open episode.
   void Finish(std::vector<Finding>* out);
+
+  // The episode events since the last call, in order.
+  std::vector<EpisodeEvent> TakeEvents() { return std::move(events_); }
+  // Every episode so far, in opening order.
+  const std::vector<Episode>& episodes() const { return tracker_.episodes(); }
 
   // One-time warnings of the rules (e.g. a regex that matched nothing).
   std::vector<std::string> Diagnostics() const;
@@ -59,6 +70,9 @@ class RuleEngine {
   StepIndexer indexer_;
   EngineOptions options_;
   std::map<std::int64_t, std::vector<Pending>> pending_;  // by global step
+  EpisodeTracker tracker_;
+  std::vector<Finding> step_findings_;  // scratch: the findings of one step
+  std::vector<EpisodeEvent> events_;
   std::int64_t max_step_seen_ = -1;
   std::uint64_t steps_evaluated_ = 0;
   std::uint64_t records_evaluated_ = 0;

@@ -12,6 +12,7 @@
 #include <set>
 #include <sstream>
 
+#include "rules/builtin_defaults.h"
 #include "rules/param_reader.h"
 #include "tstat_rules.pb.h"
 
@@ -115,6 +116,22 @@ Result<ConfiguredRule> Convert(const pb::RuleConfig& in, int index) {
   }
   spec.name = in.name().empty() ? spec.type : in.name();
   const std::string named = at + " \"" + spec.name + "\"";
+  if (!in.severity().empty()) {
+    Severity severity;
+    if (!ParseSeverity(in.severity(), &severity)) {
+      return Status::InvalidArgument(named + ".severity: \"" + in.severity() +
+                                     "\" is not a severity (info, warning, error, critical)");
+    }
+    spec.severity = severity;
+  }
+  if (in.has_confirm_steps()) {
+    if (in.confirm_steps() < 1 || in.confirm_steps() > 1000000) {
+      return Status::InvalidArgument(named + ".confirm_steps: must be in [1, 1000000], got " +
+                                     std::to_string(in.confirm_steps()));
+    }
+    spec.confirm_steps = in.confirm_steps();
+  }
+  out.enabled = !in.has_enabled() || in.enabled();
   if (in.has_collection_names()) {
     TSTAT_RETURN_IF_ERROR(
         CollectionNames(in.collection_names(), named + ".collection_names", &spec.collection_names));
@@ -181,7 +198,7 @@ Result<ConfiguredRule> Convert(const pb::RuleConfig& in, int index) {
 
 }  // namespace
 
-Result<RulesConfig> ParseRulesConfigJson(std::string_view json) {
+Result<RulesConfig> ParseRulesConfigJson(std::string_view json, const RuleRegistry* registry) {
   pb::RulesConfig proto;
   google::protobuf::util::JsonParseOptions options;
   options.ignore_unknown_fields = false;
@@ -191,6 +208,16 @@ Result<RulesConfig> ParseRulesConfigJson(std::string_view json) {
     return Status::InvalidArgument("rules config: " + std::string(status.message()));
   }
   RulesConfig config;
+  if (proto.defaults()) {
+    RuleRegistry builtins;
+    if (registry == nullptr) {
+      TSTAT_RETURN_IF_ERROR(RegisterBuiltinRules(&builtins));
+      registry = &builtins;
+    }
+    config = DefaultRulesConfig(*registry);
+    config.is_default = false;
+  }
+  const std::size_t defaults = config.rules.size();
   std::set<std::string> names;
   for (int i = 0; i < proto.rules_size(); ++i) {
     Result<ConfiguredRule> rule = Convert(proto.rules(i), i);
@@ -200,18 +227,30 @@ Result<RulesConfig> ParseRulesConfigJson(std::string_view json) {
                                      rule->spec.name + "\" is used by an earlier rule (names "
                                      "must be unique; the name defaults to the type)");
     }
+    // An entry named like a default rule replaces it (or, disabled, removes it).
+    auto same = std::find_if(config.rules.begin(), config.rules.begin() + defaults,
+                             [&rule](const ConfiguredRule& r) { return r.spec.name == rule->spec.name; });
+    if (same != config.rules.begin() + defaults) {
+      same->enabled = false;
+    } else if (!rule->enabled && proto.defaults()) {
+      return Status::InvalidArgument("rules config: rules[" + std::to_string(i) + "] \"" +
+                                     rule->spec.name + "\".enabled: no default rule has this name");
+    }
     config.rules.push_back(std::move(rule).value());
   }
+  config.rules.erase(std::remove_if(config.rules.begin(), config.rules.end(),
+                                    [](const ConfiguredRule& r) { return !r.enabled; }),
+                     config.rules.end());
   return config;
 }
 
-Result<RulesConfig> LoadRulesConfigFile(const std::string& path) {
+Result<RulesConfig> LoadRulesConfigFile(const std::string& path, const RuleRegistry* registry) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return Status::IoError(path + ": cannot read the rules config");
   std::ostringstream text;
   text << in.rdbuf();
   if (in.bad()) return Status::IoError(path + ": error reading the rules config");
-  Result<RulesConfig> config = ParseRulesConfigJson(text.str());
+  Result<RulesConfig> config = ParseRulesConfigJson(text.str(), registry);
   if (!config.ok()) return config.status().WithContext(path);
   return config;
 }
@@ -220,12 +259,28 @@ RulesConfig DefaultRulesConfig(const RuleRegistry& registry) {
   RulesConfig config;
   config.is_default = true;
   const std::vector<std::string> known = registry.types();
-  for (const char* type :
-       {"exploding_tensor", "vanishing_gradient", "loss_not_decreasing", "stalled_training"}) {
-    if (std::find(known.begin(), known.end(), type) == known.end()) continue;
+  for (const BuiltinDefaults& d : AllBuiltinDefaults()) {
+    if (!d.in_default_set) continue;
+    if (std::find(known.begin(), known.end(), d.type) == known.end()) continue;
     ConfiguredRule r;
-    r.spec.name = r.spec.type = type;
+    r.spec.name = r.spec.type = d.type;
     config.rules.push_back(std::move(r));
+  }
+  return config;
+}
+
+Result<RulesConfig> WithoutRules(RulesConfig config, const std::vector<std::string>& names,
+                                 const std::string& field) {
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    auto it = std::find_if(config.rules.begin(), config.rules.end(),
+                           [&](const ConfiguredRule& r) { return r.spec.name == names[i]; });
+    if (it == config.rules.end()) {
+      std::string known;
+      for (const ConfiguredRule& r : config.rules) known += (known.empty() ? "" : ", ") + r.spec.name;
+      return Status::InvalidArgument(field + "[" + std::to_string(i) + "]: no rule \"" + names[i] +
+                                     "\" runs (the rules: " + known + ")");
+    }
+    config.rules.erase(it);
   }
   return config;
 }
@@ -255,7 +310,7 @@ Result<LoadedRules> LoadRules(const RuleRegistry& registry, const std::string& c
   if (config_path.empty()) {
     out.config = DefaultRulesConfig(registry);
   } else {
-    TSTAT_ASSIGN_OR_RETURN(out.config, LoadRulesConfigFile(config_path));
+    TSTAT_ASSIGN_OR_RETURN(out.config, LoadRulesConfigFile(config_path, &registry));
   }
   Result<std::vector<std::unique_ptr<Rule>>> rules = CreateRules(registry, out.config);
   if (!rules.ok()) {

@@ -19,6 +19,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -30,13 +31,16 @@ namespace tstat::rules {
 struct RuleActions {
   bool record = true;         // append to RUN/findings.jsonl
   bool print = true;          // one line on the runner's output
-  bool stop_training = false; // ask the training process to stop
+  // Ask the training process to stop when an episode opens; unset: when its
+  // severity is at least the runner's stop level (ActionRunner::Options).
+  std::optional<bool> stop_training;
   int capture_raw_steps = 0;  // raw snapshots of the finding's tensor for this many steps
 };
 
 struct ConfiguredRule {
   RuleSpec spec;
   RuleActions actions;
+  bool enabled = true;  // the config's "enabled"
 };
 
 struct RulesConfig {
@@ -45,16 +49,25 @@ struct RulesConfig {
 };
 
 // Parses and checks the structure of a rules config (fields, types, modes,
-// names). Parameters are checked by CreateRules(). kInvalidArgument naming
-// the field on any error.
-Result<RulesConfig> ParseRulesConfigJson(std::string_view json);
+// names, severities). Parameters are checked by CreateRules().
+// kInvalidArgument naming the field on any error. With "defaults": true the
+// result holds the default set (of `registry`, or of every built-in type
+// when null) with the file's entries replacing or adding rules.
+Result<RulesConfig> ParseRulesConfigJson(std::string_view json,
+                                         const RuleRegistry* registry = nullptr);
 // Reads and parses a file; kIoError when it cannot be read.
-Result<RulesConfig> LoadRulesConfigFile(const std::string& path);
+Result<RulesConfig> LoadRulesConfigFile(const std::string& path,
+                                        const RuleRegistry* registry = nullptr);
 
-// The rules that run without a config file, each with its default parameters
-// and actions (record + print): exploding_tensor, vanishing_gradient,
-// loss_not_decreasing and stalled_training - those of them `registry` knows.
+// The rules that run without a config file (the default rule set,
+// rules/builtin_defaults.h), each with its default parameters, severity and
+// actions - those of them `registry` knows.
 RulesConfig DefaultRulesConfig(const RuleRegistry& registry);
+
+// `config` without the rules named in `names`; kInvalidArgument naming a
+// name no rule of the config has (listing those it has).
+Result<RulesConfig> WithoutRules(RulesConfig config, const std::vector<std::string>& names,
+                                 const std::string& field);
 
 // Creates the rules of `config`, in order. Unknown types, unknown or
 // mistyped parameters, invalid regexes and expression syntax errors are

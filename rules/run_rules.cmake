@@ -16,6 +16,7 @@ list(APPEND TSTAT_RULES_RUN_SOURCES
   ${CMAKE_CURRENT_SOURCE_DIR}/actions.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/findings_log.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/rules_config.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/rules_summary.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/trial_runner.cc
 )
 

@@ -149,7 +149,7 @@ Status TrialRunner::Poll(std::vector<Finding>* findings, bool tick) {
   }
   const bool closed = trial_->loaded_all_steps();
   FeedSteps(/*all=*/closed, findings);
-  if (tick) TickRules(*engine_, WallClockNow(), findings);
+  if (tick) engine_->Tick(WallClockNow(), findings);
   complete_ = closed;
   return Status::OK();
 }
@@ -162,11 +162,16 @@ void TrialRunner::Finish(std::vector<Finding>* findings) {
   for (const std::string& d : engine_->Diagnostics()) Warn(d);
 }
 
-Status TrialRunner::Run(const std::function<Status(const Finding&)>& on_finding) {
+Status TrialRunner::Run(const std::function<Status(const Finding&)>& on_finding,
+                        const std::function<Status(const EpisodeEvent&)>& on_event) {
   std::vector<Finding> found;
   auto deliver = [&]() -> Status {
     for (const Finding& f : found) TSTAT_RETURN_IF_ERROR(on_finding(f));
     found.clear();
+    const std::vector<EpisodeEvent> events = engine_->TakeEvents();
+    if (on_event) {
+      for (const EpisodeEvent& e : events) TSTAT_RETURN_IF_ERROR(on_event(e));
+    }
     return Status::OK();
   };
   if (!options_.follow) {

@@ -57,8 +57,10 @@ class TrialRunner {
   // check (options.follow false): one Poll + Finish. follow: Poll until the
   // run is complete (sleeping poll_interval_s when a poll brought nothing),
   // then Finish; or until options.interrupted(). `on_finding` is called for
-  // each finding as it comes; its error stops the run and is returned.
-  Status Run(const std::function<Status(const Finding&)>& on_finding);
+  // each finding as it comes, then `on_event` (if given) for each episode
+  // event they caused; an error of either stops the run and is returned.
+  Status Run(const std::function<Status(const Finding&)>& on_finding,
+             const std::function<Status(const EpisodeEvent&)>& on_event = {});
 
   // Warnings so far, each once: damaged files, then (after Finish) the rules'
   // Diagnostics (e.g. a regex that matched nothing, a run without losses).

@@ -148,6 +148,54 @@ expect 0 '^findings: +3 \(grad_blowup 2, loss_not_decreasing 1\)$' inspect "$run
 expect 0 '"findings": 3, "findings_by_rule": \{"grad_blowup": 2, "loss_not_decreasing": 1\}' \
   inspect "$run" --json
 
+# ---- episodes (open/close events) and the in-process rules summary
+cat >"$run/findings.jsonl" <<'EOF_FINDINGS'
+{"rule":"grad_blowup","type":"expression","step":"4","mode":"TRAIN","mode_step":"4","worker":0,"tensor":"x","values":{"l2":27.4,"a_limit":20},"measure":"l2","message":"l2 above 20","time":1700000000.25,"event":"open","episode":"1","severity":"error","first_step":"4","first_mode_step":"4","reported_step":"4","reported_mode_step":"4","steps":"1","worst":{"l2":27.4,"a_limit":20},"worst_step":"4","worst_mode_step":"4"}
+{"rule":"grad_blowup","type":"expression","step":"8","mode":"TRAIN","mode_step":"6","worker":0,"tensor":"x","values":{"l2":27.4,"a_limit":20},"measure":"l2","message":"l2 above 20","time":1700000001.25,"event":"close","episode":"1","severity":"error","first_step":"4","first_mode_step":"4","reported_step":"4","reported_mode_step":"4","steps":"2","worst":{"l2":49.3,"a_limit":20},"worst_step":"8","worst_mode_step":"6"}
+EOF_FINDINGS
+cat >"$run/rules-00000.json" <<'EOF_RULES'
+{"worker":0,"stopOn":"critical","rules":[{"name":"grad_blowup","type":"expression","severity":"error"}],"captures":[{"rule":"grad_blowup","what":"the stat set (every step)","collection":"rules.stats.all","tensors":"1","examples":["x"]}],"steps":"9","stepsJudged":"9","records":"9","rulesRecords":"3","episodes":"1","diagnostics":["rule dead_relu: tensor_regex matched no tensor, so it never fires"]}
+EOF_RULES
+# The worst value is the measure's (l2), at its own mode step, though JSON
+# sorts the values by name.
+expect 0 '^findings: +1 \(grad_blowup 1\)$' inspect "$run"
+expect 0 '^  TRAIN steps 4-6 \(global 4-8, 2 steps\) worker 0: grad_blowup \(expression\) \[error\] x: l2 above 20; worst l2 49\.3 at TRAIN step 6 \(global 8\)$' inspect "$run"
+expect 0 '^rules: +1 rule\(s\) judged 9 step\(s\) \(training stops on: critical\); 1 episode\(s\)$' inspect "$run"
+expect 0 '^ +captured for grad_blowup: the stat set \(every step\) of 1 tensor\(s\) \(x\)$' inspect "$run"
+expect 0 '^ +could not judge: rule dead_relu: tensor_regex matched no tensor, so it never fires$' inspect "$run"
+runt inspect "$run" --json
+check_py "inspect --json episodes and rules" '
+import json
+j = json.loads(out)
+e, = j["episodes"]
+assert (e["id"], e["rule"], e["severity"], e["mode"], e["first_step"], e["last_step"],
+        e["last_global_step"], e["steps"], e["open"]) == (1, "grad_blowup", "error", "TRAIN", 4, 6,
+                                                          8, 2, False), e
+assert (e["worst_measure"], e["worst_value"], e["worst_step"]) == ("l2", 49.3, 6), e
+r, = j["rules"]
+assert r["stop_on"] == "critical" and r["diagnostics"] == [
+    "rule dead_relu: tensor_regex matched no tensor, so it never fires"], r
+assert j["rules_problems"] == [], j["rules_problems"]
+'
+# A hostile summary (a FIFO nobody writes) is named, not waited on.
+rm "$run/rules-00000.json"
+mkfifo "$run/rules-00000.json"
+mkfifo "$run/findings.jsonl.fifo"
+mv "$run/findings.jsonl" "$work/findings.jsonl.saved"
+ln -s findings.jsonl.fifo "$run/findings.jsonl"
+out="$(timeout 20 "$tstat" inspect "$run" 2>&1)"
+code=$?
+if [[ $code != 0 ]]; then
+  fail "inspect with FIFOs for findings.jsonl and rules-00000.json exited $code (124: it blocked)"
+elif ! grep -Eq 'rules: +summary not read: .*rules-00000\.json: not a regular file' <<<"$out" ||
+  ! grep -Eq '^findings: .*findings\.jsonl: not a regular file' <<<"$out"; then
+  fail "inspect does not name the FIFOs"
+else
+  echo "ok: inspect names FIFOs in the run directory and does not block on them"
+fi
+rm "$run/rules-00000.json" "$run/findings.jsonl" "$run/findings.jsonl.fifo"
+mv "$work/findings.jsonl.saved" "$run/findings.jsonl"
+
 # ---- dump
 expect 0 '^ +8 +6 +TRAIN +4 +9 +36 +22\.5 +10\.0623 +49\.295 +0 +0 +0$' dump "$run" --tensor x
 expect 0 '^tensor x  f32\[4\]  collections: weights' dump "$run" --tensor x

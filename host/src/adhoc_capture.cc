@@ -2,6 +2,7 @@
 #include <chrono>
 #include <string>
 
+#include "host/src/label_classes.h"
 #include "host/src/session_impl.h"
 
 namespace tstat {
@@ -72,6 +73,7 @@ Result<std::uint32_t> Session::Impl::RegisterLocked(const TensorSpec& spec) {
   t.view_fn = spec.view_fn;
   if (t.view_fn) t.view.data = nullptr;
   t.name_hash = host::NameHash(spec.name);
+  AddRulesNeeds(&t);
   TSTAT_ASSIGN_OR_RETURN(RegisteredTensor * added, registry.Add(std::move(t)));
   captured.push_back(added);
   return added->info.id;
@@ -94,6 +96,7 @@ Status Session::Impl::SaveScalarLocked(const std::string& name, double value) {
     s.collections = std::move(cols);
     s.adhoc = true;
     s.name_hash = host::NameHash(name);
+    AddRulesNeeds(&s);
     TSTAT_ASSIGN_OR_RETURN(t, registry.Add(std::move(s)));
   }
   const double now =
@@ -153,12 +156,26 @@ Status Session::Impl::SaveTensorLocked(const std::string& name, const TensorView
     n.collections = std::move(cols);
     n.adhoc = true;
     n.name_hash = host::NameHash(name);
+    AddRulesNeeds(&n);
     TSTAT_ASSIGN_OR_RETURN(t, registry.Add(std::move(n)));
   }
-  // Delta and confusion are for registered tensors; ad-hoc saves get the rest.
-  StatsOptions o = host::MergeOptions(*collections, t->collections).stats;
+  // Confusion is for registered tensors (its predictions are read at
+  // EndStep); ad-hoc saves get the rest, delta for host tensors.
+  const host::CaptureOptions co = host::MergeOptions(*collections, t->collections);
+  StatsOptions o = co.stats;
   o.delta = DeltaOptions();
   o.confusion = ConfusionOptions();
+  if (co.per_unit_from_rules && view.shape.size() < 2) o.per_channel_axis = -1;
+  const std::size_t view_bytes = static_cast<std::size_t>(view.numel) * DTypeSize(view.dtype);
+  const bool delta = co.delta && view.space == MemorySpace::kHost;
+  if (delta && t->has_previous && t->previous.size() == view_bytes) {
+    o.delta = co.stats.delta;
+    o.delta.previous = t->previous.data();
+  }
+  if (co.infer_label_classes && o.label_classes == 0 && IsIntegerDType(view.dtype) &&
+      o.per_channel_axis < 0 && o.linear_histogram.bins == 0) {
+    o.label_classes = LabelClasses(t, view);
+  }
   const std::int64_t step = step_open ? key.global_step : last_global + 1;
   o.sample_seed = t->name_hash ^ static_cast<std::uint64_t>(step);
   std::vector<ReductionResult> results;
@@ -167,6 +184,11 @@ Status Session::Impl::SaveTensorLocked(const std::string& name, const TensorView
     TSTAT_RETURN_IF_ERROR(cpu->Reduce(requests, &results).WithContext(ctx));
     if (!results[0].status.ok()) return results[0].status.WithContext(ctx);
     AddResult(t->info.id, o, std::move(results[0]), &pending);
+    if (delta) {
+      t->previous.assign(static_cast<const std::uint8_t*>(view.data),
+                         static_cast<const std::uint8_t*>(view.data) + view_bytes);
+      t->has_previous = true;
+    }
     if (options.raw) SnapshotHost(t->info.id, view, &pending, &pending_raw_bytes);
   } else {
     const std::uint64_t bytes = static_cast<std::uint64_t>(view.numel) * DTypeSize(view.dtype);
@@ -191,6 +213,7 @@ Status Session::Impl::SaveTensorLocked(const std::string& name, const TensorView
       if (raw) pipeline->ReleaseRaw(bytes);
       return s.WithContext(ctx);
     }
+    host::GrowLabelClasses(t->label_classes.get(), results[0]);
     AddResult(t->info.id, o, std::move(results[0]), &pending);
     if (raw) {
       pending_raw_bytes += bytes;

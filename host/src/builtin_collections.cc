@@ -46,6 +46,10 @@ Status CheckCollectionName(const std::string& name) {
     return Status::InvalidArgument("collection names have 1 to 128 characters, got " +
                                    std::to_string(name.size()));
   }
+  if (name.rfind("rules.", 0) == 0) {
+    return Status::InvalidArgument("collection names starting with \"rules.\" are the in-process "
+                                   "rules' (what they capture), got \"" + name + "\"");
+  }
   for (char ch : name) {
     const bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
                     (ch >= '0' && ch <= '9') || ch == '_' || ch == '.' || ch == '-';

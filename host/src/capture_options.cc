@@ -4,6 +4,7 @@
 #include <cstring>
 #include <string>
 
+#include "host/src/label_classes.h"
 #include "host/src/session_impl.h"
 
 namespace tstat {
@@ -40,6 +41,57 @@ const host::CaptureOptions& Session::Impl::MergedOptions(const std::vector<int>&
   return merged_options.back().second;
 }
 
+namespace {
+
+// "predictions", "logits", "model/predictions", "logits_output": a tensor
+// whose last dimension counts the classes.
+bool NamesPredictions(const std::string& name) {
+  for (const char* word : {"predictions", "logits"}) {
+    const std::size_t at = name.find(word);
+    if (at == std::string::npos) continue;
+    const std::size_t end = at + std::strlen(word);
+    const bool left = at == 0 || name[at - 1] == '/' || name[at - 1] == '.' || name[at - 1] == '_';
+    const bool right = end == name.size() || name[end] == '/' || name[end] == '.' || name[end] == '_';
+    if (left && right) return true;
+  }
+  return false;
+}
+
+std::size_t ShapeRank(const TensorView& v) { return v.shape.empty() ? 1 : v.shape.size(); }
+
+}  // namespace
+
+int Session::Impl::LabelClasses(host::RegisteredTensor* t, const TensorView& v) {
+  if (!t->label_classes) {
+    int classes = 2;
+    std::string source = "grown to the largest label seen";
+    for (const auto& other : registry.all()) {
+      const TensorInfo& p = other->info;
+      if (p.kind != TensorKind::kTensor || !IsFloatingDType(p.dtype) || p.shape.size() < 2 ||
+          !NamesPredictions(p.name) || p.shape.back() < 2) {
+        continue;
+      }
+      classes = host::ClassesFor(p.shape.back() - 1);
+      source = "the last dimension of " + p.name;
+      break;
+    }
+    t->label_classes = std::make_shared<std::atomic<int>>(classes);
+    rules_summary.label_classes.push_back({t->info.name, classes, source});
+  }
+  int classes = t->label_classes->load();
+  if (classes > 0 && v.space == MemorySpace::kHost) {
+    const std::int64_t largest = host::LargestHostLabel(v);
+    if (largest >= classes) {
+      classes = host::ClassesFor(largest);
+      t->label_classes->store(classes);
+    }
+  }
+  for (auto& l : rules_summary.label_classes) {
+    if (l.tensor == t->info.name) l.classes = classes;
+  }
+  return classes;
+}
+
 void Session::Impl::PrepareOptions(host::RegisteredTensor* t, const TensorView& v,
                                    const std::vector<int>& due, StepBatch* batch,
                                    StatsOptions* options) {
@@ -47,6 +99,13 @@ void Session::Impl::PrepareOptions(host::RegisteredTensor* t, const TensorView& 
   StatsOptions& o = *options;
   o = co.stats;  // assigned: the request's count_values keeps its capacity
   o.sample_seed = t->name_hash ^ static_cast<std::uint64_t>(key.global_step);
+  if (co.per_unit_from_rules && ShapeRank(v) < 2) o.per_channel_axis = -1;
+  // Inferred label counts, unless configured or impossible (label counts do
+  // not come with per-channel or linear histogram statistics).
+  if (co.infer_label_classes && o.label_classes == 0 && IsIntegerDType(v.dtype) &&
+      o.per_channel_axis < 0 && o.linear_histogram.bins == 0) {
+    o.label_classes = LabelClasses(t, v);
+  }
   // Delta: host tensors keep a host copy; CUDA tensors a device copy
   // (device_delta.h), copied after the step's reductions are queued.
   if (co.delta && v.space == MemorySpace::kHost) {

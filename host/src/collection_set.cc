@@ -58,6 +58,7 @@ CaptureOptions ResolveOptions(const StatsConfig& c, const StatsConfig& s) {
   o.sample_count = First<std::int64_t>({&c.sample_count, &s.sample_count}, 0);
   o.band_lo = First({&c.band_lo, &s.band_lo}, o.band_lo);
   o.band_hi = First({&c.band_hi, &s.band_hi}, o.band_hi);
+  out.band_set = c.band_lo || c.band_hi || s.band_lo || s.band_hi;
   o.small_eps = First({&c.small_eps, &s.small_eps}, o.small_eps);
   o.delta.atol = First({&c.delta_atol, &s.delta_atol}, o.delta.atol);
   o.delta.rtol = First({&c.delta_rtol, &s.delta_rtol}, o.delta.rtol);
@@ -198,17 +199,55 @@ Result<std::vector<int>> CollectionSet::Select(
   return out;
 }
 
+int CollectionSet::AddRulesCollection(const std::string& name, const CaptureNeeds& needs,
+                                      std::int64_t interval, const StatsConfig& session_stats) {
+  const int existing = Find(name);
+  if (existing >= 0) return existing;
+  auto c = std::make_unique<Collection>();
+  c->name = name;
+  c->active = true;
+  for (Mode m : {Mode::kTrain, Mode::kEval, Mode::kPredict, Mode::kGlobal}) {
+    ResolvedSchedule& r = c->stats[static_cast<int>(m) - 1];
+    r.save_interval = (needs.modes & CaptureNeeds::ModeBit(m)) ? interval : 0;
+    if (needs.until_step > 0) r.end_step = needs.until_step;
+    c->raw[static_cast<int>(m) - 1].save_interval = 0;
+  }
+  c->options = ResolveOptions(StatsConfig(), session_stats);
+  if (needs.per_unit && c->options.stats.per_channel_axis < 0) {
+    c->options.stats.per_channel_axis = 1;
+    c->options.per_unit_from_rules = true;
+  }
+  if (needs.band) {
+    c->options.stats.band_lo = needs.band_lo;
+    c->options.stats.band_hi = needs.band_hi;
+    c->options.band_set = true;
+  }
+  c->options.infer_label_classes = needs.label_counts;
+  c->options.delta = c->options.delta || needs.delta;
+  collections_.push_back(std::move(c));
+  return static_cast<int>(collections_.size()) - 1;
+}
+
 CaptureOptions MergeOptions(const CollectionSet& set, const std::vector<int>& due) {
   CaptureOptions out;
   if (due.empty()) return out;
-  out = set.at(due[0]).options;  // band limits, eps: the first due collection's
+  out = set.at(due[0]).options;  // eps: the first due collection's
   StatsOptions& o = out.stats;
   for (std::size_t k = 1; k < due.size(); ++k) {
     const CaptureOptions& xo = set.at(due[k]).options;
     const StatsOptions& x = xo.stats;
+    if (!out.band_set && xo.band_set) {
+      o.band_lo = x.band_lo;
+      o.band_hi = x.band_hi;
+      out.band_set = true;
+    }
+    out.infer_label_classes = out.infer_label_classes || xo.infer_label_classes;
     o.exponent_histogram = o.exponent_histogram || x.exponent_histogram;
     if (o.linear_histogram.bins == 0) o.linear_histogram = x.linear_histogram;
-    if (o.per_channel_axis < 0) o.per_channel_axis = x.per_channel_axis;
+    if (o.per_channel_axis < 0 && x.per_channel_axis >= 0) {
+      o.per_channel_axis = x.per_channel_axis;
+      out.per_unit_from_rules = xo.per_unit_from_rules;
+    }
     if (o.label_classes == 0) o.label_classes = x.label_classes;
     o.sample_count = std::max(o.sample_count, x.sample_count);
     if (o.count_values.empty()) o.count_values = x.count_values;

@@ -23,6 +23,7 @@
 
 #include "host/src/save_schedule.h"
 #include "tstat/config.h"
+#include "tstat/rule.h"
 #include "tstat/stats.h"
 #include "tstat/stats_record.h"
 
@@ -34,6 +35,13 @@ struct CaptureOptions {
   StatsOptions stats;
   bool delta = false;                 // delta against the previous save
   std::string confusion_predictions;  // name of the predictions tensor; empty = off
+  bool band_set = false;              // band_lo/band_hi were configured (not the defaults)
+  // per_channel_axis is the rules' per-unit need (axis 1), not configured:
+  // a tensor of rank < 2 at a step gets no per-channel stats then.
+  bool per_unit_from_rules = false;
+  // Label counts with the classes the session infers for the tensor
+  // (RegisteredTensor::label_classes), unless label_classes is set.
+  bool infer_label_classes = false;
 };
 
 struct Collection {
@@ -57,6 +65,14 @@ class CollectionSet {
   // `config` must have passed ValidateConfig.
   static Result<std::unique_ptr<CollectionSet>> Create(const SessionConfig& config);
 
+  // The collection `name` for what the rules need (`needs`, named by
+  // rules::NeedsCollectionName), added after every other collection on first
+  // use: saved every `interval` steps of needs.modes (below
+  // needs.until_step), with the session's stats config plus the need.
+  // Returns its index. Not thread-safe: the session adds them under its lock.
+  int AddRulesCollection(const std::string& name, const CaptureNeeds& needs,
+                         std::int64_t interval, const StatsConfig& session_stats);
+
   int size() const { return static_cast<int>(collections_.size()); }
   const Collection& at(int i) const { return *collections_[i]; }
   // Index of collection `name`, or -1.
@@ -73,7 +89,8 @@ class CollectionSet {
 };
 
 // The options of a tensor saved at a step: the union over its due collections
-// (`due`, in collection order) as described above.
+// (`due`, in collection order) as described above; the band limits of the
+// first due collection that configures them (else the defaults).
 CaptureOptions MergeOptions(const CollectionSet& set, const std::vector<int>& due);
 
 }  // namespace tstat::host

@@ -145,6 +145,10 @@ void RulesToProto(const InProcessRulesConfig& in, config::RulesSection* out) {
     }
   }
   for (const std::string& p : in.plugins) out->add_plugins(p);
+  out->set_stop_on(in.stop_on);
+  for (const std::string& d : in.disable) out->add_disable(d);
+  out->set_capture_needs(in.capture_needs);
+  out->set_save_interval(in.save_interval);
 }
 
 InProcessRulesConfig RulesFromProto(const config::RulesSection& in) {
@@ -158,11 +162,18 @@ InProcessRulesConfig RulesFromProto(const config::RulesSection& in) {
     if (r.config_json.empty()) r.config_json = "{}";
   }
   r.plugins.assign(in.plugins().begin(), in.plugins().end());
+  if (!in.stop_on().empty()) r.stop_on = in.stop_on();
+  r.disable.assign(in.disable().begin(), in.disable().end());
+  if (in.has_capture_needs()) r.capture_needs = in.capture_needs();
+  if (in.has_save_interval()) r.save_interval = in.save_interval();
   return r;
 }
 
 bool IsEmpty(const InProcessRulesConfig& r) {
-  return !r.enabled && r.config_file.empty() && r.config_json.empty() && r.plugins.empty();
+  const InProcessRulesConfig defaults;
+  return !r.enabled && r.config_file.empty() && r.config_json.empty() && r.plugins.empty() &&
+         r.stop_on == defaults.stop_on && r.disable.empty() &&
+         r.capture_needs == defaults.capture_needs && r.save_interval == defaults.save_interval;
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "host/src/builtin_collections.h"
+#include "rules/actions.h"
 #include "rules/rules_config.h"
 #include "tstat/config.h"
 
@@ -160,6 +161,18 @@ Status CheckRules(const InProcessRulesConfig& r) {
     if (r.plugins[i].empty()) {
       return Status::InvalidArgument(Idx("rules.plugins", i) + ": empty path");
     }
+  }
+  rules::StopPolicy stop;
+  if (!rules::StopPolicy::Parse(r.stop_on, &stop)) {
+    return Status::InvalidArgument("rules.stop_on: \"" + r.stop_on.substr(0, 64) +
+                                   "\" is not one of critical, error, warning, info, never");
+  }
+  for (std::size_t i = 0; i < r.disable.size(); ++i) {
+    if (r.disable[i].empty()) return Status::InvalidArgument(Idx("rules.disable", i) + ": empty name");
+  }
+  if (r.save_interval < 1 || r.save_interval > 1000000) {
+    return Status::InvalidArgument("rules.save_interval: must be in [1, 1000000], got " +
+                                   std::to_string(r.save_interval));
   }
   return Status::OK();
 }

@@ -349,6 +349,7 @@ void Pipeline::WriterLoop() {
   unflushed_records_ = 0;
   unflushed_batches_ = 0;
   counters_.bytes_written = sink_->bytes_written();
+  counters_.segments_written = sink_->segments_written();  // what CLOSED says too
 }
 
 void Pipeline::WriteItem(PipelineItem* item) {
@@ -399,6 +400,7 @@ void Pipeline::FlushSink() {
       if (status_.ok()) status_ = s.WithContext("flushing");
     }
     counters_.bytes_written = sink_->bytes_written();
+    counters_.segments_written = sink_->segments_written();
   }
   unflushed_records_ = 0;
   unflushed_batches_ = 0;

@@ -29,23 +29,23 @@ class RulesThread::Catalog final : public TensorCatalog {
 
 namespace {
 
-// The rules config of `c`: config_json, config_file, or the default set.
+// The rules config of `c`: config_json, config_file, or the default set;
+// then without the rules of c.disable.
 Result<rules::RulesConfig> LoadConfig(const InProcessRulesConfig& c, const RuleRegistry& registry,
                                       std::string* field) {
+  Result<rules::RulesConfig> r = rules::RulesConfig();
   if (!c.config_json.empty()) {
     *field = "rules.config";
-    Result<rules::RulesConfig> r = rules::ParseRulesConfigJson(c.config_json);
-    if (!r.ok()) return r.status().WithContext(*field);
-    return r;
-  }
-  if (!c.config_file.empty()) {
+    r = rules::ParseRulesConfigJson(c.config_json, &registry);
+  } else if (!c.config_file.empty()) {
     *field = "rules.config_file";
-    Result<rules::RulesConfig> r = rules::LoadRulesConfigFile(c.config_file);
-    if (!r.ok()) return r.status().WithContext(*field);
-    return r;
+    r = rules::LoadRulesConfigFile(c.config_file, &registry);
+  } else {
+    *field = "rules (the default rule set)";
+    r = rules::DefaultRulesConfig(registry);
   }
-  *field = "rules (the default rule set)";
-  return rules::DefaultRulesConfig(registry);
+  if (!r.ok()) return r.status().WithContext(*field);
+  return rules::WithoutRules(std::move(r).value(), c.disable, "rules.disable");
 }
 
 double Seconds(std::chrono::steady_clock::duration d) {
@@ -70,6 +70,7 @@ Result<std::shared_ptr<RulesThread>> RulesThread::Start(Options options) {
   t->rule_count_ = created->size();
   t->engine_ = std::make_unique<rules::RuleEngine>(std::move(created).value(),
                                                    rules::EngineOptions{1});
+  for (const auto& rule : t->engine_->rules()) t->rule_list_.push_back(rule.get());
   if (!t->options_.findings_path.empty()) {
     TSTAT_ASSIGN_OR_RETURN(t->log_, rules::FindingsLogWriter::Open(t->options_.findings_path));
   }
@@ -78,7 +79,15 @@ Result<std::shared_ptr<RulesThread>> RulesThread::Start(Options options) {
   ao.log = t->log_.get();
   ao.sink = t->options_.sink;
   ao.print = t->options_.print;
+  if (!rules::StopPolicy::Parse(c.stop_on, &ao.stop)) {
+    return Status::InvalidArgument("rules.stop_on: \"" + c.stop_on + "\" is not a stop level");
+  }
   t->runner_ = std::make_unique<rules::ActionRunner>(std::move(ao));
+  for (const Rule* rule : t->rule_list_) {
+    const RuleSpec& s = rule->spec();  // the type's defaults filled in
+    const Severity severity = s.severity.value_or(Severity::kError);
+    t->rule_infos_.push_back({s.name, s.type, severity, t->runner_->Stops(s.name, severity)});
+  }
   t->catalog_ = std::make_unique<Catalog>();
   t->thread_ = std::thread([raw = t.get()] { raw->Loop(); });
   return t;
@@ -130,13 +139,18 @@ void RulesThread::KeepError(const Status& s) {
 }
 
 void RulesThread::Deliver(std::vector<Finding>* found) {
-  for (const Finding& f : *found) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      findings_.push_back(f);
+  std::vector<rules::EpisodeEvent> events = engine_->TakeEvents();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    findings_.insert(findings_.end(), found->begin(), found->end());
+    for (const rules::EpisodeEvent& e : events) {
+      const std::size_t index = static_cast<std::size_t>(e.episode.id - 1);
+      if (index >= episodes_.size()) episodes_.resize(index + 1);
+      episodes_[index] = e.episode;
     }
-    KeepError(runner_->Handle(f));
+    steps_evaluated_ = engine_->steps_evaluated();
   }
+  for (const rules::EpisodeEvent& e : events) KeepError(runner_->Handle(e));
   found->clear();
 }
 
@@ -187,7 +201,7 @@ void RulesThread::Loop() {
       std::vector<Finding> found;
       if (!broken_) {
         try {
-          rules::TickRules(*engine_, rules::WallClockNow(), &found);
+          engine_->Tick(rules::WallClockNow(), &found);
         } catch (...) {
           broken_ = true;
           KeepError(Status::Internal("a rule threw while ticking; the rules are not evaluated "
@@ -210,10 +224,10 @@ void RulesThread::Loop() {
     }
   }
   Deliver(&found);
-  if (options_.print != nullptr) {
-    for (const std::string& d : engine_->Diagnostics()) {
-      *options_.print << "tstat: rules warning: " << d << std::endl;
-    }
+  {
+    std::vector<std::string> diagnostics = engine_->Diagnostics();
+    std::lock_guard<std::mutex> guard(mu_);
+    diagnostics_ = std::move(diagnostics);
   }
   if (log_) KeepError(log_->Close());
   lock.lock();
@@ -236,6 +250,30 @@ Status RulesThread::Finish() {
 std::vector<Finding> RulesThread::findings() const {
   std::lock_guard<std::mutex> lock(mu_);
   return findings_;
+}
+
+std::vector<Episode> RulesThread::episodes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return episodes_;
+}
+
+std::vector<std::string> RulesThread::diagnostics() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return diagnostics_;
+}
+
+std::uint64_t RulesThread::steps_evaluated() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return steps_evaluated_;
+}
+
+std::vector<RulesThread::RuleNeed> RulesThread::NeedsOf(const TensorInfo& tensor) const {
+  std::vector<RuleNeed> out;
+  for (const Rule* rule : rule_list_) {
+    const CaptureNeeds n = rule->Needs(tensor);
+    if (n.any()) out.push_back({rule->spec().name, n});
+  }
+  return out;
 }
 
 Status RulesThread::status() const {

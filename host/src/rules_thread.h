@@ -5,10 +5,11 @@
 // batches once collected) - no file round trip. A thread of its own feeds
 // them to a rules::RuleEngine over this worker's steps (world_size 1 for the
 // engine: each worker judges its own steps), ticks the rules that watch the
-// clock (rules/tick.h) about once a second, and applies each finding's
-// actions through an ActionRunner: record (RUN/findings.jsonl, the format of
-// the out-of-process runners), print (one line on `print`), stop and raw
-// capture (the ActionSink: the session).
+// clock (rules/tick.h) about once a second, and applies the actions of each
+// episode event (rules/episodes.h) through an ActionRunner: record
+// (RUN/findings.jsonl, the format of the out-of-process runners), print (one
+// line per episode on `print`), stop and raw capture (the ActionSink: the
+// session). NeedsOf() tells the session what the rules need captured.
 //
 // The stop guarantee: EndStep of step s+1 calls WaitForBatches(n) with n the
 // batches queued before it, so a finding at step s has been acted on before
@@ -53,6 +54,18 @@ class RulesThread final : public BatchObserver {
     double wait_timeout_s = 60.0;
   };
 
+  // One rule's need of one tensor.
+  struct RuleNeed {
+    std::string rule;
+    CaptureNeeds needs;
+  };
+  // A configured rule, for the summary.
+  struct RuleInfo {
+    std::string name, type;
+    Severity severity = Severity::kError;
+    bool stops = false;  // an episode of its severity stops training
+  };
+
   // Loads plugins, the rules config (config_json, config_file, or the
   // default rule set) and creates the rules, opens the findings log, starts
   // the thread. Errors name the config field ("rules.plugins[0]: ...",
@@ -80,6 +93,15 @@ class RulesThread final : public BatchObserver {
 
   // Every finding so far, in order.
   std::vector<Finding> findings() const;
+  // Every episode so far, in opening order, each in its latest state.
+  std::vector<Episode> episodes() const;
+  // What each rule needs captured of `tensor` (any thread: rules read only
+  // what they fixed at construction).
+  std::vector<RuleNeed> NeedsOf(const TensorInfo& tensor) const;
+  // The rules that run, and (after Finish) their one-time warnings.
+  const std::vector<RuleInfo>& rule_infos() const { return rule_infos_; }
+  std::vector<std::string> diagnostics() const;
+  std::uint64_t steps_evaluated() const;
   // OK, or the first error of the rules thread.
   Status status() const;
   std::size_t rule_count() const { return rule_count_; }
@@ -93,6 +115,7 @@ class RulesThread final : public BatchObserver {
   explicit RulesThread(Options options);
   void Loop();
   void Process(Event* event);
+  // Keeps `found` and acts on the engine's episode events.
   void Deliver(std::vector<Finding>* found);
   void KeepError(const Status& s);
 
@@ -105,6 +128,8 @@ class RulesThread final : public BatchObserver {
   std::unique_ptr<rules::ActionRunner> runner_;
   std::unique_ptr<Catalog> catalog_;  // rules thread only
   std::size_t rule_count_ = 0;
+  std::vector<RuleInfo> rule_infos_;
+  std::vector<const Rule*> rule_list_;  // the engine's rules, for NeedsOf
   bool broken_ = false;               // rules thread only: a rule threw
 
   mutable std::mutex mu_;
@@ -117,6 +142,9 @@ class RulesThread final : public BatchObserver {
   std::uint64_t handed_ = 0;     // batches handed in
   std::uint64_t evaluated_ = 0;  // batches evaluated and acted on
   std::vector<Finding> findings_;
+  std::vector<Episode> episodes_;  // by id - 1
+  std::vector<std::string> diagnostics_;
+  std::uint64_t steps_evaluated_ = 0;
   Status status_;
   bool finished_ = false;  // Finish() ran (training-side flag, under mu_)
   std::thread thread_;

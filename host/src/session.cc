@@ -265,6 +265,7 @@ Status Session::Close() {
   impl_->snapshot_buffers->Clear();  // the writer has released every snapshot
   // After the pipeline: every batch has been handed to the rules thread.
   const Status ruled = impl_->rules ? impl_->rules->Finish() : Status::OK();
+  impl_->ReportRules();
   impl_->close_status = !drained.ok() ? drained : !s.ok() ? s : ruled;
   return impl_->close_status;
 }

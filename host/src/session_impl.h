@@ -24,6 +24,7 @@
 #include "host/src/snapshot_buffer_pool.h"
 #include "host/src/stop_state.h"
 #include "host/src/tensor_registry.h"
+#include "rules/rules_summary.h"
 #include "tstat/engine.h"
 #include "tstat/session.h"
 
@@ -64,6 +65,18 @@ struct __attribute__((visibility("hidden"))) Session::Impl {
   // Out-of-process requests (RUN/STOP, RUN/capture/), polled by EndStep.
   std::unique_ptr<host::RunDirRequests> run_requests;
   std::uint64_t batches_pushed = 0;  // batches queued so far (the rules thread's target)
+  // What the session captured for the in-process rules (session_rules.cc),
+  // under `mu`: the captures and label classes of the rules summary, and
+  // per step the records captured only for the rules or extended by them
+  // (counted when the requests are built, for every step they serve).
+  rules::RulesSummary rules_summary;
+  int first_rules_collection = 0;  // collections at or after this index are the rules'
+  struct RulesCounts {
+    std::uint64_t records = 0, rules_only = 0, extended = 0;
+  };
+  RulesCounts plan_counts;   // of the requests built last
+  RulesCounts total_counts;  // over the steps so far
+  std::uint64_t delta_copy_bytes = 0;
 
   std::mutex mu;
   bool closed = false;
@@ -100,6 +113,9 @@ struct __attribute__((visibility("hidden"))) Session::Impl {
   // fresh request per tensor and step cost a malloc/free of its shape.
   std::vector<ReductionRequest> host_requests, device_requests;
   std::vector<std::uint32_t> host_ids, device_ids;
+  // Per device request: the tensor's inferred label classes (or null), grown
+  // by its result on the collector thread.
+  std::vector<std::shared_ptr<std::atomic<int>>> device_label_classes;
   std::vector<std::uint8_t> host_only_stats;  // RequestsOnlyStats of host_requests[i]
   // What the host requests above were built for. Tensors are only ever
   // added, each with a fixed view or a callback, fixed collections and
@@ -133,6 +149,14 @@ struct __attribute__((visibility("hidden"))) Session::Impl {
   // queued before this step (counted in rules_waits), then polls the run
   // directory's requests.
   void BeforeStepCapture();
+  // Puts a new tensor (or scalar) in the rules collections of what the
+  // rules need of it (RulesThread::NeedsOf), noting it in rules_summary.
+  void AddRulesNeeds(host::RegisteredTensor* t);
+  // Counts one due tensor's collections for the rules summary.
+  void CountRulesRecord(const std::vector<int>& due);
+  // At Close, after the rules finished: the summary, written to
+  // RUN/rules-<rank>.json and printed to stderr.
+  void ReportRules();
   // step_capture.cc
   Status OpenStepLocked(const StepKey* explicit_key);
   Status EndStepLocked(CUstream_st* stream, bool capture_registered);
@@ -166,6 +190,10 @@ struct __attribute__((visibility("hidden"))) Session::Impl {
   const host::CaptureOptions& MergedOptions(const std::vector<int>& due);
   // After the host reduction: keeps the saved values of delta tensors.
   void UpdateDeltaCopies();
+  // The label classes to count for `t` now (view `v`): inferred from a
+  // predictions tensor's last dimension, grown to the largest label of a
+  // host tensor; 0 when the tensor holds too many classes to be labels.
+  int LabelClasses(host::RegisteredTensor* t, const TensorView& v);
   // adhoc_capture.cc
   Result<std::uint32_t> RegisterLocked(const TensorSpec& spec);
   Status SaveScalarLocked(const std::string& name, double value);

@@ -1,12 +1,16 @@
 // In-process rules and out-of-process requests on the session side: the
 // session's ActionSink, the rules thread's start, EndStep's wait for it, the
 // polling of RUN/STOP and RUN/capture/, and TSTAT_RULES_CONFIG.
+#include <algorithm>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <string>
 
 #include "host/src/session_impl.h"
 #include "host/src/session_internal.h"
+#include "rules/capture_needs.h"
 
 namespace tstat {
 namespace {
@@ -80,6 +84,12 @@ Status Session::Impl::StartRules(std::shared_ptr<host::BatchObserver>* observer)
   o.sink = action_sink.get();
   o.print = &std::cerr;
   TSTAT_ASSIGN_OR_RETURN(rules, host::RulesThread::Start(std::move(o)));
+  first_rules_collection = collections->size();
+  rules_summary.worker = config.rank;
+  rules_summary.stop_on = config.rules.stop_on;
+  for (const host::RulesThread::RuleInfo& r : rules->rule_infos()) {
+    rules_summary.rules.push_back({r.name, r.type, r.severity, r.stops});
+  }
   if (*observer) {
     *observer = std::make_shared<TeeObserver>(std::move(*observer), rules);
   } else {
@@ -108,8 +118,85 @@ void Session::Impl::BeforeStepCapture() {
   if (run_requests) run_requests->Poll(&stop);
 }
 
+void Session::Impl::AddRulesNeeds(host::RegisteredTensor* t) {
+  if (!rules || !config.rules.capture_needs) return;
+  for (const host::RulesThread::RuleNeed& n : rules->NeedsOf(t->info)) {
+    const std::string name = rules::NeedsCollectionName(n.needs);
+    const int index = collections->AddRulesCollection(name, n.needs, config.rules.save_interval,
+                                                      config.stats);
+    auto at = std::lower_bound(t->collections.begin(), t->collections.end(), index);
+    if (at == t->collections.end() || *at != index) t->collections.insert(at, index);
+    rules_summary.NoteCapture(n.rule, rules::DescribeNeeds(n.needs), name, t->info.name);
+  }
+  t->info.collections.clear();
+  for (int c : t->collections) t->info.collections.push_back(collections->at(c).name);
+}
+
+void Session::Impl::CountRulesRecord(const std::vector<int>& due) {
+  ++plan_counts.records;
+  bool user = false, extends = false;
+  for (int c : due) {
+    if (c < first_rules_collection) {
+      user = true;
+      continue;
+    }
+    const host::CaptureOptions& o = collections->at(c).options;
+    extends = extends || o.stats.per_channel_axis >= 0 || o.infer_label_classes || o.delta;
+  }
+  if (!user) {
+    ++plan_counts.rules_only;
+  } else if (extends) {
+    ++plan_counts.extended;
+  }
+}
+
+void Session::Impl::ReportRules() {
+  if (!rules) return;
+  const std::vector<Episode> episodes = rules->episodes();
+  rules::RulesSummary& s = rules_summary;
+  s.steps = pipeline->counters().capture.steps;
+  s.steps_judged = rules->steps_evaluated();
+  s.records = total_counts.records;
+  s.rules_records = total_counts.rules_only;
+  s.rules_extended = total_counts.extended;
+  s.delta_copy_bytes = 0;
+  for (const auto& t : registry.all()) s.delta_copy_bytes += t->previous.size();
+  s.episodes = episodes.size();
+  s.open_episodes = static_cast<std::uint64_t>(
+      std::count_if(episodes.begin(), episodes.end(), [](const Episode& e) { return e.open; }));
+  s.diagnostics = rules->diagnostics();
+  if (HasRunDir(config)) {
+    // Written whole, then renamed: a reader never sees half of it.
+    const std::filesystem::path path =
+        std::filesystem::path(config.out_dir) / rules::RulesSummaryFileName(config.rank);
+    const std::string tmp = path.string() + ".tmp";
+    std::ofstream out(tmp, std::ios::trunc);
+    out << rules::RulesSummaryToJson(s) << "\n";
+    out.close();
+    std::error_code ec;
+    if (out) std::filesystem::rename(tmp, path, ec);
+    if (!out || ec) std::cerr << "tstat: warning: cannot write " << path.string() << "\n";
+  }
+  // The first lines: enough to read at a glance; the log has the rest.
+  constexpr std::size_t kEpisodeLines = 20;
+  std::vector<Episode> shown(episodes.begin(),
+                             episodes.begin() + std::min(episodes.size(), kEpisodeLines));
+  for (const std::string& line : rules::RulesSummaryLines(s, shown)) {
+    std::cerr << "tstat: rules: " << line << "\n";
+  }
+  if (episodes.size() > kEpisodeLines) {
+    std::cerr << "tstat: rules:   (+" << episodes.size() - kEpisodeLines << " more episodes in "
+              << rules::kFindingsFileName << ")\n";
+  }
+  std::cerr.flush();
+}
+
 std::vector<Finding> Session::findings() const {
   return impl_->rules ? impl_->rules->findings() : std::vector<Finding>{};
+}
+
+std::vector<Episode> Session::episodes() const {
+  return impl_->rules ? impl_->rules->episodes() : std::vector<Episode>{};
 }
 
 }  // namespace tstat

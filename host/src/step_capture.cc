@@ -13,6 +13,7 @@
 #include <cstring>
 #include <string>
 
+#include "host/src/label_classes.h"
 #include "host/src/session_impl.h"
 
 namespace tstat {
@@ -128,10 +129,13 @@ Status Session::Impl::OpenStepLocked(const StepKey* explicit_key) {
     k = *explicit_key;
     const int m = static_cast<int>(k.mode);
     if (m < 1 || m > 4) return Status::InvalidArgument("invalid mode " + std::to_string(m));
+    // A negative global step: the caller numbers the mode step only.
+    if (k.global_step < 0) k.global_step = k.mode == Mode::kGlobal ? k.mode_step : last_global + 1;
     if (k.global_step <= last_global) {
       return Status::FailedPrecondition(
           "steps going backwards: global step " + std::to_string(k.global_step) +
-          " is not after the last step " + std::to_string(last_global));
+          " is not after the last step " + std::to_string(last_global) +
+          " (give a global step of -1 to number the mode step only)");
     }
     if (k.mode == Mode::kGlobal && k.mode_step != k.global_step) {
       return Status::InvalidArgument("a GLOBAL step's mode_step must equal its global_step");
@@ -174,8 +178,9 @@ TensorStatsRecord* Session::Impl::AddResult(std::uint32_t id, const StatsOptions
   TensorStatsRecord& rec = reuse ? records[*filled] : records.emplace_back();
   if (filled != nullptr) ++*filled;
   rec.tensor_id = id;
-  rec.has_stats = only_stats || options.label_classes == 0;
-  rec.stats = rec.has_stats ? r.stats : TensorStats();
+  // Label counts come with the stat set (tstat before 0.2 left it out).
+  rec.has_stats = true;
+  rec.stats = r.stats;
   // Trimmed to its non-zero bins: only the span the engine set is read (the
   // bins were written on the reducing core; all 279 missed cache here).
   if (r.exponent_histogram) {
@@ -226,6 +231,8 @@ void Session::Impl::BuildRequests(bool any_due, bool reusable, StepBatch* batch,
                                   Status* problem) {
   host_ids.clear();
   host_only_stats.clear();
+  device_label_classes.clear();
+  plan_counts = RulesCounts();
   // Whether these requests may serve the next step too: every due tensor a
   // fixed host view whose request holds stats only (no sample seed, delta
   // or predictions that change from step to step).
@@ -262,6 +269,8 @@ void Session::Impl::BuildRequests(bool any_due, bool reusable, StepBatch* batch,
       ids.push_back(t->info.id);
       r.tensor = v;
       PrepareOptions(t, v, due_cols, batch, &r.options);
+      if (first_rules_collection < collections->size()) CountRulesRecord(due_cols);
+      if (on_device) device_label_classes.push_back(t->label_classes);
       if (!on_device) host_only_stats.push_back(RequestsOnlyStats(r.options));
       plan_reusable = plan_reusable && !on_device && host_only_stats.back();
     }
@@ -327,6 +336,9 @@ Status Session::Impl::EndStepLocked(CUstream_st* stream, bool capture_registered
 
   host_requests.resize(host_ids.size());  // past this step's: earlier steps' requests
   device_requests.resize(device_ids.size());
+  total_counts.records += plan_counts.records;
+  total_counts.rules_only += plan_counts.rules_only;
+  total_counts.extended += plan_counts.extended;
 
   // The records of a step the writer is done with, overwritten in place (no
   // fresh pages, no regrowth copies), unless ad-hoc saves already started
@@ -402,8 +414,8 @@ Status Session::Impl::EndStepLocked(CUstream_st* stream, bool capture_registered
       std::vector<std::pair<DType, std::vector<std::int64_t>>> raw_layout;
       for (const TensorView& v : device_raws.views) raw_layout.emplace_back(v.dtype, ShapeOf(v));
       finish = [pool = device_pool.get(), dev, ids = device_ids, options = std::move(options),
-                raw_ids = std::move(device_raws.ids),
-                raw_layout = std::move(raw_layout)](StepBatch* b) {
+                raw_ids = std::move(device_raws.ids), raw_layout = std::move(raw_layout),
+                label_classes = device_label_classes](StepBatch* b) {
         std::vector<ReductionResult> results;
         std::vector<std::vector<std::uint8_t>> raws;
         const Status got = dev->Collect(&results, &raws);
@@ -412,6 +424,7 @@ Status Session::Impl::EndStepLocked(CUstream_st* stream, bool capture_registered
           if (!got.ok() || i >= results.size()) {
             b->drops.push_back({ids[i], "stats", got.ok() ? "no result" : got.message(), 0});
           } else {
+            if (i < label_classes.size()) host::GrowLabelClasses(label_classes[i].get(), results[i]);
             AddResult(ids[i], options[i], std::move(results[i]), b);
           }
         }

@@ -6,6 +6,7 @@
 // (TakeUndeclared). Thread safety: none; the session serializes access.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -29,6 +30,10 @@ struct RegisteredTensor {
   std::vector<std::uint8_t> previous;      // delta: the values of the previous save (host)
   bool has_previous = false;
   int raw_steps_left = 0;  // raw snapshots asked for by CaptureRawFor
+  // Label counts with inferred classes (CaptureOptions::infer_label_classes):
+  // the classes counted now, grown by the results (shared with the device
+  // collector); 0 when the tensor holds too many classes to be labels.
+  std::shared_ptr<std::atomic<int>> label_classes;
 };
 
 // Tensor (and scalar) names: 1 to 1024 bytes of valid UTF-8 without NUL.

@@ -63,12 +63,12 @@ class CpuBackend final : public Backend {
       ReductionResult& out = (*results)[i];
       out.status = kernels::CheckRequest(requests[i], BackendKind::kCpu);
       valid[i] = out.status.ok();
-      if (valid[i] && requests[i].options.label_classes == 0) {
+      if (valid[i]) {  // label requests get the stat set too
         jobs.push_back({&requests[i], &out});
         continue;
       }
       out.exponent_histogram.reset();  // not a stat-set job
-      if (!valid[i]) out.status = out.status.WithContext("request " + std::to_string(i));
+      out.status = out.status.WithContext("request " + std::to_string(i));
     }
     kernels::cpu::ReduceStatsBatch(jobs, workers_, *tiles_);
     for (std::size_t i = 0; i < requests.size(); ++i) {

@@ -5,7 +5,7 @@
 //
 // Launches of one batch, in stream order (each only when it has work):
 //   1. stats kernel      one block per WorkItem of stats_items (every chunk of
-//                        every non-label tensor, all dtypes mixed)
+//                        every tensor, label tensors too, all dtypes mixed)
 //   2. channel kernel    one block per ChannelItem (both mappings mixed)
 //   3. merge kernel      one thread per merge segment (tensor or channel):
 //                        chunk partials folded in chunk order -> finals
@@ -257,7 +257,8 @@ inline Status BuildLaunchPlan(const std::vector<ReductionRequest>& batch, Backen
       if (o.label_classes <= LaunchPolicy::kSharedHistBins) {
         plan->label_shared_bins = std::max(plan->label_shared_bins, o.label_classes);
       }
-    } else {
+    }
+    {  // the stat set (label requests too)
       const std::size_t first_item = plan->stats_items.size();
       d.partial_base = plan->num_partials;
       plan->num_partials += NumChunks(n);
@@ -271,7 +272,7 @@ inline Status BuildLaunchPlan(const std::vector<ReductionRequest>& batch, Backen
         plan->num_counters += kExpHistBins;
       }
       const LinearHistogramOptions& h = o.linear_histogram;
-      if (h.bins > 0) {
+      if (h.bins > 0) {  // never with label counts (CheckRequest)
         d.lin_bins = h.bins;
         d.lin_fixed = h.fixed_range ? 1 : 0;
         d.lin_lo = h.lo;

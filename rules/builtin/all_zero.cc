@@ -2,7 +2,9 @@
 // -0, over stats.count, every element) is at least `threshold` percent
 // (default 100: every element is zero), at every step where that holds.
 // Default selection: collections "weights", "gradients" and "activations"
-// (not "biases": zero-initialized biases are normal).
+// (not "biases": zero-initialized biases are normal). The default set
+// confirms it over 3 steps (zero-initialized layers are zero at step 0).
+// Needs: the stat set of the selected tensors at every step.
 #include "rules/builtin/tensor_rule.h"
 #include "rules/builtin/tensor_rules.h"
 
@@ -14,7 +16,10 @@ class AllZeroRule final : public TensorRuleT<AllZeroRule> {
   AllZeroRule(const RuleSpec& spec, double threshold)
       : TensorRuleT(spec, {"weights", "gradients", "activations"}), threshold_(threshold) {}
 
- public:
+  CaptureNeeds Needs(const TensorInfo& t) const override {
+    return Takes(t) ? StatsIn(t, JudgedModes(CaptureNeeds::AllModes())) : CaptureNeeds{};
+  }
+
   void Check(const StepView& step, const TensorInfo& info, const TensorStatsRecord& r,
              std::vector<Finding>* findings) override {
     if (!r.has_stats || r.stats.count == 0) return;

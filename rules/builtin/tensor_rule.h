@@ -98,6 +98,14 @@ bool HistogramPercentile(const LinearHistogram& h, double q, double* out);
 // "0, 3, 7 (+12 more)": the first `max_items` indices.
 std::string IndexList(const std::vector<std::size_t>& indices, std::size_t max_items = 8);
 
+// Whether `t` may have units along axis 1: a rank of 2 or more, or a shape
+// not known at registration (a tensor registered with a view callback
+// before its first pass: shape {0} or none).
+inline bool MayHaveUnits(const TensorInfo& t) {
+  return t.kind == TensorKind::kTensor &&
+         (t.shape.size() >= 2 || t.shape.empty() || (t.shape.size() == 1 && t.shape[0] == 0));
+}
+
 // Elements of a per-channel slice (count minus NaN).
 inline std::uint64_t NonNanCount(const TensorStats& s) { return s.count - s.nan_count; }
 

@@ -1,7 +1,9 @@
-// vanishing_gradient: a gradient whose mean absolute value over its finite
-// elements (stats.l1 / stats.finite_count) is below `threshold` (default
-// 1e-7), at every step where that holds. Default selection: collection
-// "gradients". Tensors with no finite element are left to exploding_tensor.
+// vanishing_gradient: a gradient whose mean absolute value over its
+// elements (stats.l1 / stats.count) is below `threshold` (default 1e-7), at
+// every step where that holds. Default selection: collection "gradients".
+// A gradient with any NaN or Inf is not judged: that is exploding_tensor's
+// and nan_origin's finding, and its finite part says nothing about vanishing.
+// Needs: the stat set of the gradients at every training step.
 #include "rules/builtin/tensor_rule.h"
 #include "rules/builtin/tensor_rules.h"
 
@@ -13,19 +15,25 @@ class VanishingGradientRule final : public TensorRuleT<VanishingGradientRule> {
   VanishingGradientRule(const RuleSpec& spec, double threshold)
       : TensorRuleT(spec, {"gradients"}), threshold_(threshold) {}
 
- public:
+  CaptureNeeds Needs(const TensorInfo& t) const override {
+    return Takes(t) ? StatsIn(t, JudgedModes(CaptureNeeds::TrainModes())) : CaptureNeeds{};
+  }
+
   void Check(const StepView& step, const TensorInfo& info, const TensorStatsRecord& r,
              std::vector<Finding>* findings) override {
-    if (!r.has_stats || r.stats.finite_count == 0) return;
-    const double mean_abs = StatValue(r.stats, StatKind::kMeanAbs);
+    const TensorStats& s = r.stats;
+    if (!r.has_stats || s.count == 0 || s.nan_count + s.inf_count() > 0) return;
+    const double mean_abs = s.l1 / static_cast<double>(s.count);
     if (!(mean_abs < threshold_)) return;
-    findings->push_back(MakeFinding(
+    Finding f = MakeFinding(
         step, info.name,
         "gradient " + info.name + " has vanished: mean |g| = " + Num(mean_abs) + " < threshold " +
             Num(threshold_) +
             "; look for saturating activations (sigmoid/tanh), too-small initialization, missing "
             "normalization, or a loss scale that underflows",
-        {{"mean_abs", mean_abs}, {"threshold", threshold_}}));
+        {{"mean_abs", mean_abs}, {"threshold", threshold_}});
+    f.lower_is_worse = true;
+    findings->push_back(std::move(f));
   }
 
  private:

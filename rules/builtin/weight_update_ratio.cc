@@ -1,15 +1,27 @@
-// weight_update_ratio: the size of a weight's update relative to the weight,
-// ratio = delta.l2 / (stats.l2 + epsilon) (the L2 norm of w - w_prev, where
-// w_prev is the previously saved value, over the L2 norm of w), above
-// `large_threshold` (default 10) or below `small_threshold` (default 1e-8),
-// at every saved step where that holds. With `num_steps` > 0 a step is judged
+// weight_update_ratio: the size of a weight's update relative to the weight:
+// the L2 norm of w - w_prev (delta.l2; w_prev is the previously saved value)
+// over the L2 norm of the weight.
+//  - too large: over the norm of w_prev (the previous record's stats.l2),
+//    above `large_threshold` (default 10): the update destroyed the weight.
+//    Critical, when it holds at two judged steps in a row (a run that
+//    diverges keeps doing it). Not judged when w_prev was zero
+//    (zero-initialized layers, LoRA's B) or unknown.
+//  - too small: over the norm of w plus `epsilon` (default 1e-9), below
+//    `small_threshold` (default 1e-8): the weight does not learn (the
+//    default set confirms it over 3 steps).
+// At every saved step where that holds. With `num_steps` > 0 a step is judged
 // only when the tensor's previous save (as seen by this rule) is at most
-// num_steps global steps earlier, so the delta spans few updates. Needs delta
-// capture. Default selection: collection "weights"; TRAIN and GLOBAL steps
-// unless modes are given (weights do not change in EVAL/PREDICT).
+// num_steps global steps earlier, so the delta spans few updates. A weight
+// whose gradient is registered ("gradient/<name>") but was not captured at
+// the step is frozen (no gradient: requires_grad is off) and is not judged.
+// Needs: delta capture of the selected weights at every training step.
+// Default selection: collection "weights"; TRAIN and GLOBAL steps unless
+// modes are given (weights do not change in EVAL/PREDICT).
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "rules/builtin/tensor_rule.h"
 #include "rules/builtin/tensor_rules.h"
@@ -40,41 +52,95 @@ class WeightUpdateRatioRule final : public TensorRuleT<WeightUpdateRatioRule> {
 
   bool ModeAllowed(Mode m) const override { return TrainModeAllowed(m); }
 
+  CaptureNeeds Needs(const TensorInfo& t) const override {
+    if (!Takes(t) || t.kind != TensorKind::kTensor) return {};
+    CaptureNeeds n;
+    n.stats = true;
+    n.delta = true;
+    n.modes = JudgedModes(CaptureNeeds::TrainModes());
+    return n;
+  }
+
+  void EvaluateStep(const IndexedStep& step, std::vector<Finding>* findings) override {
+    // Which gradients the step captured and which are registered, by name;
+    // the same for every step of a layout.
+    if (step.indexer != layout_indexer_ || step.layout != layout_ || step.layout == 0) {
+      captured_.clear();
+      for (std::size_t i = 0; i < step.size; ++i) {
+        if (step.infos[i] != nullptr) captured_.insert(step.infos[i]->name);
+      }
+      registered_.clear();
+      if (step.view->catalog != nullptr) {
+        // Ids are dense per worker: the catalog lists them from 0.
+        for (std::uint32_t id = 0; id < (1u << 22); ++id) {
+          const TensorInfo* t = step.view->catalog->Find(id);
+          if (t == nullptr) break;
+          if (t->name.rfind("gradient/", 0) == 0) registered_.insert(t->name);
+        }
+      }
+      layout_indexer_ = step.indexer;
+      layout_ = step.layout;
+    }
+    TensorRule::EvaluateStep(step, findings);
+  }
+
   void Check(const StepView& step, const TensorInfo& info, const TensorStatsRecord& r,
              std::vector<Finding>* findings) override {
+    if (Frozen(info)) return;
     NoteNeeded(step, info, r.delta.has_value());
     const std::int64_t now = step.key.global_step;
     bool first = false;
-    std::int64_t& last = last_step_.Get(PerTensor<std::int64_t>::WorkerGroup(step.worker), info.id,
-                                        &first);
-    if (first) last = now;
-    const std::int64_t previous = last;
-    last = now;
+    Last& last = last_.Get(PerTensor<Last>::WorkerGroup(step.worker), info.id, &first);
+    if (first) last.step = now;
+    const std::int64_t previous = last.step;
+    const double previous_l2 = first ? -1.0 : last.l2;
+    last.step = now;
+    last.l2 = r.has_stats ? r.stats.l2 : -1.0;
     if (!r.has_stats || !r.delta.has_value() || r.delta->count == 0) return;
     if (p_.num_steps > 0 && (first || now - previous > p_.num_steps)) return;
-    const double ratio = r.delta->l2 / (r.stats.l2 + p_.epsilon);
-    if (!std::isfinite(ratio)) return;
-    const bool large = ratio > p_.large_threshold;
-    if (!large && !(ratio < p_.small_threshold)) return;
+    const double large_ratio = previous_l2 > 0 ? r.delta->l2 / previous_l2 : 0.0;
+    const double small_ratio = r.delta->l2 / (r.stats.l2 + p_.epsilon);
+    const bool large = std::isfinite(large_ratio) && large_ratio > p_.large_threshold;
+    if (!large && !(std::isfinite(small_ratio) && small_ratio < p_.small_threshold)) return;
+    const double ratio = large ? large_ratio : small_ratio;
     const double threshold = large ? p_.large_threshold : p_.small_threshold;
     const std::string msg =
-        large ? "updates of " + info.name + " are too large: |dw|/|w| = " + Num(ratio) +
+        large ? "updates of " + info.name + " are too large: |dw|/|w_prev| = " + Num(ratio) +
                     " > large_threshold " + Num(threshold) +
                     "; lower the learning rate or clip gradients"
               : "updates of " + info.name + " are too small: |dw|/|w| = " + Num(ratio) +
                     " < small_threshold " + Num(threshold) +
                     "; the learning rate may be too low, gradients vanishing, or the weight not "
                     "trained";
-    findings->push_back(MakeFinding(step, info.name, msg,
-                                    {{"ratio", ratio},
-                                     {"delta_l2", r.delta->l2},
-                                     {"l2", r.stats.l2},
-                                     {large ? "large_threshold" : "small_threshold", threshold}}));
+    Finding f = MakeFinding(step, info.name, msg,
+                            {{large ? "large_ratio" : "small_ratio", ratio},
+                             {"delta_l2", r.delta->l2},
+                             {"l2", r.stats.l2},
+                             {large ? "large_threshold" : "small_threshold", threshold}});
+    f.lower_is_worse = !large;
+    if (large) {
+      f.severity = std::max(f.severity, Severity::kCritical);
+      f.confirm_steps = 2;
+    }
+    findings->push_back(std::move(f));
   }
 
  private:
+  // A registered gradient of this weight without a record at this step.
+  bool Frozen(const TensorInfo& info) const {
+    const std::string gradient = "gradient/" + info.name;
+    return registered_.count(gradient) != 0 && captured_.count(gradient) == 0;
+  }
+  const void* layout_indexer_ = nullptr;
+  std::uint64_t layout_ = 0;
+  std::unordered_set<std::string> captured_, registered_;
+
+  struct Last {  // the tensor's previous judged save
+    std::int64_t step = 0;
+    double l2 = -1.0;
+  };
   UpdateRatioParams p_;
-  PerTensor<std::int64_t> last_step_;
+  PerTensor<Last> last_;
 };
 
 }  // namespace

@@ -3,23 +3,29 @@
 // Labels tensors: selected records that carry label counts (StatsOptions::
 // label_classes) - in the spec's collection_names / tensor_regex (default
 // collection "labels"), or with a name matching labels_regex (RE2 partial
-// match, default ".*labels"). Per tensor NAME, counts are accumulated over
-// every step and every worker. At each step that adds counts, once the total
-// reaches `samples`:
+// match, default ".*labels"). Only TRAIN and GLOBAL steps unless modes are
+// given: the training labels are the ones that shape the model (a balanced
+// validation set must not dilute them). Per tensor NAME, counts are
+// accumulated over those steps of every worker. Labels outside the counted
+// classes (negative ones, or past the classes) are counted and reported in
+// Diagnostics(), as are labels seen only in modes it does not judge. At each
+// step that adds counts, once the total reaches `samples`, it fires while:
 //  - imbalance: among the classes seen so far (count > 0; at least two),
 //    max count / min count > threshold_imbalance;
 //  - misprediction: if the tensor also carries a confusion matrix
 //    (StatsOptions::confusion), accumulated the same way and with at least
 //    `samples` entries: some class i seen as a label has
 //    1 - C[i][i] / sum_j C[i][j] > threshold_misprediction.
-// Each condition fires once per tensor, and again only after it was false at
-// a later step. `argmax` and `predictions_regex` are accepted for smdebug
+// Needs: label counts of the labels tensors at every training step (an
+// in-process session infers the classes: rules/capture_needs.h).
+// `argmax` and `predictions_regex` are accepted for smdebug
 // compatibility: tstat applies argmax when it captures the confusion matrix
 // (ConfusionOptions::argmax), and the predictions are part of that matrix.
 #include <algorithm>
 #include <map>
 
 #include "rules/builtin_run/labels_finder.h"
+#include "rules/builtin_run/loss_source.h"
 #include "rules/builtin_run/run_rules.h"
 #include "rules/rule_base.h"
 
@@ -49,9 +55,30 @@ class ClassImbalance final : public RuleBase {
     EvaluateViaIndex(step, findings);
   }
 
+  CaptureNeeds Needs(const TensorInfo& t) const override {
+    if (t.kind != TensorKind::kTensor || !IsIntegerDType(t.dtype)) return {};
+    if (!Takes(t) && !labels_finder_.Matches(t.name)) return {};
+    CaptureNeeds n;
+    n.stats = true;
+    n.label_counts = true;
+    n.modes = JudgedModes(CaptureNeeds::TrainModes());
+    return n;
+  }
+
   void EvaluateStep(const IndexedStep& indexed, std::vector<Finding>* findings) override {
     const StepView& step = *indexed.view;
-    if (!ModeSelected(step.key.mode) || step.records == nullptr) return;
+    const bool judged = spec().modes.empty() ? IsTrainingMode(step.key.mode) : ModeSelected(step.key.mode);
+    if (step.records == nullptr) return;
+    if (!judged) {
+      // Remembered for Diagnostics(): labels exist, in a mode not judged.
+      if (!saw_labels_ && unjudged_mode_.empty() &&
+          !labels_finder_
+               .Records(indexed, [&](std::uint32_t id) { return Selected(step, id); })
+               .empty()) {
+        unjudged_mode_ = ModeName(step.key.mode);
+      }
+      return;
+    }
     saw_step_ = true;
     const std::vector<std::uint32_t>& labels = labels_finder_.Records(
         indexed, [&](std::uint32_t tensor_id) { return Selected(step, tensor_id); });
@@ -62,6 +89,7 @@ class ClassImbalance final : public RuleBase {
       saw_labels_ = true;
       Acc& acc = acc_[t->name];
       if (r.label_counts) {
+        out_of_range_ += r.label_counts->out_of_range;
         const auto& c = r.label_counts->counts;
         if (acc.counts.size() < c.size()) acc.counts.resize(c.size(), 0);
         for (std::size_t i = 0; i < c.size(); ++i) acc.counts[i] += c[i];
@@ -76,7 +104,19 @@ class ClassImbalance final : public RuleBase {
   }
 
   std::string Diagnostics() const override {
-    if (!saw_step_ || saw_labels_) return {};
+    if (saw_labels_ && out_of_range_ > 0) {
+      return "rule " + spec().name + ": " + std::to_string(out_of_range_) +
+             " label(s) were outside the counted classes (negative, e.g. an ignore index, or "
+             "past stats.label_classes) and are not part of the counts";
+    }
+    if (saw_labels_) return {};
+    if (!unjudged_mode_.empty()) {
+      return "rule " + spec().name + ": labels were saved in " + unjudged_mode_ +
+             " steps only, and class_imbalance judges " +
+             (spec().modes.empty() ? std::string("TRAIN (and GLOBAL) steps") : "the modes it was given") +
+             ": the training labels shape the model; set \"modes\" to judge others";
+    }
+    if (!saw_step_) return {};
     std::string where = "labels_regex \"" + labels_regex_text_ + "\"";
     for (const std::string& c : spec().collection_names) where += ", collection " + c;
     if (spec().collection_names.empty() && spec().tensor_regex.empty()) where += ", collection labels";
@@ -93,7 +133,6 @@ class ClassImbalance final : public RuleBase {
     int classes = 0;
     std::vector<std::uint64_t> confusion;  // classes x classes
     std::uint64_t confusion_total = 0;
-    bool imbalance_fired = false, misprediction_fired = false;
   };
 
   static void AddConfusion(const ConfusionMatrix& m, Acc* acc) {
@@ -130,12 +169,7 @@ class ClassImbalance final : public RuleBase {
       ++present;
     }
     const double ratio = present >= 2 ? static_cast<double>(mx) / static_cast<double>(mn) : 1.0;
-    if (!(ratio > threshold_imbalance_)) {
-      acc->imbalance_fired = false;
-      return;
-    }
-    if (acc->imbalance_fired) return;
-    acc->imbalance_fired = true;
+    if (!(ratio > threshold_imbalance_)) return;
     findings->push_back(MakeFinding(
         step, name,
         "class imbalance in '" + name + "': class " + std::to_string(imx) + " has " +
@@ -167,20 +201,15 @@ class ClassImbalance final : public RuleBase {
                     static_cast<double>(row);
       if (wrong > worst) worst = wrong, worst_class = i;
     }
-    if (!(worst > threshold_misprediction_)) {
-      acc->misprediction_fired = false;
-      return;
-    }
-    if (acc->misprediction_fired) return;
-    acc->misprediction_fired = true;
+    if (!(worst > threshold_misprediction_)) return;
     findings->push_back(MakeFinding(
         step, name,
         "class " + std::to_string(worst_class) + " of '" + name + "' is mispredicted " +
             Num(worst * 100.0) + "% of the time (threshold_misprediction " +
             Num(threshold_misprediction_) + ", " + std::to_string(acc->confusion_total) +
             " samples so far)",
-        {{"class", static_cast<double>(worst_class)},
-         {"mispredicted_fraction", worst},
+        {{"mispredicted_fraction", worst},
+         {"class", static_cast<double>(worst_class)},
          {"threshold_misprediction", threshold_misprediction_},
          {"samples", static_cast<double>(acc->confusion_total)}}));
   }
@@ -191,6 +220,8 @@ class ClassImbalance final : public RuleBase {
   std::string labels_regex_text_;
   bool saw_step_ = false;
   bool saw_labels_ = false;
+  std::uint64_t out_of_range_ = 0;
+  std::string unjudged_mode_;  // a mode not judged whose steps had labels
   std::map<std::string, Acc> acc_;
 };
 

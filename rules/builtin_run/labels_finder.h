@@ -33,6 +33,11 @@ class LabelsFinder {
     return Status::OK();
   }
 
+  // Whether a tensor called `name` matches the labels regex (any thread).
+  bool Matches(const std::string& name) const {
+    return regex_ != nullptr && RE2::PartialMatch(name, *regex_);
+  }
+
   // The indices of the labels records of `indexed`; `selected(tensor_id)`
   // says whether the rule selects a tensor.
   template <class SelectedFn>

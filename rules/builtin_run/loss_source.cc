@@ -74,6 +74,14 @@ void LossRuleBase::CollectLosses(const IndexedStep& indexed, std::vector<LossVal
   saw_loss_ = saw_loss_ || !out->empty();
 }
 
+CaptureNeeds LossRuleBase::Needs(const TensorInfo& t) const {
+  if (t.kind != TensorKind::kTensor) return {};
+  const bool loss = Takes(t) || (use_losses_collection_ &&
+                                 std::find(t.collections.begin(), t.collections.end(), "losses") !=
+                                     t.collections.end());
+  return loss ? StatsIn(t, CaptureNeeds::AllModes()) : CaptureNeeds{};
+}
+
 std::string LossRuleBase::Diagnostics() const {
   if (!saw_step_) return {};
   const RuleSpec& s = spec();

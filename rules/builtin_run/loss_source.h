@@ -58,6 +58,9 @@ class LossRuleBase : public RuleBase {
   void Evaluate(const StepView& step, std::vector<Finding>* findings) override {
     EvaluateViaIndex(step, findings);
   }
+  // Loss tensors (scalars are saved whenever they are given): their stat set
+  // in every mode.
+  CaptureNeeds Needs(const TensorInfo& t) const override;
 
  protected:
   // The losses of `step` (empty when its mode is not selected).

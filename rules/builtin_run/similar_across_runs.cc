@@ -135,7 +135,7 @@ class SimilarAcrossRuns final : public RuleBase {
     findings->push_back(MakeFinding(
         step, t.name,
         "'" + t.name + "' differs from " + o->path + " at step " +
-            std::to_string(step.key.global_step) + ": " + field + " " + Num(va) + " vs " +
+            std::to_string(step.key.global_step) + " (" + StepText(step.key) + "): " + field + " " + Num(va) + " vs " +
             Num(vb) + " (rtol " + Num(rtol_) + ", atol " + Num(atol_) + ")",
         {{field, va}, {"other_" + field, vb}, {"rtol", rtol_}, {"atol", atol_}}));
   }

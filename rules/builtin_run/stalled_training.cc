@@ -46,9 +46,8 @@ class StalledTraining final : public RuleBase, public TickingRule {
       const double gap = step.wall_time - last_time_;
       Finding f = MakeFinding(step, "",
                               "training stalled: no new step for " + Num(gap) + " s (threshold " +
-                                  Num(threshold_) + " s) between step " +
-                                  std::to_string(last_key_.global_step) + " and step " +
-                                  std::to_string(step.key.global_step),
+                                  Num(threshold_) + " s) between " + StepText(last_key_) +
+                                  " and " + StepText(step.key),
                               {{"seconds", gap}, {"threshold", threshold_}});
       findings->push_back(std::move(f));
     }
@@ -89,7 +88,7 @@ class StalledTraining final : public RuleBase, public TickingRule {
     f.wall_time = now;
     f.values = {{"seconds", now - last_time_}, {"threshold", threshold_}};
     f.message = "training stalled: no new step for " + Num(now - last_time_) +
-                " s after step " + std::to_string(last_key_.global_step) + " (threshold " +
+                " s after " + StepText(last_key_) + " (threshold " +
                 Num(threshold_) + " s)";
     findings->push_back(std::move(f));
   }

@@ -7,6 +7,7 @@
  * c_api_readback_test.cc to read back through Trial.
  * Exit status 0 when every check passes. */
 #define _POSIX_C_SOURCE 200809L
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,6 +89,20 @@ static void test_errors(void) {
   tstat_session_destroy(NULL);
 }
 
+/* Segment files (seg-*.h5) in a worker directory. */
+static uint64_t count_segments(const char* worker_dir) {
+  uint64_t n = 0;
+  DIR* d = opendir(worker_dir);
+  if (d == NULL) return 0;
+  struct dirent* e;
+  while ((e = readdir(d)) != NULL) {
+    const size_t len = strlen(e->d_name);
+    if (strncmp(e->d_name, "seg-", 4) == 0 && len > 3 && strcmp(e->d_name + len - 3, ".h5") == 0) ++n;
+  }
+  closedir(d);
+  return n;
+}
+
 static void test_session(const char* run_dir) {
   tstat_session* s = NULL;
   const char* config =
@@ -149,6 +164,7 @@ static void test_session(const char* run_dir) {
   }
   CHECK(tstat_step_begin_at(s, TSTAT_TRAIN, 3, 10) == TSTAT_FAILED_PRECONDITION);
   CHECK(strstr(tstat_last_error(), "steps going backwards") != NULL);
+  CHECK(strstr(tstat_last_error(), "-1") != NULL); /* says how to number mode steps only */
   /* Gradients are saved in TRAIN only (never in EVAL): steps 0, 1, 2, 7. */
   CHECK(g.calls == 4);
 
@@ -182,6 +198,10 @@ static void test_session(const char* run_dir) {
   CHECK(c.records_lost == 0);
   CHECK(c.write_errors == 0);
   CHECK(c.bytes_written > 0);
+  char worker_dir[4300];
+  snprintf(worker_dir, sizeof(worker_dir), "%s/worker-00000", run_dir);
+  CHECK(c.segments_written >= 1);  /* after close: what CLOSED says */
+  CHECK(c.segments_written == count_segments(worker_dir));
   CHECK_OK(tstat_session_status(s));
   uint64_t steps = 0;
   double step_seconds = 0, capture_seconds = 0;
@@ -194,6 +214,30 @@ static void test_session(const char* run_dir) {
   char closed[4300];
   snprintf(closed, sizeof(closed), "%s/worker-00000/CLOSED", run_dir);
   CHECK(file_exists(closed));
+}
+
+/* Your own step numbers from the first step on: mode steps only (global
+ * -1), then explicit ones. */
+static void test_own_step_numbers(void) {
+  tstat_session* s = NULL;
+  CHECK_OK(tstat_session_create_json("{\"dry_run\": true}", NULL, -1, -1, &s));
+  if (s == NULL) return;
+  int modes[4] = {TSTAT_TRAIN, TSTAT_EVAL, TSTAT_TRAIN, TSTAT_EVAL};
+  int64_t mode_steps[4] = {0, 0, 1, 1};
+  int i;
+  for (i = 0; i < 4; ++i) {
+    CHECK_OK(tstat_step_begin_at(s, modes[i], -1, mode_steps[i]));
+    CHECK_OK(tstat_step_end(s, NULL));
+    int mode = 0;
+    int64_t global_step = -1, mode_step = -1;
+    CHECK_OK(tstat_current_step(s, &mode, &global_step, &mode_step));
+    CHECK(mode == modes[i] && global_step == i && mode_step == mode_steps[i]);
+  }
+  CHECK_OK(tstat_step_begin_at(s, TSTAT_TRAIN, 100, 50)); /* resuming */
+  CHECK_OK(tstat_step_end(s, NULL));
+  CHECK(tstat_step_begin_at(s, TSTAT_TRAIN, -1, 50) == TSTAT_FAILED_PRECONDITION);
+  CHECK(strstr(tstat_last_error(), "TRAIN step 50 is not after the last TRAIN step 50") != NULL);
+  tstat_session_destroy(s);
 }
 
 static void test_dry_run_without_close(void) {
@@ -218,6 +262,7 @@ int main(int argc, char** argv) {
   printf("tstat %s\n", tstat_version());
   test_errors();
   test_session(run_dir);
+  test_own_step_numbers();
   test_dry_run_without_close();
   remove_tree(dir);
   if (failures) {

@@ -187,9 +187,10 @@ TEST(CaptureFeaturesTest, RecycledRecordsCarryNothingFromTheirLastUse) {
   EXPECT_TRUE(wr->count_values.empty());
   EXPECT_FALSE(wr->label_counts.has_value());
   const TensorStatsRecord* lr = FindStats(batches[0], 1);
-  EXPECT_FALSE(lr->has_stats);
-  EXPECT_EQ(lr->stats.count, 0u);
-  EXPECT_FALSE(lr->exponent_histogram.has_value());
+  EXPECT_TRUE(lr->has_stats);  // the stat set comes with label counts
+  EXPECT_EQ(lr->stats.count, 7u);
+  EXPECT_EQ(lr->stats.max, 9.0);
+  EXPECT_FALSE(lr->exponent_histogram.has_value());  // turned off in the config
   ASSERT_TRUE(lr->label_counts.has_value());
   EXPECT_EQ(lr->label_counts->counts, (std::vector<std::uint64_t>{2, 2, 2}));
   EXPECT_EQ(lr->label_counts->out_of_range, 1u);

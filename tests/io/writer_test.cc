@@ -104,7 +104,7 @@ TEST(WriterTest, EmptyFlushWritesNothing) {
   TSTAT_ASSERT_OK(writer->Flush({}));
   TSTAT_ASSERT_OK(writer->Flush({}));
   EXPECT_EQ(Files(dir.Sub("worker-00000")), std::vector<std::string>{"seg-000000000000.h5"});
-  EXPECT_EQ(writer->segments_written(), 1);
+  EXPECT_EQ(writer->segments_written(), 1u);
   TSTAT_ASSERT_OK(writer->Close({}));
   EXPECT_EQ(Files(dir.Sub("worker-00000")),
             (std::vector<std::string>{"CLOSED", "seg-000000000000.h5"}));
@@ -320,7 +320,7 @@ TEST(WriterTest, LargeSegmentsRotateOnWrite) {
     b.raws.push_back(FloatRaw(0, {131072}, 131072, static_cast<float>(g)));
     TSTAT_ASSERT_OK(writer->Write(b));
   }
-  EXPECT_EQ(writer->segments_written(), 2);
+  EXPECT_EQ(writer->segments_written(), 2u);
   TSTAT_ASSERT_OK(writer->Close(counters));
   auto trial = Trial::Open(dir.path());
   TSTAT_ASSERT_OK(trial);

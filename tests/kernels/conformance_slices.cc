@@ -149,9 +149,14 @@ TEST_P(BackendConformanceTest, LabelCountsHandComputed) {
   ASSERT_TRUE(r.label_counts.has_value());
   EXPECT_EQ(r.label_counts->counts, (std::vector<std::uint64_t>{1, 1, 1, 2}));
   EXPECT_EQ(r.label_counts->out_of_range, 4u);
-  // Label mode fills label counts, not the stat set or histograms.
-  EXPECT_EQ(r.stats.count, 0u);
-  EXPECT_FALSE(r.exponent_histogram.has_value());
+  // Label counts come with the stat set (its max tells how many classes
+  // there are), not with linear histograms or per-channel stats.
+  EXPECT_EQ(r.stats.count, 9u);
+  EXPECT_EQ(r.stats.max, static_cast<double>(std::numeric_limits<std::int32_t>::max()));
+  EXPECT_EQ(r.stats.min, static_cast<double>(std::numeric_limits<std::int32_t>::min()));
+  EXPECT_EQ(r.stats.neg_count, 2u);
+  ASSERT_TRUE(r.exponent_histogram.has_value());
+  EXPECT_EQ(r.exponent_histogram->total(), 8u);
   EXPECT_FALSE(r.linear_histogram.has_value());
   EXPECT_FALSE(r.per_channel.has_value());
   EXPECT_FALSE(r.sample.has_value());

@@ -193,7 +193,99 @@ class RecordingSink : public ActionSink {
   std::vector<RawCaptureRequest> captures;
 };
 
-TEST(ActionRunnerTest, AppliesEachRulesActions) {
+// An episode of Sample(first)'s rule and tensor, from `first` to `last`.
+Episode SampleEpisode(std::uint64_t id, std::int64_t first, std::int64_t last,
+                      Severity severity = Severity::kError,
+                      const std::string& tensor = "gradient/fc1.weight") {
+  Episode e;
+  e.id = id;
+  e.opening = Sample(first, tensor);
+  e.opening.severity = severity;
+  e.rule = e.opening.rule;
+  e.type = e.opening.type;
+  e.worker = e.opening.worker;
+  e.tensor = tensor;
+  e.severity = severity;
+  e.first = e.reported = e.opening.step;
+  e.last = Key(last, Mode::kTrain, last - 1);
+  e.steps = static_cast<std::uint64_t>(last - first + 1);
+  e.worst = Sample(last, tensor);
+  e.worst.values = {{"l2", 9999.0}};
+  e.open = true;
+  return e;
+}
+
+EpisodeEvent Event(EpisodeEvent::Kind kind, Episode e) {
+  if (kind == EpisodeEvent::Kind::kClose) e.open = false;
+  return EpisodeEvent{kind, std::move(e)};
+}
+
+TEST(FindingsLogTest, EpisodeEventsRoundTripIntoEpisodes) {
+  TempDir dir;
+  const std::string path = dir.Sub(kFindingsFileName);
+  auto w = FindingsLogWriter::Open(path);
+  ASSERT_TRUE(w.ok());
+  TSTAT_RR_ASSERT_OK(w.value()->Append(Event(EpisodeEvent::Kind::kOpen, SampleEpisode(1, 10, 10))));
+  TSTAT_RR_ASSERT_OK(w.value()->Append(Event(EpisodeEvent::Kind::kOpen, SampleEpisode(2, 11, 11, Severity::kWarning, "b"))));
+  TSTAT_RR_ASSERT_OK(w.value()->Append(Event(EpisodeEvent::Kind::kEscalate,
+                                             SampleEpisode(1, 10, 14, Severity::kCritical))));
+  TSTAT_RR_ASSERT_OK(w.value()->Append(Event(EpisodeEvent::Kind::kClose,
+                                             SampleEpisode(1, 10, 17, Severity::kCritical))));
+  TSTAT_RR_ASSERT_OK(w.value()->Close());
+  auto log = ReadFindingsLog(path);
+  ASSERT_TRUE(log.ok()) << log.status().ToString();
+  ASSERT_EQ(log->episodes.size(), 2u);
+  ASSERT_EQ(log->findings.size(), 2u);  // what opened each
+  const Episode& a = log->episodes[0];
+  EXPECT_EQ(a.id, 1u);
+  EXPECT_EQ(a.rule, "grad_blowup");
+  EXPECT_EQ(a.tensor, "gradient/fc1.weight");
+  EXPECT_EQ(a.first.global_step, 10);
+  EXPECT_EQ(a.first.mode_step, 9);
+  EXPECT_EQ(a.last.global_step, 17);
+  EXPECT_EQ(a.last.mode, Mode::kTrain);
+  EXPECT_EQ(a.steps, 8u);
+  EXPECT_EQ(a.severity, Severity::kCritical);
+  EXPECT_FALSE(a.open);
+  ASSERT_EQ(a.worst.values.size(), 1u);
+  EXPECT_EQ(a.worst.values[0].second, 9999.0);
+  EXPECT_EQ(a.worst.step.global_step, 17);
+  ExpectSame(Sample(10), a.opening);
+  const Episode& b = log->episodes[1];
+  EXPECT_EQ(b.tensor, "b");
+  EXPECT_EQ(b.severity, Severity::kWarning);
+  EXPECT_TRUE(b.open);  // never closed: the run is going on, or its writer died
+  // Each line is one event, with its kind and episode.
+  const std::string text = ReadAll(path);
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 4);
+  EXPECT_NE(text.find("\"event\":\"escalate\""), std::string::npos) << text;
+  EXPECT_NE(text.find("\"episode\":\"2\""), std::string::npos) << text;
+}
+
+TEST(FindingsLogTest, OlderLogsOfOneLinePerFindingReadAsOneStepEpisodes) {
+  TempDir dir;
+  const std::string path = dir.Sub(kFindingsFileName);
+  // What tstat wrote before episodes: no event, severity or episode fields.
+  std::ofstream(path)
+      << R"({"rule":"vg","type":"vanishing_gradient","step":"3","mode":"TRAIN","mode_step":"3",)"
+      << R"("worker":0,"tensor":"gradient/w","values":{"mean_abs":1e-09},"message":"m","time":1})"
+      << "\n"
+      << R"({"rule":"vg","type":"vanishing_gradient","step":"4","mode":"TRAIN","mode_step":"4",)"
+      << R"("worker":0,"tensor":"gradient/w","values":{"mean_abs":1e-09},"message":"m","time":2})"
+      << "\n";
+  auto log = ReadFindingsLog(path);
+  ASSERT_TRUE(log.ok()) << log.status().ToString();
+  ASSERT_EQ(log->episodes.size(), 2u);
+  EXPECT_EQ(log->episodes[1].first.global_step, 4);
+  EXPECT_EQ(log->episodes[1].steps, 1u);
+  EXPECT_FALSE(log->episodes[1].open);
+  EXPECT_EQ(log->findings.size(), 2u);
+  // An unknown event is damage.
+  std::ofstream(path) << R"({"rule":"r","mode":"TRAIN","event":"reopen","episode":"1"})" << "\n";
+  EXPECT_EQ(ReadFindingsLog(path).status().code(), StatusCode::kCorruption);
+}
+
+TEST(ActionRunnerTest, AppliesEachRulesActionsOncePerEpisode) {
   TempDir dir;
   auto log = FindingsLogWriter::Open(dir.Sub(kFindingsFileName));
   ASSERT_TRUE(log.ok());
@@ -206,16 +298,19 @@ TEST(ActionRunnerTest, AppliesEachRulesActions) {
   o.sink = &sink;
   o.print = &printed;
   ActionRunner runner(o);
-  TSTAT_RR_ASSERT_OK(runner.Handle(Sample(10)));
-  TSTAT_RR_ASSERT_OK(runner.Handle(Sample(12)));  // capture still covers 10..15; stop once
-  TSTAT_RR_ASSERT_OK(runner.Handle(Sample(16)));  // a new capture
-  Finding quiet = Sample(11);
+  TSTAT_RR_ASSERT_OK(runner.Handle(Event(EpisodeEvent::Kind::kOpen, SampleEpisode(1, 10, 10))));
+  // The episode going on: recorded, not printed or acted on again.
+  TSTAT_RR_ASSERT_OK(runner.Handle(Event(EpisodeEvent::Kind::kClose, SampleEpisode(1, 10, 12))));
+  TSTAT_RR_ASSERT_OK(runner.Handle(Event(EpisodeEvent::Kind::kOpen, SampleEpisode(2, 13, 13))));
+  // A capture still covers 10..15; the later episode's at 16 asks again.
+  TSTAT_RR_ASSERT_OK(runner.Handle(Event(EpisodeEvent::Kind::kOpen, SampleEpisode(3, 16, 16))));
+  Episode quiet = SampleEpisode(4, 11, 11);
   quiet.rule = "quiet";
-  TSTAT_RR_ASSERT_OK(runner.Handle(quiet));
-  Finding other = Sample(11);
-  other.rule = "unconfigured";  // defaults: record + print
-  TSTAT_RR_ASSERT_OK(runner.Handle(other));
-  ASSERT_EQ(sink.stops.size(), 1u);
+  TSTAT_RR_ASSERT_OK(runner.Handle(Event(EpisodeEvent::Kind::kOpen, quiet)));
+  Episode other = SampleEpisode(5, 11, 11);
+  other.rule = "unconfigured";  // defaults: record + print; stop by severity
+  TSTAT_RR_ASSERT_OK(runner.Handle(Event(EpisodeEvent::Kind::kOpen, other)));
+  ASSERT_EQ(sink.stops.size(), 1u);  // once per run
   EXPECT_EQ(sink.stops[0].step.global_step, 10);
   EXPECT_NE(sink.stops[0].Describe().find("grad_blowup"), std::string::npos);
   ASSERT_EQ(sink.captures.size(), 2u);
@@ -223,18 +318,73 @@ TEST(ActionRunnerTest, AppliesEachRulesActions) {
   EXPECT_EQ(sink.captures[0].steps, 5);
   EXPECT_EQ(sink.captures[1].step.global_step, 16);
   EXPECT_TRUE(runner.stop_requested());
-  EXPECT_EQ(runner.recorded(), 4u);
+  EXPECT_EQ(runner.recorded(), 5u);
   TSTAT_RR_ASSERT_OK(log.value()->Close());
-  EXPECT_EQ(ReadFindingsLog(dir.Sub(kFindingsFileName))->findings.size(), 4u);
+  EXPECT_EQ(ReadFindingsLog(dir.Sub(kFindingsFileName))->episodes.size(), 4u);
   const std::string out = printed.str();
-  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 4);  // one line each, even multi-line messages
-  EXPECT_NE(out.find("step 10 (TRAIN 9) worker 2: grad_blowup [expression] gradient/fc1.weight"),
+  // One line per opened episode, even multi-line messages; steps in the user's terms.
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 4);
+  EXPECT_NE(out.find("TRAIN step 9 (global 10) worker 2: grad_blowup (expression) [error] "
+                     "gradient/fc1.weight"),
             std::string::npos)
       << out;
   // Without a sink, stop and capture cannot happen: an error, not silence.
   ActionRunner::Options none;
   none.actions["grad_blowup"] = RuleActions{false, false, true, 0};
-  EXPECT_EQ(ActionRunner(none).Handle(Sample(1)).code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(ActionRunner(none).Handle(Event(EpisodeEvent::Kind::kOpen, SampleEpisode(1, 1, 1))).code(),
+            StatusCode::kFailedPrecondition);
+}
+
+TEST(ActionRunnerTest, TrainingStopsAtTheStopLevelUnlessTheRuleSaysOtherwise) {
+  RecordingSink sink;
+  ActionRunner::Options o;
+  o.sink = &sink;
+  o.actions["never"] = RuleActions{true, true, false, 0};
+  o.actions["always"] = RuleActions{true, true, true, 0};
+  ActionRunner critical(o);  // the default level
+  EXPECT_FALSE(critical.Stops("any", Severity::kError));
+  EXPECT_TRUE(critical.Stops("any", Severity::kCritical));
+  EXPECT_FALSE(critical.Stops("never", Severity::kCritical));
+  EXPECT_TRUE(critical.Stops("always", Severity::kInfo));
+  // An error episode does not stop; escalated to critical, it does.
+  Episode e = SampleEpisode(1, 3, 3, Severity::kError);
+  e.rule = "any";
+  TSTAT_RR_ASSERT_OK(critical.Handle(Event(EpisodeEvent::Kind::kOpen, e)));
+  EXPECT_TRUE(sink.stops.empty());
+  e.severity = Severity::kCritical;
+  e.last = Key(5);
+  TSTAT_RR_ASSERT_OK(critical.Handle(Event(EpisodeEvent::Kind::kEscalate, e)));
+  ASSERT_EQ(sink.stops.size(), 1u);
+  EXPECT_EQ(sink.stops[0].step.global_step, 5);
+  StopPolicy p;
+  ASSERT_TRUE(StopPolicy::Parse("error", &p));
+  o.stop = p;
+  EXPECT_TRUE(ActionRunner(o).Stops("any", Severity::kError));
+  EXPECT_FALSE(ActionRunner(o).Stops("any", Severity::kWarning));
+  ASSERT_TRUE(StopPolicy::Parse("never", &p));
+  o.stop = p;
+  EXPECT_FALSE(ActionRunner(o).Stops("any", Severity::kCritical));
+  EXPECT_TRUE(ActionRunner(o).Stops("always", Severity::kInfo));
+  EXPECT_FALSE(StopPolicy::Parse("fatal", &p));
+  EXPECT_EQ(p.ToString(), "never");
+}
+
+TEST(ActionRunnerTest, EpisodeLinesSayFirstLastCountAndWorst) {
+  Episode e = SampleEpisode(1, 10, 17);
+  e.open = false;
+  const std::string line = FormatEpisode(e);
+  EXPECT_NE(line.find("TRAIN steps 9-16 (global 10-17, 8 steps) worker 2: grad_blowup "
+                      "(expression) [error] gradient/fc1.weight:"),
+            std::string::npos)
+      << line;
+  EXPECT_NE(line.find("worst l2 9999 at TRAIN step 16 (global 17)"), std::string::npos) << line;
+  EXPECT_EQ(line.find('\n'), std::string::npos);
+  EXPECT_EQ(line.find("still open"), std::string::npos);
+  e.open = true;
+  EXPECT_NE(FormatEpisode(e).find("(still open)"), std::string::npos);
+  Finding global = Sample(4);
+  global.step = Key(4);
+  EXPECT_EQ(FormatFinding(global).rfind("step 4 worker 2: grad_blowup", 0), 0u) << FormatFinding(global);
 }
 
 TEST(StopFileTest, ASessionStopsWithinAStepOfTheStopFile) {

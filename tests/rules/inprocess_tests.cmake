@@ -10,6 +10,8 @@ set(TSTAT_TEST_PLUGIN_DEFS
     TSTAT_TEST_RULE_PLUGIN_NOENTRY="$<TARGET_FILE:tstat_test_rule_plugin_noentry>")
 
 tstat_add_test(rules inprocess SOURCES rules_inprocess_test.cc LIBS tstat_rules tstat_io_test_util)
+# What the default rules make a session capture, and its rules summary.
+tstat_add_test(rules needs SOURCES rules_needs_test.cc LIBS tstat_rules tstat_io_test_util)
 target_compile_definitions(tstat_test_rules_inprocess PRIVATE ${TSTAT_TEST_PLUGIN_DEFS})
 add_dependencies(tstat_test_rules_inprocess tstat_test_rule_plugin tstat_test_rule_plugin_noentry)
 # Under ThreadSanitizer too (tools/dev.sh test): the rules thread fed by the

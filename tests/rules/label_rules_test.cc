@@ -37,7 +37,7 @@ std::vector<std::int64_t> FiredSteps(const std::vector<Finding>& f) {
   return out;
 }
 
-TEST(ClassImbalanceTest, FiresOnceEnoughSamplesShowTheImbalance) {
+TEST(ClassImbalanceTest, FiresWhileEnoughSamplesShowTheImbalance) {
   Driver d(MakeRuleOrDie(Spec("class_imbalance")));
   const auto labels = d.catalog.Add("labels", {"labels"});
   std::vector<Finding> all;
@@ -52,8 +52,43 @@ TEST(ClassImbalanceTest, FiresOnceEnoughSamplesShowTheImbalance) {
   EXPECT_DOUBLE_EQ(Value(all[0], "max_class"), 0);
   EXPECT_DOUBLE_EQ(Value(all[0], "min_class"), 1);
   EXPECT_EQ(all[0].tensor, "labels");
-  // Still imbalanced: not reported again.
-  EXPECT_TRUE(d.Step(Key(4), {}, {Labels(labels, {990, 10})}).empty());
+  EXPECT_EQ(all[0].severity, Severity::kWarning);
+  // Still imbalanced: reported at every step (one episode for the runners).
+  EXPECT_EQ(d.Step(Key(4), {}, {Labels(labels, {990, 10})}).size(), 1u);
+  // Balanced again: not any more.
+  EXPECT_TRUE(d.Step(Key(5), {}, {Labels(labels, {0, 1990})}).empty());
+}
+
+TEST(ClassImbalanceTest, CountsTrainingLabelsAndReportsLabelsOutOfRange) {
+  Driver d(MakeRuleOrDie(Spec("class_imbalance")));
+  const auto labels = d.catalog.Add("labels", {"labels"});
+  // Skewed TRAIN labels, balanced EVAL labels: the EVAL ones do not count.
+  std::vector<Finding> all;
+  for (int s = 0; s < 4; ++s) {
+    for (auto& f : d.Step(Key(2 * s, Mode::kTrain, s), {}, {Labels(labels, {190, 10})})) all.push_back(f);
+    for (auto& f : d.Step(Key(2 * s + 1, Mode::kEval, s), {}, {Labels(labels, {1000, 1000})})) {
+      all.push_back(f);
+    }
+  }
+  // 760 : 40 after the fourth TRAIN step, 19 > 10 (with the EVAL labels: 1.3).
+  ASSERT_EQ(FiredSteps(all), (std::vector<std::int64_t>{4, 6}));
+  EXPECT_EQ(all[0].step.mode, Mode::kTrain);
+  // Labels outside the classes counted (an ignore index of -100) are said.
+  TensorStatsRecord r = Labels(labels, {190, 10});
+  r.label_counts->out_of_range = 7;
+  d.Step(Key(9, Mode::kTrain, 4), {}, {r});
+  EXPECT_NE(d.rule().Diagnostics().find("7 label(s) were outside"), std::string::npos)
+      << d.rule().Diagnostics();
+  // What it needs: label counts of integer labels tensors at training steps.
+  TensorInfo t;
+  t.name = "labels";
+  t.dtype = DType::kInt64;
+  t.collections = {"labels"};
+  const CaptureNeeds n = d.rule().Needs(t);
+  EXPECT_TRUE(n.label_counts);
+  EXPECT_EQ(n.modes, CaptureNeeds::TrainModes());
+  t.dtype = DType::kFloat32;  // float "labels" (soft targets) are not class ids
+  EXPECT_FALSE(d.rule().Needs(t).any());
 }
 
 TEST(ClassImbalanceTest, BalancedOrTooFewSamplesNeverFire) {
@@ -104,6 +139,33 @@ TEST(ClassImbalanceTest, NoLabelsIsExplainedAndBadRegexIsAnError) {
   const Status bad = MakeRule(Spec("class_imbalance", {{"labels_regex", "(labels"}})).status();
   EXPECT_EQ(bad.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(bad.message().find("labels_regex"), std::string::npos) << bad.message();
+}
+
+// Bad input: labels only in a mode the rule does not judge (EVAL) is said,
+// not mistaken for "no labels"; modes given in the spec judge them.
+TEST(ClassImbalanceTest, LabelsOnlyInAModeNotJudgedAreExplained) {
+  Driver d(MakeRuleOrDie(Spec("class_imbalance")));
+  const auto labels = d.catalog.Add("labels", {"labels"});
+  const auto w = d.catalog.Add("fc1.weight", {"weights"});
+  std::vector<Finding> all;
+  for (int s = 0; s < 3; ++s) {
+    for (auto& f : d.Step(Key(2 * s, Mode::kTrain, s), {}, {StatsRecord(w, ConstantStats(1.0))})) {
+      all.push_back(f);
+    }
+    for (auto& f : d.Step(Key(2 * s + 1, Mode::kEval, s), {}, {Labels(labels, {950, 50})})) {
+      all.push_back(f);
+    }
+  }
+  EXPECT_TRUE(all.empty());
+  const std::string diag = d.rule().Diagnostics();
+  EXPECT_NE(diag.find("labels were saved in EVAL steps only"), std::string::npos) << diag;
+
+  RuleSpec eval = Spec("class_imbalance");
+  eval.modes = {Mode::kEval};
+  Driver e(MakeRuleOrDie(eval));
+  const auto l2 = e.catalog.Add("labels", {"labels"});
+  EXPECT_EQ(e.Step(Key(1, Mode::kEval, 0), {}, {Labels(l2, {950, 50})}).size(), 1u);
+  EXPECT_EQ(e.rule().Diagnostics(), "");
 }
 
 // ---------------------------------------------------------------------------

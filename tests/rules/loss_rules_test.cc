@@ -35,10 +35,71 @@ struct LossDriver {
 
 using Steps = std::vector<std::int64_t>;
 
+// ---- the default judgement: windows against the start (baseline "start")
+
+// Minibatch-like noise: a deterministic +-`amplitude` zig-zag.
+double Noise(std::int64_t s, double amplitude) { return (s % 2 ? 1 : -1) * amplitude * ((s % 3) + 1) / 3; }
+
+TEST(LossNotDecreasingTest, ByDefaultANetworkThatLearnsNothingFiresAfterTwoWindows) {
+  LossDriver d(Spec("loss_not_decreasing"));
+  std::vector<std::pair<std::int64_t, double>> points;
+  for (std::int64_t s = 0; s < 45; ++s) points.emplace_back(s, 2.3 + Noise(s, 0.2));
+  // Warm-up: 2 x 20 values; then the median of the last 20 is compared with
+  // the median of the first 20 at every value.
+  EXPECT_EQ(d.Run(points, Mode::kTrain), (Steps{39, 40, 41, 42, 43, 44}));
+  const Finding& f = d.findings[0];
+  EXPECT_EQ(f.severity, Severity::kCritical);
+  EXPECT_TRUE(f.lower_is_worse);
+  EXPECT_EQ(f.values[0].first, "decrease_percent");
+  EXPECT_NEAR(Value(f, "decrease_percent"), 0.0, 1e-9);
+  EXPECT_DOUBLE_EQ(Value(f, "window"), 20);
+  EXPECT_NE(f.message.find("not learning"), std::string::npos) << f.message;
+}
+
+TEST(LossNotDecreasingTest, ByDefaultLearningPlateausAndSpikesAreNotFindings) {
+  LossDriver d(Spec("loss_not_decreasing"));
+  std::vector<std::pair<std::int64_t, double>> points;
+  // Falls from 2.3 to a plateau at 0.3 by step 30, noisy, with loss spikes
+  // of 50x at two steps: a plateau far below the start is convergence.
+  for (std::int64_t s = 0; s < 200; ++s) {
+    double v = (s < 30 ? 2.3 - 2.0 * s / 30.0 : 0.3) + Noise(s, 0.05);
+    if (s == 60 || s == 61) v *= 50;
+    points.emplace_back(s, v);
+  }
+  EXPECT_EQ(d.Run(points, Mode::kTrain), Steps{});
+  // EVAL losses are overfit's: not judged by default.
+  LossDriver eval(Spec("loss_not_decreasing"));
+  std::vector<std::pair<std::int64_t, double>> flat;
+  for (std::int64_t s = 0; s < 60; ++s) flat.emplace_back(s, 1.0);
+  EXPECT_EQ(eval.Run(flat, Mode::kEval), Steps{});
+  EXPECT_EQ(eval.Run(flat, Mode::kTrain).size(), 21u);  // TRAIN: 39..59
+}
+
+TEST(LossNotDecreasingTest, ByDefaultALossThatIsNanFromTheStartFiresAtOnce) {
+  LossDriver d(Spec("loss_not_decreasing"));
+  EXPECT_EQ(d.Run({{0, NAN}, {1, INFINITY}, {2, NAN}}, Mode::kTrain), (Steps{0, 1, 2}));
+  EXPECT_EQ(d.findings[0].severity, Severity::kCritical);
+  EXPECT_EQ(d.findings[0].values[0].first, "nonfinite_loss");
+  EXPECT_NE(d.findings[0].message.find("TRAIN step 0"), std::string::npos) << d.findings[0].message;
+}
+
+TEST(LossNotDecreasingTest, ParametersOfTheStartJudgement) {
+  // A smaller window judges sooner; diff_percent is the progress asked for.
+  LossDriver d(Spec("loss_not_decreasing", {{"window", "5"}, {"diff_percent", "50"}}));
+  std::vector<std::pair<std::int64_t, double>> points;
+  for (std::int64_t s = 0; s < 12; ++s) points.emplace_back(s, 1.0 - 0.04 * s);  // -44% by 11
+  EXPECT_EQ(d.Run(points, Mode::kTrain), (Steps{9, 10, 11}));
+  const Status bad = MakeRule(Spec("loss_not_decreasing", {{"baseline", "best"}})).status();
+  EXPECT_EQ(bad.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.message().find("baseline"), std::string::npos) << bad.message();
+}
+
+// ---- smdebug's judgement (baseline "previous", chosen by num_steps)
+
 TEST(LossNotDecreasingTest, SmdebugRemovedTestFiresAtStep12) {
   // losses 0.3, 0.33, 0.31, 0.30, 0.28 at 0, 4, 8, 12, 16; num_steps 10:
   // the first check is at 12 (>= 0 + 10) against step 0: 0.30 is not < 0.3.
-  LossDriver d(Spec("loss_not_decreasing"));
+  LossDriver d(Spec("loss_not_decreasing", {{"num_steps", "10"}}));
   EXPECT_EQ(d.Run({{0, 0.3}, {4, 0.33}, {8, 0.31}, {12, 0.30}, {16, 0.28}}), Steps{12});
   const Finding& f = d.findings[0];
   EXPECT_EQ(f.tensor, "loss");
@@ -62,7 +123,7 @@ TEST(LossNotDecreasingTest, DiffPercentNeedsALargerDrop) {
 TEST(LossNotDecreasingTest, ChecksEveryNumStepsAgainstTheNewestStepThatFarBack) {
   // smdebug's example: saved every 3, num_steps 10: 21 is compared with 9,
   // the next check is 33 (31 and 32 are not saved) against 21.
-  LossDriver d(Spec("loss_not_decreasing"));
+  LossDriver d(Spec("loss_not_decreasing", {{"num_steps", "10"}}));
   std::vector<std::pair<std::int64_t, double>> points;
   for (std::int64_t s = 9; s <= 40; s += 3) points.emplace_back(s, 1.0);
   EXPECT_EQ(d.Run(points), (Steps{21, 33}));
@@ -81,7 +142,8 @@ TEST(LossNotDecreasingTest, DecreasingLossNeverFires) {
 TEST(LossNotDecreasingTest, NonFiniteLossFires) {
   LossDriver d(Spec("loss_not_decreasing", {{"num_steps", "1"}}));
   EXPECT_EQ(d.Run({{0, 2.0}, {1, 1.0}, {2, NAN}}), Steps{2});
-  EXPECT_NE(d.findings[0].message.find("not finite"), std::string::npos) << d.findings[0].message;
+  EXPECT_NE(d.findings[0].message.find("is nan"), std::string::npos) << d.findings[0].message;
+  EXPECT_EQ(d.findings[0].severity, Severity::kCritical);
 }
 
 TEST(LossNotDecreasingTest, ModesAreSeparateSeriesOnModeSteps) {
@@ -172,8 +234,87 @@ TEST(LossNotDecreasingTest, BadParametersAreNamed) {
 }
 
 // ---------------------------------------------------------------------------
+// ---- trend (the default)
+
+// One evaluation cycle: `train` TRAIN steps of loss t, then one EVAL step of
+// loss v. Returns the findings of those steps.
+struct Cycles {
+  explicit Cycles(const RuleSpec& spec) : d(spec) {}
+  std::vector<Finding> Run(double t, double v, int train = 5) {
+    std::vector<Finding> out;
+    for (int i = 0; i < train; ++i) {
+      for (auto& f : d.At(global++, t, Mode::kTrain, train_step++)) out.push_back(f);
+    }
+    for (auto& f : d.At(global++, v, Mode::kEval, eval_step++)) out.push_back(f);
+    return out;
+  }
+  LossDriver d;
+  std::int64_t global = 0, train_step = 0, eval_step = 0;
+};
+
+TEST(OverfitTest, ByDefaultFiresWhenValidationRisesWhileTrainingFalls) {
+  Cycles c(Spec("overfit"));
+  // Both fall; the best (mean of the last 3 evaluations) is 0.5 with the
+  // training loss at 0.5.
+  for (double x : {1.0, 0.8, 0.6, 0.5, 0.5, 0.5}) EXPECT_TRUE(c.Run(x, x).empty());
+  // Validation climbs, training falls: the 3-evaluation means reach 0.7
+  // (+40% > 25%) against 0.5, training 0.275 (-48% > 40%).
+  EXPECT_TRUE(c.Run(0.2, 0.6).empty());
+  EXPECT_TRUE(c.Run(0.2, 0.7).empty());  // +20%: not more
+  // An evaluation is judged at the next training step.
+  EXPECT_TRUE(c.Run(0.2, 0.8).empty());
+  std::vector<Finding> f = c.Run(0.2, 0.8);
+  // Reported at every training step after the evaluation that overfits.
+  ASSERT_EQ(f.size(), 5u);
+  EXPECT_EQ(f[0].step.mode, Mode::kTrain);
+  EXPECT_EQ(f[0].step.mode_step, 45);
+  EXPECT_EQ(f[0].tensor, "loss");
+  EXPECT_EQ(f[0].values[0].first, "rise_percent");
+  EXPECT_NEAR(f[0].values[0].second, 100.0 * (0.7 / 0.5 - 1.0), 1e-9);
+  // Training: the mean of the last 4 training phases (0.5, 0.2, 0.2, 0.2).
+  EXPECT_NEAR(Value(f[0], "training_loss"), 0.275, 1e-12);
+  EXPECT_NEAR(Value(f[0], "training_loss_at_best"), (0.6 + 0.5 + 0.5 + 0.5) / 4, 1e-12);
+  EXPECT_EQ(f[0].severity, Severity::kError);
+  EXPECT_NE(f[0].message.find("EVAL step"), std::string::npos) << f[0].message;
+  // Validation back near its best: no more findings.
+  for (int i = 0; i < 3; ++i) c.Run(0.2, 0.5);
+  EXPECT_TRUE(c.Run(0.2, 0.5).empty());
+}
+
+TEST(OverfitTest, ByDefaultNoisyValidationOrABadUpdateIsNotOverfitting) {
+  Cycles c(Spec("overfit"));
+  for (double x : {1.0, 0.6, 0.4, 0.3, 0.3, 0.3}) EXPECT_TRUE(c.Run(x, x).empty());
+  // A bad update: validation +100% for one evaluation, and training too.
+  EXPECT_TRUE(c.Run(0.6, 0.6).empty());
+  EXPECT_TRUE(c.Run(0.3, 0.3).empty());
+  // Validation +50% for one evaluation, training falling: the 3-evaluation
+  // mean rises 17%.
+  EXPECT_TRUE(c.Run(0.2, 0.45).empty());
+  EXPECT_TRUE(c.Run(0.2, 0.3).empty());
+  EXPECT_TRUE(c.Run(0.2, 0.3).empty());
+  // A generalisation gap alone (validation 0.3, training 0.01) is not either.
+  for (int i = 0; i < 10; ++i) EXPECT_TRUE(c.Run(0.01, 0.3).empty());
+}
+
+TEST(OverfitTest, ByDefaultASteadyClimbIsOverfitting) {
+  Cycles c(Spec("overfit"));
+  for (double x : {1.0, 0.8, 0.6, 0.5, 0.5, 0.5}) c.Run(x, x);
+  // Validation rises a little at every evaluation while training collapses.
+  std::vector<Finding> all;
+  const double v[] = {0.505, 0.51, 0.515, 0.52, 0.53, 0.54};
+  for (double x : v) {
+    for (auto& f : c.Run(0.05, x)) all.push_back(f);
+  }
+  // The fifth rise (0.53 > 0.5 * 1.05, after 5 rises) is reported at the
+  // next training steps.
+  ASSERT_EQ(all.size(), 5u);
+  EXPECT_EQ(all[0].step.mode_step, 6 * 5 + 5 * 5);
+}
+
+// ---- gap (smdebug's: ratio_threshold or start_step)
+
 TEST(OverfitTest, FiresWhenValidationLossIsFarAboveTheTrainingPhaseMean) {
-  LossDriver d(Spec("overfit"));
+  LossDriver d(Spec("overfit", {{"ratio_threshold", "0.1"}}));
   std::vector<Finding> all;
   auto add = [&](const std::vector<Finding>& f) { all.insert(all.end(), f.begin(), f.end()); };
   // Training phase 1: 1.2, 0.8 (mean 1.0); EVAL at 2: 1.05 (ratio 0.05).
@@ -215,7 +356,7 @@ TEST(OverfitTest, PatienceAndStartStep) {
 }
 
 TEST(OverfitTest, PairsDifferentlyNamedLossesAndExplainsMissingEval) {
-  Driver d(MakeRuleOrDie(Spec("overfit")));
+  Driver d(MakeRuleOrDie(Spec("overfit", {{"ratio_threshold", "0.1"}})));
   const auto train = d.catalog.Add("train_loss", {"losses"}, TensorKind::kScalar);
   const auto val = d.catalog.Add("val_loss", {"losses"}, TensorKind::kScalar);
   d.Step(Key(0, Mode::kTrain, 0), {{train, 1.0, 0.0}});

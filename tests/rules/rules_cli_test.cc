@@ -79,7 +79,7 @@ class RulesCliTest : public ::testing::Test {
 };
 
 constexpr char kGradConfig[] = R"({"rules": [
-  {"type": "loss_not_decreasing", "parameters": {"num_steps": 5}},
+  {"type": "loss_not_decreasing", "parameters": {"num_steps": 5}, "severity": "error"},
   {"name": "grad_blowup", "collection_names": "gradients", "when": "l2 > 1e3", "for_steps": 2,
    "actions": {"stop_training": true, "capture_raw_steps": 3}}]})";
 
@@ -89,22 +89,32 @@ TEST_F(RulesCliTest, CheckIsAUnitTestForARun) {
   const std::string cfg = Config(kGradConfig);
   CliResult ok = Tstat("check " + Quote(clean) + " --config " + Quote(cfg));
   EXPECT_EQ(ok.code, 0) << ok.output;
-  EXPECT_NE(ok.output.find("0 finding(s)"), std::string::npos) << ok.output;
+  EXPECT_NE(ok.output.find("0 episode(s)"), std::string::npos) << ok.output;
   CliResult found = Tstat("check " + Quote(bad) + " --config " + Quote(cfg));
   EXPECT_EQ(found.code, 1) << found.output;
-  EXPECT_NE(found.output.find("step 5 worker 0: loss_not_decreasing loss:"), std::string::npos)
-      << found.output;
-  EXPECT_NE(found.output.find("step 8 worker 0: grad_blowup [expression] gradient/fc1.weight"),
+  EXPECT_NE(found.output.find("step 5 worker 0: loss_not_decreasing [error] loss:"),
             std::string::npos)
       << found.output;
-  EXPECT_NE(found.output.find("4 finding(s)"), std::string::npos) << found.output;  // 5 10 15, 8
+  EXPECT_NE(found.output.find("step 8 worker 0: grad_blowup (expression) [error] gradient/fc1.weight"),
+            std::string::npos)
+      << found.output;
+  // smdebug's loss checks at 5, 10, 15 (each its own episode: the steps
+  // between are not judged), the blowup at 8.
+  EXPECT_NE(found.output.find("4 episode(s)"), std::string::npos) << found.output;
+  // --fail-on: only episodes of that severity or above fail.
+  EXPECT_EQ(Tstat("check " + Quote(bad) + " --config " + Quote(cfg) + " --fail-on critical").code, 0);
+  EXPECT_EQ(Tstat("check " + Quote(bad) + " --config " + Quote(cfg) + " --fail-on fatal").code, 2);
   // check writes and does nothing: no log, no STOP.
   EXPECT_FALSE(std::filesystem::exists(bad + "/" + kFindingsFileName));
   EXPECT_FALSE(std::filesystem::exists(bad + "/" + kStopFileName));
-  // The default rule set (no --config) sees the flat loss too.
-  CliResult def = Tstat("check " + Quote(bad));
+  // The default rule set (no --config) sees a flat loss once it has two
+  // windows of 20 values.
+  const std::string long_flat = Write("long_flat", Flat, {}, 45);
+  CliResult def = Tstat("check " + Quote(long_flat) + " --fail-on critical");
   EXPECT_EQ(def.code, 1) << def.output;
-  EXPECT_NE(def.output.find("loss_not_decreasing"), std::string::npos) << def.output;
+  EXPECT_NE(def.output.find("steps 39-44 (6 steps) worker 0: loss_not_decreasing [critical] loss"),
+            std::string::npos)
+      << def.output;
 }
 
 TEST_F(RulesCliTest, UsageAndConfigErrorsExit2NamingTheProblem) {
@@ -194,7 +204,8 @@ TEST_F(RulesCliTest, FollowsALiveRunUntilItIsClosed) {
   ASSERT_TRUE(writer.Join().ok());
   EXPECT_EQ(r.code, 0) << r.output;
   EXPECT_TRUE(closed_before_exit);  // it followed until the writer closed
-  EXPECT_NE(r.output.find("step 4 worker 0: loss_not_decreasing loss:"), std::string::npos)
+  EXPECT_NE(r.output.find("step 4 worker 0: loss_not_decreasing [critical] loss:"),
+            std::string::npos)
       << r.output;
   auto log = ReadFindingsLog(run + "/" + kFindingsFileName);
   ASSERT_TRUE(log.ok()) << log.status().ToString();

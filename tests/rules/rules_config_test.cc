@@ -148,13 +148,27 @@ TEST(RulesConfigTest, DefaultSetAndFiles) {
   EXPECT_TRUE(d.is_default);
   std::vector<std::string> types;
   for (const auto& r : d.rules) types.push_back(r.spec.type);
-  EXPECT_EQ(types, (std::vector<std::string>{"exploding_tensor", "vanishing_gradient",
-                                             "loss_not_decreasing", "stalled_training"}));
-  EXPECT_TRUE(CreateRules(Registry(), d).ok());
+  // Every built-in rule with meaningful defaults: a rule for each fault class.
+  EXPECT_EQ(types, (std::vector<std::string>{
+                       "nan_origin", "exploding_tensor", "loss_not_decreasing",
+                       "vanishing_gradient", "dead_relu", "saturated_activation",
+                       "poor_weight_initialization", "weight_update_ratio", "all_zero", "overfit",
+                       "class_imbalance", "stalled_training"}));
+  Result<std::vector<std::unique_ptr<Rule>>> created = CreateRules(Registry(), d);
+  ASSERT_TRUE(created.ok()) << created.status().ToString();
+  // Each with its type's severity and confirmation.
+  std::map<std::string, std::pair<Severity, int>> got;
+  for (const auto& r : created.value()) {
+    got[r->spec().type] = {*r->spec().severity, *r->spec().confirm_steps};
+  }
+  EXPECT_EQ(got["nan_origin"], std::make_pair(Severity::kCritical, 1));
+  EXPECT_EQ(got["loss_not_decreasing"], std::make_pair(Severity::kCritical, 1));
+  EXPECT_EQ(got["vanishing_gradient"], std::make_pair(Severity::kError, 3));
+  EXPECT_EQ(got["class_imbalance"], std::make_pair(Severity::kWarning, 1));
   // Only known types: a registry with the run rules alone drops the tensor rules.
   RuleRegistry run_only;
   ASSERT_TRUE(RegisterRunRules(&run_only).ok());
-  EXPECT_EQ(DefaultRulesConfig(run_only).rules.size(), 2u);
+  EXPECT_EQ(DefaultRulesConfig(run_only).rules.size(), 4u);
 
   io::testing::TempDir dir;
   EXPECT_EQ(LoadRulesConfigFile(dir.Sub("none.json")).status().code(), StatusCode::kIoError);
@@ -164,6 +178,53 @@ TEST(RulesConfigTest, DefaultSetAndFiles) {
   EXPECT_EQ(loaded->rules.size(), 2u);
   std::ofstream(dir.Sub("bad.json")) << R"({"rules": [{"type": "nope"}]})";
   ExpectError(LoadRules(Registry(), dir.Sub("bad.json")).status(), {"bad.json", "nope"});
+}
+
+TEST(RulesConfigTest, DefaultsPlusChangesSeverityConfirmationAndDisabledRules) {
+  // "defaults": the default set, an entry of the same name replacing its
+  // default, "enabled": false removing one, new entries added.
+  Result<RulesConfig> c = ParseRulesConfigJson(R"({"defaults": true, "rules": [
+      {"type": "overfit", "parameters": {"rise_percent": 50}, "severity": "warning"},
+      {"type": "class_imbalance", "enabled": false},
+      {"name": "grad_blowup", "collection_names": "gradients", "when": "l2 > 1e3",
+       "confirm_steps": 4}]})");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  std::vector<std::string> names;
+  for (const auto& r : c->rules) names.push_back(r.spec.name);
+  EXPECT_EQ(std::count(names.begin(), names.end(), "class_imbalance"), 0);
+  EXPECT_EQ(std::count(names.begin(), names.end(), "overfit"), 1);
+  EXPECT_EQ(names.back(), "grad_blowup");
+  EXPECT_EQ(names.size(), DefaultRulesConfig(Registry()).rules.size() + 1 - 1);
+  for (const auto& r : c->rules) {
+    if (r.spec.name == "overfit") {
+      EXPECT_EQ(r.spec.parameters.at("rise_percent"), "50");
+      EXPECT_EQ(*r.spec.severity, Severity::kWarning);
+    }
+    if (r.spec.name == "grad_blowup") {
+      EXPECT_EQ(*r.spec.confirm_steps, 4);
+    }
+  }
+  EXPECT_TRUE(CreateRules(Registry(), c.value()).ok());
+  // Without "defaults", "enabled": false just leaves the entry out.
+  c = ParseRulesConfigJson(R"({"rules": [{"type": "overfit", "enabled": false}]})");
+  ASSERT_TRUE(c.ok());
+  EXPECT_TRUE(c->rules.empty());
+  // Errors name the field.
+  ExpectError(ParseRulesConfigJson(R"({"rules": [{"type": "overfit", "severity": "fatal"}]})").status(),
+              {"rules[0]", "severity", "fatal"});
+  ExpectError(ParseRulesConfigJson(R"({"rules": [{"type": "overfit", "confirm_steps": 0}]})").status(),
+              {"confirm_steps", "[1, 1000000]"});
+  ExpectError(
+      ParseRulesConfigJson(R"({"defaults": true, "rules": [{"type": "no_such", "enabled": false}]})")
+          .status(),
+      {"no_such", "no default rule"});
+  // Disabling by name from a session config (InProcessRulesConfig::disable).
+  Result<RulesConfig> without =
+      WithoutRules(DefaultRulesConfig(Registry()), {"overfit", "all_zero"}, "rules.disable");
+  ASSERT_TRUE(without.ok());
+  EXPECT_EQ(without->rules.size(), DefaultRulesConfig(Registry()).rules.size() - 2);
+  ExpectError(WithoutRules(DefaultRulesConfig(Registry()), {"overfitt"}, "rules.disable").status(),
+              {"rules.disable[0]", "overfitt", "the rules: nan_origin"});
 }
 
 }  // namespace

@@ -105,20 +105,33 @@ TEST(InProcessRulesTest, StopsBeforeStepSPlus2AndFindingsMatchTheLog) {
   EXPECT_EQ(found[0].type, "exploding_tensor");
   EXPECT_EQ(found[0].tensor, "fc1.weight_grad");
   for (const Finding& f : found) EXPECT_GE(f.step.global_step, kNan);
+  // One finding per step the NaN lasted; one episode for all of them, the
+  // same in the session and in the log.
+  const std::vector<Episode> episodes = session->episodes();
+  ASSERT_EQ(episodes.size(), 1u);
+  EXPECT_EQ(episodes[0].first.global_step, kNan);
+  EXPECT_EQ(episodes[0].last.global_step, found.back().step.global_step);
+  EXPECT_EQ(episodes[0].steps, found.size());
+  EXPECT_EQ(episodes[0].severity, Severity::kCritical);
+  EXPECT_FALSE(episodes[0].open);  // closed when the run ended
   auto log = rules::ReadFindingsLog(dir.Sub("run/findings.jsonl"));
   ASSERT_TRUE(log.ok()) << log.status().ToString();
-  ASSERT_EQ(log->findings.size(), found.size());
-  for (std::size_t i = 0; i < found.size(); ++i) {
-    const Finding& a = found[i];
-    const Finding& b = log->findings[i];
+  ASSERT_EQ(log->episodes.size(), episodes.size());
+  for (std::size_t i = 0; i < episodes.size(); ++i) {
+    const Episode& a = episodes[i];
+    const Episode& b = log->episodes[i];
+    EXPECT_EQ(a.id, b.id);
     EXPECT_EQ(a.rule, b.rule);
     EXPECT_EQ(a.type, b.type);
-    EXPECT_EQ(a.step.global_step, b.step.global_step);
-    EXPECT_EQ(a.step.mode, b.step.mode);
+    EXPECT_EQ(a.first.global_step, b.first.global_step);
+    EXPECT_EQ(a.last.global_step, b.last.global_step);
+    EXPECT_EQ(a.steps, b.steps);
+    EXPECT_EQ(a.severity, b.severity);
+    EXPECT_EQ(a.open, b.open);
     EXPECT_EQ(a.worker, b.worker);
     EXPECT_EQ(a.tensor, b.tensor);
-    EXPECT_EQ(a.message, b.message);
-    EXPECT_EQ(a.values.size(), b.values.size());
+    EXPECT_EQ(a.opening.message, b.opening.message);
+    EXPECT_EQ(a.opening.values.size(), b.opening.values.size());
   }
 }
 
@@ -157,7 +170,7 @@ TEST(InProcessRulesTest, CaptureRawStepsSnapshotsTheNextKSteps) {
   const std::string run = dir.Sub("run");
   SessionConfig c = RulesConfig(run, R"({"rules": [
     {"name": "nan_capture", "type": "exploding_tensor", "collection_names": "gradients",
-     "actions": {"capture_raw_steps": 3, "print": false}}]})");
+     "actions": {"capture_raw_steps": 3, "print": false, "stop_training": false}}]})");
   c.pipeline.stop_check_interval_ms = 0;  // poll RUN/capture/ at every EndStep
   auto session = Create(c);
   ASSERT_NE(session, nullptr);
@@ -212,7 +225,8 @@ TEST(InProcessRulesTest, PluginRuleFiresAtItsStep) {
 }
 
 // Without a config or config file: the default rule set (exploding_tensor
-// among them) runs; the JSON form with only "rules": {} enables it.
+// among them) runs; the JSON form with only "rules": {} enables it, and a
+// critical finding stops training unless stop_on says otherwise.
 TEST(InProcessRulesTest, AnEmptyRulesSectionRunsTheDefaultSet) {
   TempDir dir;
   auto parsed = ParseConfigJson(R"({"out_dir": ")" + dir.Sub("run") +
@@ -230,7 +244,22 @@ TEST(InProcessRulesTest, AnEmptyRulesSectionRunsTheDefaultSet) {
     exploded = exploded || (f.type == "exploding_tensor" && f.step.global_step == 2);
   }
   EXPECT_TRUE(exploded);
-  EXPECT_FALSE(session->ShouldStop());  // default actions: record and print only
+  EXPECT_TRUE(session->ShouldStop());  // a NaN is critical: the run is wasted
+  EXPECT_NE(session->stop_reason().find("at step 2"), std::string::npos) << session->stop_reason();
+
+  // "stop_on": "never": the same findings, no stop.
+  TempDir dir2;
+  parsed = ParseConfigJson(R"({"out_dir": ")" + dir2.Sub("run") +
+                           R"(", "save_config": {"save_interval": 1}, "rules": {"stop_on": "never"}})");
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  session = Create(parsed.value());
+  ASSERT_NE(session, nullptr);
+  Loop loop2;
+  ASSERT_TRUE(Register(*session, loop2).ok());
+  loop2.Run(*session, 4, [](int k) { return k == 2; }, false);
+  ASSERT_TRUE(session->Close().ok());
+  EXPECT_FALSE(session->ShouldStop());
+  EXPECT_FALSE(session->episodes().empty());
 }
 
 TEST(InProcessRulesTest, TheEnvironmentVariableEnablesRulesFromAFile) {

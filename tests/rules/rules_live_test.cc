@@ -125,7 +125,7 @@ TEST(LiveRulesTest, CheckAndRulesLoadPlugins) {
                                  " --plugin " + Quote(TSTAT_TEST_RULE_PLUGIN) + " --config " +
                                  Quote(config));
   EXPECT_EQ(with.code, 1) << with.output;  // findings
-  EXPECT_NE(with.output.find("step 9 worker 0: custom [fires_at_step] fc1.weight_grad"),
+  EXPECT_NE(with.output.find("step 9 worker 0: custom (fires_at_step) [error] fc1.weight_grad"),
             std::string::npos)
       << with.output;
   EXPECT_NE(with.output.find("1 finding(s)"), std::string::npos) << with.output;

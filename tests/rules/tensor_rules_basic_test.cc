@@ -91,7 +91,13 @@ TEST_F(VanishingGradientTest, HealthyGradientsAndNonFiniteOnesDoNotFire) {
   auto rule = MustCreate("vanishing_gradient", {{{"threshold", "1e-4"}}, {}, "", {}});
   EXPECT_TRUE(Feed(rule.get(), cat_, Batch(0, {RecordOf(0, {1e-3, -2e-3})})).empty());
   EXPECT_TRUE(Feed(rule.get(), cat_, Batch(1, {RecordOf(0, {NAN, INFINITY})})).empty());
-  EXPECT_EQ(Feed(rule.get(), cat_, Batch(2, {RecordOf(0, {1e-5, NAN})})).size(), 1u);
+  // Small finite values beside a NaN: the NaN is the finding (exploding_tensor's).
+  EXPECT_TRUE(Feed(rule.get(), cat_, Batch(2, {RecordOf(0, {1e-5, NAN})})).empty());
+  auto f = Feed(rule.get(), cat_, Batch(3, {RecordOf(0, {1e-5, 0.0})}));
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_TRUE(f[0].lower_is_worse);
+  EXPECT_EQ(f[0].severity, Severity::kError);
+  EXPECT_NEAR(f[0].values[0].second, 5e-6, 1e-18);  // the mean over every element
 }
 
 TEST_F(VanishingGradientTest, RespectsModes) {
@@ -134,22 +140,44 @@ TEST(ExplodingTensorTest, OnlyNanIgnoresInf) {
   EXPECT_EQ(Feed(rule.get(), cat, Batch(1, {RecordOf(0, {NAN})})).size(), 1u);
 }
 
-TEST(ExplodingTensorTest, GrowthOverWindowFiresAtExactStep) {
+TEST(ExplodingTensorTest, GrowthOverTheMedianOfTheWindowFiresAtExactSteps) {
   MapCatalog cat;
   cat.Add(0, "gradient/w", {"gradients"});
+  cat.Add(1, "fc.weight", {"weights"});  // not a growth collection by default
   auto rule = MustCreate("exploding_tensor",
                          {{{"growth_factor", "5"}, {"growth_window", "3"}}, {}, "", {}});
   std::vector<std::int64_t> steps;
-  // l2 = 1, 1, 1.5, 2, 2, 12: vs 3 saved steps earlier: 2/1, 2/1, 12/1.5 = 8 > 5 at step 5.
-  const double l2[] = {1, 1, 1.5, 2, 2, 12};
-  for (int s = 0; s < 6; ++s) {
-    for (const Finding& f : Feed(rule.get(), cat, Batch(s, {RecordOf(0, {l2[s]})}))) {
+  std::vector<double> growth;
+  // Medians of the 3 values before: step 5: {1.5, 2, 2} -> 12 / 2 = 6 > 5;
+  // step 6: {2, 2, 12} -> 13 / 2 = 6.5; step 7: {2, 12, 13} -> 14 / 12.
+  const double l2[] = {1, 1, 1.5, 2, 2, 12, 13, 14};
+  for (int s = 0; s < 8; ++s) {
+    for (const Finding& f : Feed(rule.get(), cat, Batch(s, {RecordOf(0, {l2[s]}), RecordOf(1, {l2[s]})}))) {
       steps.push_back(f.step.global_step);
-      EXPECT_DOUBLE_EQ(Value(f, "ratio"), 8.0);
+      growth.push_back(Value(f, "growth"));
+      EXPECT_EQ(f.tensor, "gradient/w");
       EXPECT_DOUBLE_EQ(Value(f, "growth_factor"), 5.0);
+      EXPECT_EQ(f.severity, Severity::kCritical);
+      EXPECT_EQ(f.confirm_steps, 2);  // a one-step spike does not open an episode
     }
   }
-  EXPECT_EQ(steps, (std::vector<std::int64_t>{5}));
+  EXPECT_EQ(steps, (std::vector<std::int64_t>{5, 6}));
+  EXPECT_EQ(growth, (std::vector<double>{6.0, 6.5}));
+}
+
+TEST(ExplodingTensorTest, GrowthCollectionsSelectWhatIsChecked) {
+  MapCatalog cat;
+  cat.Add(0, "fc.weight", {"weights"});
+  auto all = MustCreate("exploding_tensor", {{{"growth_collections", ""}}, {}, "", {}});
+  auto none = MustCreate("exploding_tensor", {{{"growth_factor", "0"}}, {}, "", {}});
+  std::size_t fired_all = 0, fired_none = 0;
+  for (int s = 0; s < 4; ++s) {
+    const double v = s < 2 ? 1.0 : 100.0;
+    fired_all += Feed(all.get(), cat, Batch(s, {RecordOf(0, {v})})).size();
+    fired_none += Feed(none.get(), cat, Batch(s, {RecordOf(0, {v})})).size();
+  }
+  EXPECT_EQ(fired_all, 2u);
+  EXPECT_EQ(fired_none, 0u);
 }
 
 TEST(ExplodingTensorTest, ParameterErrors) {
@@ -284,9 +312,14 @@ TEST_F(NanOriginTest, NamesTheFirstTensorInCaptureOrderOnce) {
   EXPECT_DOUBLE_EQ(Value(f[0], "tensors_affected"), 3);
   EXPECT_TRUE(Contains(f[0].message, "also in gradient/fc2.weight, gradient/fc1.weight"))
       << f[0].message;
-  EXPECT_TRUE(Feed(rule.get(), cat_, Step(2, {0, 1, 2, 3})).empty());  // once
+  EXPECT_EQ(f[0].severity, Severity::kCritical);
+  // While the NaNs last, the same origin (one episode).
+  f = Feed(rule.get(), cat_, Step(2, {0, 1, 2, 3}));
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].tensor, "fc2_output_0");
+  EXPECT_DOUBLE_EQ(Value(f[0], "tensors_affected"), 4);
   EXPECT_TRUE(Feed(rule.get(), cat_, Step(3, {})).empty());
-  EXPECT_TRUE(Feed(rule.get(), cat_, Step(4, {0})).empty());
+  EXPECT_TRUE(Feed(rule.get(), cat_, Step(4, {0})).empty());  // once: a later episode is not
   // Workers are independent.
   EXPECT_EQ(Feed(rule.get(), cat_, Step(4, {2}), /*worker=*/1).size(), 1u);
 }
@@ -300,8 +333,22 @@ TEST_F(NanOriginTest, OnceFalseFiresAtEachEpisodeStart) {
       steps.push_back(f.step.global_step);
     }
   }
-  // Step 1 has only an Inf (ignored with only_nan); NaN episodes start at 2 and 5.
-  EXPECT_EQ(steps, (std::vector<std::int64_t>{2, 5}));
+  // Step 1 has only an Inf (ignored with only_nan); NaN episodes are 2-3 and 5.
+  EXPECT_EQ(steps, (std::vector<std::int64_t>{2, 3, 5}));
+}
+
+TEST_F(NanOriginTest, ForwardTensorsComeBeforeGradientsAndParameters) {
+  MapCatalog cat;  // registered as RegisterParameters does: parameters first
+  cat.Add(0, "fc1.weight", {"weights"});
+  cat.Add(1, "gradient/fc1.weight", {"gradients"});
+  cat.Add(2, "logits_output", {"activations"});
+  auto rule = MustCreate("nan_origin");
+  std::vector<TensorStatsRecord> recs;
+  for (std::uint32_t id = 0; id < 3; ++id) recs.push_back(RecordOf(id, {NAN}));
+  auto f = Feed(rule.get(), cat, Batch(0, recs));
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].tensor, "logits_output");
+  EXPECT_TRUE(Contains(f[0].message, "also in gradient/fc1.weight, fc1.weight")) << f[0].message;
 }
 
 TEST_F(NanOriginTest, DrivenThroughTheEngineWithTwoWorkers) {

@@ -63,18 +63,45 @@ TEST_F(DeadReluTest, LayerThresholdIsStrict) {
   EXPECT_TRUE(Contains(f[0].message, "channels 0, 1, 2")) << f[0].message;
 }
 
-TEST_F(DeadReluTest, ActivityAccumulatesOverSteps) {
-  auto rule = MustCreate("dead_relu");
-  // Step 0: half of each channel's 100 outputs positive; then all zero. Activity
-  // after step k is 50 / (100 (k + 1)): 1% at k = 49, below 1% from k = 50.
-  std::vector<std::int64_t> steps;
-  for (int s = 0; s <= 52; ++s) {
-    const std::uint64_t p = s == 0 ? 50 : 0;
-    for (const Finding& f : Feed(rule.get(), cat_, Batch(s, {ReluRecord(0, {p, p}, 100)}))) {
-      steps.push_back(f.step.global_step);
+TEST_F(DeadReluTest, ActivityIsOverTheLastWindowOfSteps) {
+  // Steps 0-4: half of each channel's 100 outputs positive; then all zero.
+  for (const auto& [window, first] : {std::pair<const char*, int>{"1", 5}, {"3", 7}}) {
+    auto rule = MustCreate("dead_relu", {{{"window", window}}, {}, "", {}});
+    std::vector<std::int64_t> steps;
+    for (int s = 0; s <= 9; ++s) {
+      const std::uint64_t p = s < 5 ? 50 : 0;
+      for (const Finding& f : Feed(rule.get(), cat_, Batch(s, {ReluRecord(0, {p, p}, 100)}))) {
+        steps.push_back(f.step.global_step);
+      }
     }
+    // A unit that dies late is dead once the window holds only its dead steps.
+    std::vector<std::int64_t> want;
+    for (int s = first; s <= 9; ++s) want.push_back(s);
+    EXPECT_EQ(steps, want) << "window " << window;
   }
-  EXPECT_EQ(steps, (std::vector<std::int64_t>{50, 51, 52}));
+}
+
+TEST_F(DeadReluTest, JudgesTrainingStepsUnitsOnAxisOneAndNeedsThem) {
+  auto rule = MustCreate("dead_relu");
+  EXPECT_TRUE(Feed(rule.get(), cat_, Batch(0, {ReluRecord(0, {0, 0}, 100)}, Mode::kEval)).empty());
+  TensorStatsRecord other_axis = ReluRecord(0, {0, 0}, 100);
+  other_axis.per_channel->axis = 0;
+  EXPECT_TRUE(Feed(rule.get(), cat_, Batch(1, {other_axis})).empty());
+  EXPECT_TRUE(Contains(rule->Diagnostics(), "axis 0")) << rule->Diagnostics();
+  // What it needs: per-unit stats of the ReLU outputs at training steps.
+  TensorInfo relu;
+  relu.name = "block1.relu_a_output";
+  relu.shape = {32, 64};
+  CaptureNeeds n = rule->Needs(relu);
+  EXPECT_TRUE(n.per_unit);
+  EXPECT_EQ(n.modes, CaptureNeeds::TrainModes());
+  relu.shape = {0};  // registered before its first pass: the rank is not known yet
+  EXPECT_TRUE(rule->Needs(relu).per_unit);
+  relu.shape = {64};  // no units
+  EXPECT_FALSE(rule->Needs(relu).any());
+  relu.name = "relu1_input";
+  relu.shape = {32, 64};
+  EXPECT_FALSE(rule->Needs(relu).any());
 }
 
 TEST_F(DeadReluTest, HealthyReluDoesNotFire) {
@@ -87,7 +114,7 @@ TEST_F(DeadReluTest, HealthyReluDoesNotFire) {
 TEST_F(DeadReluTest, NeedsPerChannelStats) {
   auto rule = MustCreate("dead_relu");
   EXPECT_TRUE(Feed(rule.get(), cat_, Batch(0, {RecordOf(0, Fill(8, 0.0))})).empty());
-  EXPECT_TRUE(Contains(rule->Diagnostics(), "per-channel")) << rule->Diagnostics();
+  EXPECT_TRUE(Contains(rule->Diagnostics(), "per-unit")) << rule->Diagnostics();
   auto r = Create("dead_relu", {{{"threshold_layer", "101"}}, {}, "", {}});
   ASSERT_FALSE(r.ok());
   EXPECT_TRUE(Contains(r.status().message(), "threshold_layer")) << r.status().message();
@@ -127,11 +154,12 @@ TEST_F(SaturatedActivationTest, SigmoidUsesItsOwnBounds) {
   const auto x = Channels({10, 10, 10, 10}, {12, 12, 12, 12});  // saturates tanh, not sigmoid
   EXPECT_TRUE(Feed(rule.get(), cat_, Batch(0, {RecordOf(1, x, PerChannel(), {2, 4})})).empty());
   EXPECT_EQ(Feed(rule.get(), cat_, Batch(0, {RecordOf(0, x, PerChannel(), {2, 4})})).size(), 1u);
+  // Channel 0 is two-sided (min/max cannot tell); 1-3 are above 16.99999.
   const auto y = Channels({17, 17, 17, 17}, {-24, 18, 20, 30});
-  EXPECT_EQ(Feed(rule.get(), cat_, Batch(1, {RecordOf(1, y, PerChannel(), {2, 4})})).size(), 0u)
-      << "channel 0 is two-sided: min/max cannot tell, and activity accumulates";
-  auto rule2 = MustCreate("saturated_activation");
-  EXPECT_EQ(Feed(rule2.get(), cat_, Batch(1, {RecordOf(1, y, PerChannel(), {2, 4})})).size(), 1u);
+  auto f = Feed(rule.get(), cat_, Batch(1, {RecordOf(1, y, PerChannel(), {2, 4})}));
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_DOUBLE_EQ(Value(f[0], "saturated_percent"), 75);
+  EXPECT_DOUBLE_EQ(Value(f[0], "threshold_max"), 16.99999);
 }
 
 TEST_F(SaturatedActivationTest, BandCountsSeeTwoSidedSaturation) {
@@ -147,19 +175,51 @@ TEST_F(SaturatedActivationTest, BandCountsSeeTwoSidedSaturation) {
   EXPECT_DOUBLE_EQ(Value(f[0], "saturated_percent"), 75);
 }
 
-TEST_F(SaturatedActivationTest, ActivityAccumulatesOverSteps) {
-  auto rule = MustCreate("saturated_activation");
+TEST_F(SaturatedActivationTest, ActivityIsOverTheLastWindowOfSteps) {
   const auto ok = Channels({0, 0, 0, 0}, {1, 1, 1, 1});
   const auto sat = Channels({10, 10, 10, 10}, {12, 12, 12, 12});
-  std::vector<std::int64_t> steps;
-  for (int s = 0; s <= 101; ++s) {
-    for (const Finding& f :
-         Feed(rule.get(), cat_, Batch(s, {RecordOf(0, s == 0 ? ok : sat, PerChannel(), {2, 4})}))) {
-      steps.push_back(f.step.global_step);
+  for (const auto& [window, first] : {std::pair<const char*, int>{"1", 3}, {"2", 4}}) {
+    auto rule = MustCreate("saturated_activation", {{{"window", window}}, {}, "", {}});
+    std::vector<std::int64_t> steps;
+    for (int s = 0; s <= 5; ++s) {
+      const auto& x = s < 3 ? ok : sat;
+      for (const Finding& f : Feed(rule.get(), cat_, Batch(s, {RecordOf(0, x, PerChannel(), {2, 4})}))) {
+        steps.push_back(f.step.global_step);
+      }
     }
+    std::vector<std::int64_t> want;
+    for (int s = first; s <= 5; ++s) want.push_back(s);
+    EXPECT_EQ(steps, want) << "window " << window;
   }
-  // Activity after step k is 1 / (k + 1): below 1% from k = 100.
-  EXPECT_EQ(steps, (std::vector<std::int64_t>{100, 101}));
+}
+
+TEST_F(SaturatedActivationTest, BandCountsAreUsedWhenTheRulesAskedForThem) {
+  // A unit is saturated when fewer than 5% of its inputs are in the live range.
+  StatsOptions opt = PerChannel();
+  opt.band_lo = -9.4999;
+  opt.band_hi = 9.4999;
+  std::vector<double> x(2 * 4 * 20, 0.0);  // [20, 4]: channel c holds elements c, 4 + c, ...
+  for (int n = 0; n < 20; ++n) {
+    for (int c = 0; c < 4; ++c) x[static_cast<std::size_t>(n * 4 + c)] = (n % 2 ? 20.0 : -20.0);
+  }
+  x[0] = 0.0;  // channel 0: 1 of 20 inputs live (5%): not saturated
+  MapCatalog cat;
+  cat.Add(0, "fc1.tanh_input", {"inputs", "rules.units.band_-9.4999000000000002_9.4999000000000002.train"},
+          {20, 4});
+  cat.Add(1, "fc2.tanh_input", {"inputs"}, {20, 4});
+  auto rule = MustCreate("saturated_activation");
+  TensorInfo t = *cat.Find(0);
+  const CaptureNeeds n = rule->Needs(t);
+  EXPECT_TRUE(n.per_unit && n.band);
+  EXPECT_EQ(n.band_lo, -9.4999);
+  EXPECT_EQ(n.band_hi, 9.4999);
+  auto f = Feed(rule.get(), cat, Batch(0, {RecordOf(0, std::vector<double>(x.begin(), x.begin() + 80), opt, {20, 4}),
+                                           RecordOf(1, std::vector<double>(x.begin(), x.begin() + 80), opt, {20, 4})}));
+  // fc1 (in the rules' band collection): exact counts, 3 of 4 units saturated.
+  // fc2: min/max only, and every channel is two-sided: nothing.
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].tensor, "fc1.tanh_input");
+  EXPECT_DOUBLE_EQ(Value(f[0], "saturated_units"), 3);
 }
 
 TEST_F(SaturatedActivationTest, ParametersAndDiagnostics) {
@@ -178,7 +238,7 @@ TEST_F(SaturatedActivationTest, ParametersAndDiagnostics) {
   EXPECT_TRUE(Contains(r.status().message(), "threshold_sigmoid_min")) << r.status().message();
   auto no_pc = MustCreate("saturated_activation");
   EXPECT_TRUE(Feed(no_pc.get(), cat_, Batch(0, {RecordOf(0, x)})).empty());
-  EXPECT_TRUE(Contains(no_pc->Diagnostics(), "per-channel")) << no_pc->Diagnostics();
+  EXPECT_TRUE(Contains(no_pc->Diagnostics(), "per-unit")) << no_pc->Diagnostics();
 }
 
 // ------------------------------------------------------- check_input_images

@@ -116,24 +116,49 @@ TEST_F(WeightUpdateRatioTest, TinyUpdatesFireAtTheStep) {
   auto f = Feed(rule.get(), cat_, Batch(2, {w.Next({3.01 + 1e-10, 4})}));  // lr ~ 1e-10
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].step.global_step, 2);
-  EXPECT_LT(Value(f[0], "ratio"), 1e-8);
+  EXPECT_LT(Value(f[0], "small_ratio"), 1e-8);
   EXPECT_DOUBLE_EQ(Value(f[0], "small_threshold"), 1e-8);
   EXPECT_TRUE(Contains(f[0].message, "too small")) << f[0].message;
+  EXPECT_TRUE(f[0].lower_is_worse);
+  EXPECT_EQ(f[0].severity, Severity::kError);
 }
 
 TEST_F(WeightUpdateRatioTest, LargeUpdatesFire) {
   auto rule = MustCreate("weight_update_ratio", {{{"large_threshold", "0.4"}}, {}, "", {}});
   WeightSeries w(0);
   EXPECT_TRUE(Feed(rule.get(), cat_, Batch(0, {w.Next({3, 4})})).empty());
-  auto f = Feed(rule.get(), cat_, Batch(1, {w.Next({6, 8})}));  // |dw| = 5, |w| = 10
+  // Over the weight before the update: |dw| = 5, |w_prev| = 5.
+  auto f = Feed(rule.get(), cat_, Batch(1, {w.Next({6, 8})}));
   ASSERT_EQ(f.size(), 1u);
-  EXPECT_NEAR(Value(f[0], "ratio"), 0.5, 1e-9);
+  EXPECT_NEAR(Value(f[0], "large_ratio"), 1.0, 1e-9);
   EXPECT_DOUBLE_EQ(Value(f[0], "large_threshold"), 0.4);
   EXPECT_TRUE(std::isnan(Value(f[0], "small_threshold")));
-  f = Feed(rule.get(), cat_, Batch(2, {w.Next({60, 80})}));
+  EXPECT_EQ(f[0].severity, Severity::kCritical);  // a destroyed weight wastes the run
+  EXPECT_EQ(f[0].confirm_steps, 2);
+  EXPECT_FALSE(f[0].lower_is_worse);
+  f = Feed(rule.get(), cat_, Batch(2, {w.Next({60, 80})}));  // |dw| = 90, |w_prev| = 10
   ASSERT_EQ(f.size(), 1u);
-  EXPECT_NEAR(Value(f[0], "ratio"), 0.9, 1e-9);
+  EXPECT_NEAR(Value(f[0], "large_ratio"), 9.0, 1e-9);
   EXPECT_TRUE(Contains(f[0].message, "too large")) << f[0].message;
+}
+
+TEST_F(WeightUpdateRatioTest, AZeroInitializedWeightIsNotTooLargeAndAFrozenOneNotTooSmall) {
+  MapCatalog cat;
+  cat.Add(0, "lora_B.weight", {"weights"}, {2});
+  cat.Add(1, "frozen.weight", {"weights"}, {2});
+  cat.Add(2, "gradient/frozen.weight", {"gradients"}, {2});
+  auto rule = MustCreate("weight_update_ratio");
+  WeightSeries b(0), frozen(1);
+  EXPECT_TRUE(Feed(rule.get(), cat, Batch(0, {b.Next({0, 0}), frozen.Next({1, 1})})).empty());
+  // B starts at zero: any first update is "infinitely" large, and normal.
+  // The frozen weight has a registered gradient that is not captured.
+  EXPECT_TRUE(Feed(rule.get(), cat, Batch(1, {b.Next({0.1, 0.1}), frozen.Next({1, 1})})).empty());
+  // The same unchanged weight with its gradient captured is judged: ratio 0.
+  auto f = Feed(rule.get(), cat,
+                Batch(2, {b.Next({0.1, 0.1}), frozen.Next({1, 1}), RecordOf(2, {0.0, 0.0})}));
+  ASSERT_EQ(f.size(), 2u);
+  EXPECT_EQ(f[0].tensor, "lora_B.weight");
+  EXPECT_EQ(f[1].tensor, "frozen.weight");
 }
 
 TEST_F(WeightUpdateRatioTest, NumStepsSkipsDeltasSpanningLongGaps) {
@@ -174,33 +199,56 @@ class PoorWeightInitializationTest : public ::testing::Test {
   MapCatalog cat_;
 };
 
-TEST_F(PoorWeightInitializationTest, LayerVarianceRatioFiresWithinTheFirstSteps) {
-  auto rule = MustCreate("poor_weight_initialization", {{{"steps", "3"}}, {}, "", {}});
-  EXPECT_TRUE(Feed(rule.get(), cat_, Step(0, 1, 3)).empty());  // variance ratio 9
-  auto f = Feed(rule.get(), cat_, Step(1, 1, 4));              // 16 > 10
+TEST_F(PoorWeightInitializationTest, LayerVarianceRatioIsJudgedAtTheFirstStepOnly) {
+  auto rule = MustCreate("poor_weight_initialization");
+  auto f = Feed(rule.get(), cat_, Step(0, 1, 4));  // 16 > 10
   ASSERT_EQ(f.size(), 1u);
-  EXPECT_EQ(f[0].step.global_step, 1);
+  EXPECT_EQ(f[0].step.global_step, 0);
   EXPECT_EQ(f[0].tensor, "layer2_relu_input");
   EXPECT_DOUBLE_EQ(Value(f[0], "variance_ratio"), 16);
   EXPECT_DOUBLE_EQ(Value(f[0], "threshold"), 10);
-  EXPECT_TRUE(Feed(rule.get(), cat_, Step(3, 1, 100)).empty());  // past `steps`
+  // Later steps measure the optimizer (a diverging step 1), not the start.
+  EXPECT_TRUE(Feed(rule.get(), cat_, Step(1, 1, 100)).empty());
   EXPECT_TRUE(rule->Diagnostics().empty()) << rule->Diagnostics();
+
+  auto healthy_start = MustCreate("poor_weight_initialization");
+  EXPECT_TRUE(Feed(healthy_start.get(), cat_, Step(0, 1, 3)).empty());  // ratio 9
+  EXPECT_TRUE(Feed(healthy_start.get(), cat_, Step(1, 1, 4)).empty());
+
+  // Steps numbered from 1: the first one seen is the start.
+  auto from_one = MustCreate("poor_weight_initialization");
+  EXPECT_EQ(Feed(from_one.get(), cat_, Step(1, 1, 4)).size(), 1u);
+
+  // A run resumed past `steps` is not judged.
+  auto resumed = MustCreate("poor_weight_initialization", {{{"steps", "3"}}, {}, "", {}});
+  EXPECT_TRUE(Feed(resumed.get(), cat_, Step(3, 1, 100)).empty());
 }
 
-TEST_F(PoorWeightInitializationTest, NarrowGradientsFire) {
-  auto rule = MustCreate("poor_weight_initialization");
-  EXPECT_TRUE(Feed(rule.get(), cat_, Step(0, 1, 1, 0.01)).empty());
+TEST_F(PoorWeightInitializationTest, NarrowGradientsOnlyWhenDistributionRangeIsSet) {
   // std of {-g, 0, g} = g*sqrt(2/3); 3.29 * 1e-4 * 0.816 = 2.7e-4 < 0.001.
+  auto off = MustCreate("poor_weight_initialization");
+  EXPECT_TRUE(Feed(off.get(), cat_, Step(0, 1, 1, 1e-4)).empty());
+  EXPECT_TRUE(off->Diagnostics().empty()) << off->Diagnostics();
+
+  auto rule = MustCreate("poor_weight_initialization",
+                         {{{"distribution_range", "0.001"}}, {}, "", {}});
+  // Non-finite gradients are nan_origin's finding, not a narrow start.
+  StepBatch nan_step =
+      Batch(0, {RecordOf(0, {-1, 1}), RecordOf(1, {-1, 1}), RecordOf(2, {NAN, 0, 0})});
+  EXPECT_TRUE(Feed(rule.get(), cat_, nan_step).empty());
   auto f = Feed(rule.get(), cat_, Step(1, 1, 1, 1e-4));
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].tensor, "gradient/layer1.weight");
+  EXPECT_TRUE(f[0].lower_is_worse);
   EXPECT_NEAR(Value(f[0], "p95_minus_p5"), 2 * 1.6448536269514722 * 1e-4 * std::sqrt(2.0 / 3),
               1e-12);
   EXPECT_TRUE(Contains(f[0].message, "estimated")) << f[0].message;
+  EXPECT_TRUE(Feed(rule.get(), cat_, Step(2, 1, 1, 1e-4)).empty());  // once per tensor
 }
 
 TEST_F(PoorWeightInitializationTest, NarrowGradientsFromTheLinearHistogram) {
-  auto rule = MustCreate("poor_weight_initialization");
+  auto rule = MustCreate("poor_weight_initialization",
+                         {{{"distribution_range", "0.5"}}, {}, "", {}});
   StatsOptions opt;
   opt.linear_histogram.bins = 10;  // over [min, max] = [0, 1]
   // 100 values: 0.0 x 50, 1.0 x 50: p5 = 0.05 * 100 = 5th value, in bucket 0 -> 0.01;

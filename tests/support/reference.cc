@@ -256,7 +256,7 @@ ReductionResult ReferenceReduce(const TensorView& view, const StatsOptions& opti
       }
     }
     r.label_counts = std::move(labels);
-    return r;
+    // The stat set and the exponent histogram come with label counts.
   }
 
   r.stats = ReferenceStats(data, dtype, n, options);

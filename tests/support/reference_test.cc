@@ -205,8 +205,13 @@ TEST(ReferenceTest, LabelCounts) {
   ASSERT_TRUE(r.label_counts.has_value());
   EXPECT_EQ(r.label_counts->counts, (std::vector<std::uint64_t>{1, 1, 1, 2}));
   EXPECT_EQ(r.label_counts->out_of_range, 2u);
-  EXPECT_EQ(r.stats.count, 0u);  // the stat set is not computed in label mode
-  EXPECT_FALSE(r.exponent_histogram.has_value());
+  // The stat set comes with label counts.
+  EXPECT_EQ(r.stats.count, 7u);
+  EXPECT_EQ(r.stats.min, -1.0);
+  EXPECT_EQ(r.stats.max, 5.0);
+  EXPECT_EQ(r.stats.sum, 13.0);
+  ASSERT_TRUE(r.exponent_histogram.has_value());
+  EXPECT_EQ(r.exponent_histogram->total(), 6u);  // every non-zero value
 }
 
 TEST(ReferenceTest, SamplePositionsFromTheFormula) {

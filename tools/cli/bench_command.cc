@@ -11,6 +11,7 @@
 #include "benchmarks/capture_bench.h"
 #include "benchmarks/rules_bench.h"
 #include "benchmarks/stats_bench.h"
+#include "tools/cli/bench_detection.h"
 #include "tools/cli/bench_overhead.h"
 #include "tools/cli/command.h"
 
@@ -184,14 +185,18 @@ Command AddBenchCommand(CLI::App& root) {
 
   std::function<int()> run_overhead;
   CLI::App* overhead = AddBenchOverheadCommand(bench, &run_overhead);
+  std::function<int()> run_detection;
+  CLI::App* detection = AddBenchDetectionCommand(bench, &run_detection);
 
   Command c;
   c.app = bench;
-  c.run = [stats, flags, rules, rules_flags, capture, capture_flags, overhead, run_overhead]() {
+  c.run = [stats, flags, rules, rules_flags, capture, capture_flags, overhead, run_overhead,
+           detection, run_detection]() {
     if (stats->parsed()) return RunStats(*flags);
     if (rules->parsed()) return ReportError(bench::RunRulesBench(*rules_flags, std::cout, std::cerr));
     if (capture->parsed()) return RunCapture(*capture_flags);
     if (overhead->parsed()) return run_overhead();
+    if (detection->parsed()) return run_detection();
     return kExitUsage;  // unreachable: require_subcommand(1)
   };
   return c;

@@ -1,9 +1,12 @@
-// `tstat check RUN [--config rules.json] [--plugin lib.so]... [--strict]`: a unit test for a
-// training run. Evaluates the run as it is on disk (normally finished),
-// prints every finding and a summary; writes nothing and takes no action.
-// Exit codes: 0 clean, 1 findings (or, with --strict, rule warnings such as
-// a run without losses or a regex that matched nothing), 2 a usage or config
-// error or a run that cannot be read.
+// `tstat check RUN [--config rules.json] [--plugin lib.so]... [--strict] [--fail-on LEVEL]
+// [--json]`: a unit test for a training run. Evaluates the run as it is on
+// disk (normally finished), prints one line per episode (rules/episodes.h)
+// and a summary, or with --json one object: {"run", "rules", "steps",
+// "findings", "failing", "fail_on", "episodes": [episode_json.h],
+// "warnings": [...]}; writes nothing and takes no action.
+// Exit codes: 0 clean, 1 an episode at or above --fail-on (default: any; or,
+// with --strict, rule warnings such as a run without losses or a regex that
+// matched nothing), 2 a usage or config error or a run that cannot be read.
 #include <iostream>
 #include <memory>
 #include <string>
@@ -12,7 +15,9 @@
 #include "rules/actions.h"
 #include "rules/trial_runner.h"
 #include "tools/cli/command.h"
+#include "tools/cli/episode_json.h"
 #include "tools/cli/rules_source.h"
+#include "tools/cli/text_format.h"
 
 namespace tstat::cli {
 namespace {
@@ -21,6 +26,8 @@ struct CheckFlags {
   std::string run;
   RulesSourceFlags rules;
   bool strict = false;
+  std::string fail_on = "info";
+  bool json = false;
 };
 
 int RunCheck(const CheckFlags& f) {
@@ -31,6 +38,12 @@ int RunCheck(const CheckFlags& f) {
   }
   rules::LoadedRules* loaded = &source.value()->loaded;
   const std::size_t rule_count = loaded->rules.size();
+  Severity fail_on;
+  if (!ParseSeverity(f.fail_on, &fail_on)) {
+    ReportError(Status::InvalidArgument("--fail-on: \"" + f.fail_on +
+                                        "\" is not one of info, warning, error, critical"));
+    return kExitUsage;
+  }
   rules::TrialRunnerOptions options;
   options.on_warning = [](const std::string& w) { std::cerr << "tstat: warning: " << w << "\n"; };
   Result<std::unique_ptr<rules::TrialRunner>> runner =
@@ -41,9 +54,8 @@ int RunCheck(const CheckFlags& f) {
   }
   rules::TrialRunner& r = *runner.value();
   std::uint64_t findings = 0;
-  Status ran = r.Run([&](const Finding& finding) {
+  Status ran = r.Run([&findings](const Finding&) {
     ++findings;
-    std::cout << rules::FormatFinding(finding) << "\n";
     return Status::OK();
   });
   if (!ran.ok()) {
@@ -55,10 +67,33 @@ int RunCheck(const CheckFlags& f) {
               << " is not closed (still being written, or its writer died): checked the "
               << r.steps_fed() << " step(s) on disk\n";
   }
+  std::uint64_t failing = 0;
+  const std::vector<Episode>& episodes = r.engine().episodes();
+  for (const Episode& e : episodes) {
+    if (!f.json) std::cout << rules::FormatEpisode(e) << "\n";
+    if (e.severity >= fail_on) ++failing;
+  }
   const std::size_t warnings = r.warnings().size();
-  std::cout << "tstat check: " << findings << " finding(s), " << warnings << " warning(s); "
-            << rule_count << " rule(s) over " << r.steps_fed() << " step(s) of " << f.run << "\n";
-  if (findings > 0) return kExitFailure;
+  if (f.json) {
+    std::cout << "{\"run\": " << JsonString(f.run) << ", \"rules\": " << rule_count
+              << ", \"steps\": " << r.steps_fed() << ", \"findings\": " << findings
+              << ", \"failing\": " << failing << ", \"fail_on\": "
+              << JsonString(SeverityName(fail_on)) << ",\n \"episodes\": [";
+    for (std::size_t i = 0; i < episodes.size(); ++i) {
+      std::cout << (i ? ",\n   " : "\n   ") << EpisodeJson(episodes[i]);
+    }
+    std::cout << "],\n \"warnings\": [";
+    for (std::size_t i = 0; i < r.warnings().size(); ++i) {
+      std::cout << (i ? ", " : "") << JsonString(r.warnings()[i]);
+    }
+    std::cout << "]}\n";
+  } else {
+    std::cout << "tstat check: " << episodes.size() << " episode(s) (" << failing
+              << " at or above " << SeverityName(fail_on) << ") of " << findings
+              << " finding(s), " << warnings << " warning(s); " << rule_count << " rule(s) over "
+              << r.steps_fed() << " step(s) of " << f.run << "\n";
+  }
+  if (failing > 0) return kExitFailure;
   if (f.strict && warnings > 0) return kExitFailure;
   return kExitOk;
 }
@@ -75,6 +110,10 @@ Command AddCheckCommand(CLI::App& root) {
   AddRulesSourceOptions(app, &flags->rules);
   app->add_flag("--strict", flags->strict,
                 "Rule warnings (no losses, a regex matching nothing, damaged files) fail too");
+  app->add_option("--fail-on", flags->fail_on,
+                  "Exit 1 on episodes of this severity or above (info, warning, error, critical)")
+      ->default_str("info");
+  app->add_flag("--json", flags->json, "Print one JSON object (episodes, warnings) instead of lines");
   Command c;
   c.app = app;
   c.run = [flags]() { return RunCheck(*flags); };

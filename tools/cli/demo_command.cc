@@ -1,7 +1,7 @@
 // `tstat demo [--out DIR] [--scenario NAME]... [--steps N] [--quick] [--json]
 // [--force]`: trains small LibTorch models on the digits dataset, healthy and
-// with injected faults, under the demo's rules (tools/demo/), and prints what
-// the rules found, when, and how many steps auto-stop saved.
+// with injected faults, with the default configuration (rules on; tools/demo/),
+// and prints what the rules found, when, and how many steps auto-stop saved.
 // Exit codes: 0 every scenario behaved as expected (faults found, healthy
 // clean); 1 a scenario did not, or the demo failed; 2 usage errors (an unknown
 // scenario, an existing --out without --force).
@@ -56,8 +56,7 @@ int RunDemoCommand(const DemoFlags& f) {
     std::cout << "\n";
     demo::PrintTable(*results, std::cout);
     std::cout << "\nruns are in " << f.options.out_dir << "/<scenario>; judge one again with: "
-              << "tstat check " << f.options.out_dir << "/<scenario> --config "
-              << f.options.out_dir << "/rules.json\n";
+              << "tstat check " << f.options.out_dir << "/<scenario>\n";
   }
   if (!all_passed) {
     std::cerr << "tstat demo: some scenarios did not behave as expected (see the table)\n";

@@ -1,6 +1,7 @@
 // `tstat inspect RUN [--json] [--worker N]`: a summary of a run (workers,
 // steps per mode, tensors per collection, storage, pipeline counters,
-// findings), its capture overhead, and the latest stats of every tensor.
+// finding episodes, what the in-process rules captured and could not judge),
+// its capture overhead, and the latest stats of every tensor.
 // Reads the run as it is on disk (finished or still being written) through
 // the Trial API. Exit codes: 0 printed, 1 the run cannot be read, 2 usage.
 //
@@ -13,7 +14,9 @@
 #include <string>
 #include <vector>
 
+#include "rules/actions.h"
 #include "tools/cli/command.h"
+#include "tools/cli/episode_json.h"
 #include "tools/cli/run_summary.h"
 #include "tools/cli/text_format.h"
 #include "tstat/trial.h"
@@ -96,6 +99,27 @@ void PrintLatest(const RunSummary& s, std::ostream& out) {
   }
 }
 
+constexpr std::size_t kEpisodeLines = 20;
+
+// What each worker's in-process rules ran, captured, cost and could not
+// judge (its rules summary, without the episodes listed above).
+void PrintRules(const RunSummary& s, std::ostream& out) {
+  if (s.rules.empty() && s.rules_problems.empty()) {
+    out << "rules:     no in-process rules summary (rules off, or judged by `tstat check`)\n";
+  }
+  for (const rules::RulesSummary& r : s.rules) {
+    const std::vector<std::string> lines = rules::RulesSummaryLines(r, {});
+    for (std::size_t i = 0; i < lines.size(); ++i) {
+      out << (i == 0 ? "rules:     " : "           ");
+      if (i == 0 && s.rules.size() > 1) out << "worker " << r.worker << ": ";
+      out << DisplayName(lines[i]) << "\n";
+    }
+  }
+  for (const std::string& p : s.rules_problems) {
+    out << "rules:     summary not read: " << DisplayName(p) << "\n";
+  }
+}
+
 void PrintText(const RunSummary& s, std::ostream& out) {
   out << "run:       " << DisplayName(s.run_dir);
   if (!s.workers.empty()) out << "  (format version " << s.workers.front().format_version << ")";
@@ -145,11 +169,20 @@ void PrintText(const RunSummary& s, std::ostream& out) {
     if (k > 0) out << ")";
   }
   if (!s.findings_problem.empty()) out << " [" << DisplayName(s.findings_problem) << "]";
-  out << "\n" << CaptureLine(c.capture) << "\n";
+  out << "\n";
+  for (std::size_t e = 0; e < s.episodes.size() && e < kEpisodeLines; ++e) {
+    out << "  " << DisplayName(rules::FormatEpisode(s.episodes[e])) << "\n";
+  }
+  if (s.episodes.size() > kEpisodeLines) {
+    out << "  (+" << s.episodes.size() - kEpisodeLines << " more; --json lists them all)\n";
+  }
+  PrintRules(s, out);
+  out << CaptureLine(c.capture) << "\n";
   PrintLatest(s, out);
 }
 
 // ---------------------------------------------------------------- JSON
+
 
 std::string StepJson(const StepKey& k) {
   return "\"step\": " + std::to_string(k.global_step) + ", \"mode\": " +
@@ -227,7 +260,18 @@ void PrintJson(const RunSummary& s, std::ostream& out) {
   for (const auto& f : s.findings_by_type) {
     out << (i++ ? ", " : "") << JsonString(f.first) << ": " << f.second;
   }
-  out << "},\n \"latest\": [";
+  out << "},\n \"episodes\": [";
+  i = 0;
+  for (const Episode& e : s.episodes) out << (i++ ? ",\n   " : "\n   ") << EpisodeJson(e);
+  out << "],\n \"rules\": [";
+  i = 0;
+  for (const rules::RulesSummary& r : s.rules) {
+    out << (i++ ? ",\n   " : "\n   ") << rules::RulesSummaryToJson(r);
+  }
+  out << "],\n \"rules_problems\": [";
+  i = 0;
+  for (const std::string& p : s.rules_problems) out << (i++ ? ", " : "") << JsonString(p);
+  out << "],\n \"latest\": [";
   i = 0;
   for (const LatestRow& r : s.latest) {
     if (r.scalar) continue;

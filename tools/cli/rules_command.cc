@@ -1,6 +1,7 @@
-// `tstat rules RUN [--config rules.json] [--plugin lib.so]... [--follow]`: runs the rules over a
-// run, printing findings as they come, appending them to RUN/findings.jsonl
-// and acting on them (RUN/STOP, RUN/capture/); see rules/RUN_RULES.md.
+// `tstat rules RUN [--config rules.json] [--plugin lib.so]... [--follow] [--stop-on LEVEL]`:
+// runs the rules over a run, printing one line per episode as it opens,
+// appending episode events to RUN/findings.jsonl and acting on them
+// (RUN/STOP, RUN/capture/); see docs/rules.md.
 // Exit codes: 0 done (findings or not), 1 the run could not be read while
 // following it, 2 a usage or config error or a run that cannot be opened.
 #include <iostream>
@@ -22,6 +23,7 @@ struct RulesFlags {
   RulesSourceFlags rules;
   bool follow = false;
   double poll_interval = 0.2;
+  std::string stop_on = "critical";
 };
 
 int RunRules(const RulesFlags& f) {
@@ -51,18 +53,28 @@ int RunRules(const RulesFlags& f) {
   ao.log = log->get();
   ao.sink = &sink;
   ao.print = &std::cout;
+  if (!rules::StopPolicy::Parse(f.stop_on, &ao.stop)) {
+    ReportError(Status::InvalidArgument("--stop-on: \"" + f.stop_on +
+                                        "\" is not one of critical, error, warning, info, never"));
+    return kExitUsage;
+  }
   rules::ActionRunner acting(ao);
-  std::uint64_t findings = 0;
-  Status ran = runner.value()->Run([&](const Finding& finding) {
+  std::uint64_t findings = 0, episodes = 0;
+  auto count = [&findings](const Finding&) {
     ++findings;
-    Status s = acting.Handle(finding);
+    return Status::OK();
+  };
+  Status ran = runner.value()->Run(count, [&](const rules::EpisodeEvent& e) {
+    if (e.kind == rules::EpisodeEvent::Kind::kOpen) ++episodes;
+    Status s = acting.Handle(e);
     if (!s.ok()) std::cerr << "tstat: warning: " << s.ToString() << "\n";
     return Status::OK();
   });
   Status closed = log.value()->Close();
   if (!ran.ok()) return ReportError(ran);
   if (!closed.ok()) return ReportError(closed);
-  std::cerr << "tstat rules: " << findings << " finding(s) over " << runner.value()->steps_fed()
+  std::cerr << "tstat rules: " << episodes << " episode(s) of " << findings << " finding(s) over "
+            << runner.value()->steps_fed()
             << " step(s); findings in " << log_path
             << (acting.stop_requested() ? "; stop requested" : "") << "\n";
   return kExitOk;
@@ -84,6 +96,10 @@ Command AddRulesCommand(CLI::App& root) {
                   "Seconds between polls of a live run when nothing new came")
       ->check(CLI::Range(0.001, 3600.0))
       ->default_str("0.2");
+  app->add_option("--stop-on", flags->stop_on,
+                  "Write RUN/STOP on episodes of this severity or above (critical, error, warning, "
+                  "info), or never; a rule's stop_training action overrides it")
+      ->default_str("critical");
   Command c;
   c.app = app;
   c.run = [flags]() { return RunRules(*flags); };

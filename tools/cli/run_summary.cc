@@ -95,7 +95,17 @@ void SummarizeTensors(const Trial& trial, int worker, RunSummary* out) {
   }
 }
 
-void SummarizeFindings(const std::string& run_dir, RunSummary* out) {
+// The findings log's episodes and the rules summaries (of `worker`, or all
+// when < 0).
+void SummarizeFindings(const std::string& run_dir, int worker, RunSummary* out) {
+  out->rules = rules::ReadRulesSummaries(run_dir, &out->rules_problems);
+  if (worker >= 0) {
+    std::vector<rules::RulesSummary> mine;
+    for (rules::RulesSummary& r : out->rules) {
+      if (r.worker == worker) mine.push_back(std::move(r));
+    }
+    out->rules = std::move(mine);
+  }
   const std::string path = run_dir + "/" + rules::kFindingsFileName;
   Result<rules::FindingsLogContents> log = rules::ReadFindingsLog(path);
   if (!log.ok()) {
@@ -104,8 +114,12 @@ void SummarizeFindings(const std::string& run_dir, RunSummary* out) {
     }
     return;
   }
-  out->findings = log->findings.size();
-  for (const Finding& f : log->findings) ++out->findings_by_type[f.rule];
+  for (Episode& e : log->episodes) {
+    if (worker >= 0 && e.worker != worker) continue;
+    ++out->findings_by_type[e.rule];
+    out->episodes.push_back(std::move(e));
+  }
+  out->findings = out->episodes.size();
   if (log->truncated_tail) out->findings_problem = "the last line is incomplete (being written)";
 }
 
@@ -131,7 +145,7 @@ Result<RunSummary> SummarizeRun(Trial& trial, const std::string& run_dir, int wo
   }
   SummarizeSteps(trial, &out);
   SummarizeTensors(trial, worker, &out);
-  SummarizeFindings(run_dir, &out);
+  SummarizeFindings(run_dir, worker, &out);
   return out;
 }
 

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "rules/rules_summary.h"
+#include "tstat/rule.h"
 #include "tstat/stats_record.h"
 #include "tstat/trial.h"
 
@@ -49,10 +51,17 @@ struct RunSummary {
   std::uint64_t bytes = 0;
   PipelineCounters counters;
 
-  // RUN/findings.jsonl: absent (nullopt), or its findings per rule type.
+  // RUN/findings.jsonl: absent (nullopt), or its episodes (in opening
+  // order, each in its last recorded state) and their count per rule.
   std::optional<std::uint64_t> findings;
   std::map<std::string, std::uint64_t> findings_by_type;
+  std::vector<Episode> episodes;
   std::string findings_problem;  // the log exists but could not be read fully
+
+  // RUN/rules-<rank>.json: what the in-process rules of each worker ran,
+  // captured, cost and could not judge (none: no in-process rules).
+  std::vector<rules::RulesSummary> rules;
+  std::vector<std::string> rules_problems;  // summaries that could not be read
 
   std::vector<LatestRow> latest;  // tensors (by name), then scalars (by name)
 };

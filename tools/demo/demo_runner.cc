@@ -6,7 +6,6 @@
 #include <filesystem>
 #include <fstream>
 
-#include "tools/demo/demo_rules.h"
 #include "tools/demo/digits_dataset.h"
 
 namespace tstat::demo {
@@ -61,13 +60,6 @@ Result<std::vector<ScenarioResult>> RunDemo(const DemoOptions& options,
                                             const DemoCallbacks& callbacks) {
   TSTAT_ASSIGN_OR_RETURN(std::vector<Scenario> scenarios, SelectScenarios(options.scenarios));
   TSTAT_RETURN_IF_ERROR(PrepareOutDir(options.out_dir, options.force, scenarios));
-  const std::string rules_json = DemoRulesJson();
-  {
-    const std::string path = (fs::path(options.out_dir) / "rules.json").string();
-    std::ofstream f(path, std::ios::trunc);
-    f << rules_json << "\n";
-    if (!f) return Status::IoError("cannot write " + path);
-  }
   const Dataset data = LoadDigitsOrSynthetic(options.dataset_path);
   if (callbacks.note) {
     if (!data.note.empty()) callbacks.note(data.note);
@@ -80,7 +72,7 @@ Result<std::vector<ScenarioResult>> RunDemo(const DemoOptions& options,
   std::vector<ScenarioResult> results;
   for (const Scenario& s : scenarios) {
     const std::string run_dir = (fs::path(options.out_dir) / s.name).string();
-    TSTAT_ASSIGN_OR_RETURN(ScenarioResult r, RunScenario(s, data, plan, run_dir, rules_json));
+    TSTAT_ASSIGN_OR_RETURN(ScenarioResult r, RunScenario(s, data, plan, run_dir));
     if (callbacks.result) callbacks.result(r);
     results.push_back(std::move(r));
   }

@@ -39,9 +39,8 @@ struct DemoCallbacks {
   std::function<void(const ScenarioResult&)> result;   // after each scenario
 };
 
-// Runs the demo. The rules config is written to <out_dir>/rules.json so
-// `tstat check <out_dir>/<scenario> --config <out_dir>/rules.json` repeats
-// the judgement.
+// Runs the demo: every scenario with the default configuration (rules on,
+// nothing else), so `tstat check <out_dir>/<scenario>` repeats the judgement.
 Result<std::vector<ScenarioResult>> RunDemo(const DemoOptions& options,
                                             const DemoCallbacks& callbacks);
 

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # End-to-end test of `tstat demo` (ctest tstat.tools.demo, label torch): runs
-# the short matrix (--quick) and checks, per scenario, that the expected rules
-# fired, that the healthy run is clean, that auto-stop ended each faulty run
-# within two steps of its first finding, that the JSON parses, that
-# `tstat check` re-judges the runs on disk the same way; then bad input.
+# the short plan (--quick) with the default configuration and checks, per
+# scenario, that the expected rules fired, that the healthy run is clean,
+# that auto-stop ended each run with a critical finding within two steps of
+# it (and no other run), that the JSON parses, that `tstat check` re-judges
+# the runs on disk the same way (episode by episode); then bad input.
 # Usage: demo_test.sh TSTAT PYTHON
 TSTAT="$1"
 PY="$2"
@@ -46,13 +47,15 @@ for r in rows:
     if first is None:
         errors.append(f"{s}: no first_finding_step")
         continue
-    # The expected rule fired at the first finding's step (possibly with others).
-    first_step = {f["rule"]: f["step"] for f in r["findings"]}
-    if min(first_step[e] for e in r["expected_rules"] if e in first_step) != first:
-        errors.append(f"{s}: another rule fired before the expected one: {first_step}")
-    # In-process stop: a finding at step s stops training before step s+2 begins.
-    if not r["stopped"] or r["steps_run"] > first + 2:
-        errors.append(f"{s}: ran {r['steps_run']} steps after a finding at step {first}")
+    # Auto-stop: a critical episode at TRAIN step k stops training before
+    # step k + 2 begins; without one, training runs to the end.
+    critical = [f["mode_step"] for f in r["findings"]
+                if f["severity"] == "critical" and f["mode"] == "TRAIN"]
+    if critical:
+        if not r["stopped"] or r["steps_run"] > min(critical) + 2:
+            errors.append(f"{s}: ran {r['steps_run']} steps after a critical finding at {min(critical)}")
+    elif r["stopped"] or r["steps_run"] != r["steps_planned"]:
+        errors.append(f"{s}: stopped ({r['steps_run']} steps) without a critical finding")
 nan = next(r for r in rows if r["scenario"] == "nan_log_zero")
 origin = next(f for f in nan["findings"] if f["rule"] == "nan_origin")
 if origin["tensor"] != "head.log_probs_output":
@@ -67,12 +70,43 @@ for s in healthy vanishing_gradient exploding_gradient dead_relu tanh_saturation
     poor_initialization learning_rate_zero overfitting class_imbalance nan_log_zero; do
   [[ -d "$T/runs/$s/worker-00000" ]] || fail "no run in $T/runs/$s"
 done
-"$TSTAT" check "$T/runs/healthy" --config "$T/runs/rules.json" >"$T/check.txt" 2>&1 ||
+"$TSTAT" check "$T/runs/healthy" >"$T/check.txt" 2>&1 ||
   { cat "$T/check.txt" >&2; fail "tstat check of the healthy run found something"; }
-"$TSTAT" check "$T/runs/dead_relu" --config "$T/runs/rules.json" >"$T/check.txt" 2>&1
+"$TSTAT" check "$T/runs/dead_relu" >"$T/check.txt" 2>&1
 rc=$?
 [[ $rc == 1 ]] || { cat "$T/check.txt" >&2; fail "tstat check of dead_relu exited $rc, not 1"; }
 grep -q "dead_relu" "$T/check.txt" || fail "tstat check of dead_relu did not report dead_relu"
+
+# --- in-process and out-of-process judgements agree: the episodes the
+# session logged (inspect --json reads RUN/findings.jsonl) are the ones
+# `tstat check --json` finds in the same run, field by field.
+for s in healthy vanishing_gradient exploding_gradient dead_relu tanh_saturation \
+    poor_initialization learning_rate_zero overfitting class_imbalance nan_log_zero; do
+  "$TSTAT" inspect --json "$T/runs/$s" >"$T/inspect.json" 2>/dev/null ||
+    fail "tstat inspect --json $s failed"
+  "$TSTAT" check --json "$T/runs/$s" >"$T/check.json" 2>/dev/null
+  [[ $? == 0 || $? == 1 ]] || true
+  "$PY" - "$T/inspect.json" "$T/check.json" "$s" <<'PYEOF' || fail "$s: in-process and tstat check episodes differ (above)"
+import json, math, sys
+logged = json.load(open(sys.argv[1]))["episodes"]
+judged = json.load(open(sys.argv[2]))["episodes"]
+keys = ["id", "rule", "type", "worker", "tensor", "severity", "mode", "first_step",
+        "first_global_step", "last_step", "last_global_step", "reported_step",
+        "reported_global_step", "steps", "open", "worst_measure", "worst_step",
+        "worst_global_step", "message"]
+if len(logged) != len(judged):
+    print(f"{sys.argv[3]}: {len(logged)} episodes logged, {len(judged)} judged by tstat check")
+    sys.exit(1)
+for a, b in zip(logged, judged):
+    diff = [k for k in keys if a[k] != b[k]]
+    wa, wb = a["worst_value"], b["worst_value"]  # null: NaN
+    if (wa is None) != (wb is None) or (wa is not None and not math.isclose(wa, wb, rel_tol=1e-12)):
+        diff.append("worst_value")
+    if diff:
+        print(f"{sys.argv[3]}: episode {a['id']} differs in {diff}:\n  {a}\n  {b}")
+        sys.exit(1)
+PYEOF
+done
 
 # --- bad input
 touch "$T/runs/healthy/marker"

@@ -62,17 +62,22 @@ double ComputeSavedPercent(const ScenarioResult& r) {
          static_cast<double>(r.steps_planned);
 }
 
+// "TRAIN 12", "EVAL 3": a step in the user's terms.
+std::string StepName(const StepKey& k) {
+  return std::string(ModeName(k.mode)) + " " + std::to_string(k.mode_step);
+}
+
 void PrintTable(const std::vector<ScenarioResult>& results, std::ostream& out) {
-  out << Pad("scenario", 21) << Pad("expected", 28) << Pad("found (rule@global step)", 56)
+  out << Pad("scenario", 21) << Pad("expected", 28) << Pad("found (rule@step)", 60)
       << Pad("train steps", 12) << Pad("saved", 7) << "result\n";
   for (const ScenarioResult& r : results) {
     std::vector<std::string> found;
-    for (const RuleHit& h : r.found) found.push_back(h.rule + "@" + std::to_string(h.step.global_step));
+    for (const RuleHit& h : r.found) found.push_back(h.rule + "@" + StepName(h.step));
     char saved[16];
     std::snprintf(saved, sizeof(saved), "%.0f%%", ComputeSavedPercent(r));
     out << Pad(r.scenario, 21)
         << Pad(r.expected_rules.empty() ? "(none)" : Join(r.expected_rules, ","), 28)
-        << Pad(found.empty() ? "(none)" : Join(found, " "), 56)
+        << Pad(found.empty() ? "(none)" : Join(found, " "), 60)
         << Pad(std::to_string(r.steps_run) + "/" + std::to_string(r.steps_planned), 12)
         << Pad(saved, 7) << (r.passed() ? "ok" : "FAILED") << "\n";
   }
@@ -86,15 +91,15 @@ void PrintTable(const std::vector<ScenarioResult>& results, std::ostream& out) {
     const RuleHit& first = r.found.front();
     std::size_t same_step = 0;
     for (const RuleHit& h : r.found) same_step += h.step.global_step == first.step.global_step;
-    out << "  step " << first.step.global_step << " (" << ModeName(first.step.mode) << " "
-        << first.step.mode_step << ") " << first.rule
+    out << "  " << StepName(first.step) << " (global " << first.step.global_step << ") "
+        << first.rule << " [" << SeverityName(first.severity) << "]"
         << (first.tensor.empty() ? "" : " " + first.tensor) << ": " << first.message << "\n";
     if (same_step > 1) {
       out << "  (" << same_step - 1 << " other rule(s) fired at the same step)\n";
     }
     if (!r.stop_reason.empty()) {
       out << "  auto-stop after " << r.steps_run << " of " << r.steps_planned
-          << " training steps (global steps also count EVAL steps)\n";
+          << " training steps\n";
     }
   }
 }
@@ -109,8 +114,9 @@ std::string ResultJson(const ScenarioResult& r) {
                        ", \"mode\": " + JsonString(ModeName(h.step.mode)) +
                        ", \"mode_step\": " + std::to_string(h.step.mode_step) +
                        ", \"tensor\": " + JsonString(h.tensor) +
+                       ", \"severity\": " + JsonString(SeverityName(h.severity)) +
                        ", \"message\": " + JsonString(h.message) +
-                       ", \"count\": " + std::to_string(h.findings) + "}");
+                       ", \"episodes\": " + std::to_string(h.episodes) + "}");
   }
   const std::int64_t first = r.first_finding_step();
   std::ostringstream o;

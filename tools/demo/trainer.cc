@@ -80,31 +80,14 @@ Split MakeSplit(const Dataset& data, const DataSpec& spec) {
   return s;
 }
 
-SessionConfig MakeSessionConfig(const std::string& run_dir, const std::string& rules_json) {
+// What a user writes: a run directory and the rules turned on. The session
+// captures what the default rules need (per-unit stats of activations, label
+// counts, deltas of weights, every step) and the rest at the default
+// schedule.
+SessionConfig MakeSessionConfig(const std::string& run_dir) {
   SessionConfig c;
   c.out_dir = run_dir;
-  c.save_config = SaveConfig::Every(1);
-  c.pipeline.cpu_threads = 1;
-  // The rules run in the session's rules thread as steps are captured; a
-  // finding of a stop_training rule turns ShouldStop() on within a step.
   c.rules.enabled = true;
-  c.rules.config_json = rules_json;
-  // Per-unit statistics of activations (dead_relu, saturated_activation) and
-  // label counts (class_imbalance).
-  CollectionConfig activations;
-  activations.name = "activations";
-  activations.stats.per_channel_axis = 1;
-  CollectionConfig inputs;
-  inputs.name = "inputs";
-  inputs.stats.per_channel_axis = 1;
-  // Exact saturation counts for saturated_activation (band_counts): the band
-  // is the rule's tanh range, outside which tanh'(x) < 1e-7.
-  inputs.stats.band_lo = -9.4999;
-  inputs.stats.band_hi = 9.4999;
-  CollectionConfig labels;
-  labels.name = "labels";
-  labels.stats.label_classes = kDigitClasses;
-  c.collections = {activations, inputs, labels};
   return c;
 }
 
@@ -140,20 +123,20 @@ Status RegisterModel(Session* session, Mlp& model, const torch::Tensor* labels) 
   return torch_adapter::RegisterParameters(*session, *model).status();
 }
 
-// One hit per rule, by first step; at the same step the scenario's expected
-// rules come first (they fired together; the table leads with the one the
-// scenario is about).
-std::vector<RuleHit> Summarize(const std::vector<Finding>& findings,
+// One hit per rule, at the step its first episode was reported; at the same
+// step the scenario's expected rules come first (they fired together; the
+// table leads with the one the scenario is about).
+std::vector<RuleHit> Summarize(const std::vector<Episode>& episodes,
                                const std::vector<std::string>& expected) {
   std::vector<RuleHit> hits;
-  for (const Finding& f : findings) {
+  for (const Episode& e : episodes) {
     auto it = std::find_if(hits.begin(), hits.end(),
-                           [&f](const RuleHit& h) { return h.rule == f.rule; });
+                           [&e](const RuleHit& h) { return h.rule == e.rule; });
     if (it != hits.end()) {
-      ++it->findings;
+      ++it->episodes;
       continue;
     }
-    hits.push_back({f.rule, f.type, f.step, f.tensor, f.message, 1});
+    hits.push_back({e.rule, e.type, e.severity, e.reported, e.tensor, e.opening.message, 1});
   }
   auto is_expected = [&expected](const RuleHit& h) {
     return std::find(expected.begin(), expected.end(), h.rule) != expected.end();
@@ -182,8 +165,7 @@ bool ScenarioResult::passed() const {
 }
 
 Result<ScenarioResult> RunScenario(const Scenario& scenario, const Dataset& data,
-                                   const RunPlan& plan, const std::string& run_dir,
-                                   const std::string& rules_json) {
+                                   const RunPlan& plan, const std::string& run_dir) {
   const auto start = std::chrono::steady_clock::now();
   ScenarioResult result;
   result.scenario = scenario.name;
@@ -199,7 +181,7 @@ Result<ScenarioResult> RunScenario(const Scenario& scenario, const Dataset& data
                               torch::optim::SGDOptions(scenario.learning_rate));
 
   TSTAT_ASSIGN_OR_RETURN(std::unique_ptr<Session> session,
-                         Session::Create(MakeSessionConfig(run_dir, rules_json)));
+                         Session::Create(MakeSessionConfig(run_dir)));
   torch::Tensor labels;  // the labels of the current step, captured as "labels"
   TSTAT_RETURN_IF_ERROR(RegisterModel(session.get(), model, &labels));
 
@@ -232,7 +214,7 @@ Result<ScenarioResult> RunScenario(const Scenario& scenario, const Dataset& data
   }
   result.stop_reason = session->stop_reason();
   TSTAT_RETURN_IF_ERROR(session->Close());
-  result.found = Summarize(session->findings(), scenario.expected_rules);
+  result.found = Summarize(session->episodes(), scenario.expected_rules);
   result.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return result;

@@ -1,6 +1,7 @@
 // Runs one demo scenario: trains its model with LibTorch while a tstat
-// Session captures every step into `run_dir`, with the demo's rules judging
-// the steps, and reports what the rules found and how early training stopped.
+// Session with the default configuration (rules on) captures it into
+// `run_dir` and the default rules judge its steps, and reports what the
+// rules found and how early training stopped.
 // Thread safety: one scenario at a time per thread (libtorch's global RNG is
 // seeded per run).
 #pragma once
@@ -16,14 +17,15 @@
 
 namespace tstat::demo {
 
-// The first finding of one rule in a run, and how many findings it made.
+// The first episode of one rule in a run, and how many it had.
 struct RuleHit {
-  std::string rule;  // instance name (the type, or e.g. "gradient_growth")
+  std::string rule;  // instance name (the type, unless configured)
   std::string type;
-  StepKey step;
+  Severity severity = Severity::kError;
+  StepKey step;  // where the first episode was reported
   std::string tensor;
   std::string message;
-  int findings = 0;
+  int episodes = 0;
 };
 
 struct ScenarioResult {
@@ -46,11 +48,10 @@ struct ScenarioResult {
 };
 
 // Trains `scenario` on `data` per `plan`, capturing into `run_dir` (created;
-// must not hold a run) and judging with `rules_json` (the rules config JSON,
-// rules with stop_training end the run). Errors: the session or the rules
-// cannot be set up, capture or storage failures.
+// must not hold a run) with the default rules (critical findings end the
+// run). Errors: the session or the rules cannot be set up, capture or
+// storage failures.
 Result<ScenarioResult> RunScenario(const Scenario& scenario, const Dataset& data,
-                                   const RunPlan& plan, const std::string& run_dir,
-                                   const std::string& rules_json);
+                                   const RunPlan& plan, const std::string& run_dir);
 
 }  // namespace tstat::demo

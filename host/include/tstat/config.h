@@ -159,20 +159,34 @@ TSTAT_EXPORT int SessionCpuThreads(const PipelineConfig& pipeline, std::int64_t 
                                    std::int64_t elements);
 
 // In-process rules: a rules thread in the session runs the rules config
-// (README "The rules config": the schema of `tstat rules --config`) over this
+// (docs/rules.md "The rules config": the schema of `tstat rules --config`) over this
 // worker's own steps as they are captured, with the actions of each rule:
-// record (RUN/findings.jsonl), print (stderr), stop_training (ShouldStop), and
-// capture_raw_steps (CaptureRawFor). A finding at step s is visible to
-// ShouldStop() before step s+2 begins. JSON: a "rules" section present means
-// enabled unless "enabled": false. The environment variable
-// TSTAT_RULES_CONFIG=<path> enables them with that file (replacing config_file
-// and config of the code's or file's config; plugins are kept).
+// record (RUN/findings.jsonl), print (stderr, one line per episode), stop
+// training (ShouldStop), and capture_raw_steps (CaptureRawFor). A finding at
+// step s is visible to ShouldStop() before step s+2 begins. The session also
+// captures what the rules need of the tensors they judge (per-unit stats,
+// label counts, deltas, every step: CaptureNeeds in tstat/rule.h), in
+// collections named "rules.*", and says so in its rules summary. JSON: a
+// "rules" section present means enabled unless "enabled": false. The
+// environment variable TSTAT_RULES_CONFIG=<path> enables them with that file
+// (replacing config_file and config of the code's or file's config; plugins
+// are kept).
 struct InProcessRulesConfig {
   bool enabled = false;
   std::string config_file;  // a rules config file (JSON), or
   std::string config_json;  // the rules config itself (JSON "config": {...});
                             // neither: the default rule set
   std::vector<std::string> plugins;  // shared libraries of custom rules (tstat/rule_plugin.h)
+  // When training stops on its own: on episodes of this severity or above
+  // ("critical": the run is wasted; "error"; "warning"; "info"), or "never".
+  // A rule's actions.stop_training overrides it for that rule.
+  std::string stop_on = "critical";
+  // Rules of the set (the default set, or the config's) that do not run.
+  std::vector<std::string> disable;
+  // Capture what the rules need (false: only what the collections save).
+  bool capture_needs = true;
+  // What the rules need is captured every this many mode steps.
+  std::int64_t save_interval = 1;
 };
 
 struct SessionConfig {

@@ -15,6 +15,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -24,16 +25,92 @@
 
 namespace tstat {
 
-// Evidence of a problem, at one step of one worker.
+// How much a finding matters. By default training stops on kCritical
+// findings (the run is wasted: non-finite values, divergence, a network that
+// cannot learn); InProcessRulesConfig::stop_on and a rule's actions change that.
+enum class Severity : std::uint8_t { kInfo = 0, kWarning = 1, kError = 2, kCritical = 3 };
+inline const char* SeverityName(Severity s) {
+  switch (s) {
+    case Severity::kInfo: return "info";
+    case Severity::kWarning: return "warning";
+    case Severity::kError: return "error";
+    case Severity::kCritical: return "critical";
+  }
+  return "unknown";
+}
+// Accepts info, warning, error, critical (lower case).
+inline bool ParseSeverity(const std::string& s, Severity* out) {
+  for (Severity v : {Severity::kInfo, Severity::kWarning, Severity::kError, Severity::kCritical}) {
+    if (s == SeverityName(v)) {
+      *out = v;
+      return true;
+    }
+  }
+  return false;
+}
+
+// Evidence of a problem, at one step of one worker. Rules report a finding
+// at every step where their condition holds; the runners group them into
+// episodes (below).
 struct Finding {
   std::string rule;    // the rule instance's name (as configured)
   std::string type;    // the rule type, e.g. "vanishing_gradient"
   StepKey step;
   int worker = 0;
-  std::string tensor;  // empty for run-level findings (e.g. loss_not_decreasing)
-  std::vector<std::pair<std::string, double>> values;  // e.g. {"mean_abs", 3e-9}, {"threshold", 1e-7}
+  std::string tensor;  // empty for run-level findings (e.g. stalled_training)
+  // The first entry is the finding's measure (an episode keeps the finding
+  // where it was worst), then what it was compared with: e.g.
+  // {"mean_abs", 3e-9}, {"threshold", 1e-7}.
+  std::vector<std::pair<std::string, double>> values;
+  bool lower_is_worse = false;  // the measure is worse when smaller (mean |g|)
+  Severity severity = Severity::kError;
+  // Judged steps in a row before this kind of finding opens an episode; 0:
+  // the rule's (RuleSpec::confirm_steps).
+  int confirm_steps = 0;
   std::string message;  // one line a person can act on
   double wall_time = 0.0;
+};
+
+// A problem from the step its condition started to the step it ended: the
+// findings of one rule about one tensor (or run-level) of one worker, in one
+// mode, at consecutive judged steps. It closes at the first step of that
+// mode where the tensor was judged again and the condition no longer held,
+// or when the run ends.
+struct Episode {
+  std::uint64_t id = 0;  // 1, 2, ... in the order episodes opened
+  std::string rule, type;
+  int worker = 0;
+  std::string tensor;
+  Severity severity = Severity::kError;  // the highest of its findings
+  StepKey first, last;                   // the first and last step it held
+  StepKey reported;  // the step it was reported at: `first` unless the rule
+                     // needs its condition at several steps in a row
+  std::uint64_t steps = 0;               // judged steps at which it held
+  Finding opening;                       // the finding of its first step
+  Finding worst;                         // the finding with the worst measure
+  bool open = true;                      // still holding at the last judged step
+};
+
+// What a rule needs captured of a tensor it judges. An in-process session
+// turns these on for the tensor (at every step of `modes`, up to
+// until_step) and lists them in its rules summary.
+struct CaptureNeeds {
+  bool stats = false;         // the stat set
+  bool per_unit = false;      // per-channel statistics along axis 1 ([batch, units, ...])
+  bool band = false;          // exact counts of values <= band_lo and >= band_hi
+  double band_lo = 0.0, band_hi = 0.0;
+  bool label_counts = false;  // label counts (classes inferred unless configured)
+  bool delta = false;         // the change since the previous save
+  std::uint8_t modes = 0;     // bit (1 << Mode) per mode
+  std::int64_t until_step = 0;  // > 0: only mode steps below this
+  bool any() const { return modes != 0; }
+  static std::uint8_t ModeBit(Mode m) { return static_cast<std::uint8_t>(1u << static_cast<int>(m)); }
+  static std::uint8_t TrainModes() {
+    return static_cast<std::uint8_t>(ModeBit(Mode::kTrain) | ModeBit(Mode::kGlobal));
+  }
+  static std::uint8_t AllModes() {
+    return static_cast<std::uint8_t>(TrainModes() | ModeBit(Mode::kEval) | ModeBit(Mode::kPredict));
+  }
 };
 
 // Lookup of a worker's registered tensors by id.
@@ -53,7 +130,7 @@ struct StepView {
   const TensorCatalog* catalog = nullptr;
 };
 
-// How a rule instance was configured (the JSON form is in proto/ and README).
+// How a rule instance was configured (the JSON form is in proto/ and docs/rules.md).
 struct RuleSpec {
   std::string name;  // instance name; defaults to the type
   std::string type;  // built-in type or registered custom type
@@ -61,6 +138,12 @@ struct RuleSpec {
   std::vector<std::string> collection_names;
   std::string tensor_regex;
   std::vector<Mode> modes;  // empty = all modes
+  // The severity of the rule's findings; unset: the type's (built-in types)
+  // or error.
+  std::optional<Severity> severity;
+  // Judged steps in a row its condition must hold before an episode opens
+  // (the episode then starts at the first of them); unset: the type's, or 1.
+  std::optional<int> confirm_steps;
 };
 
 class Rule {
@@ -73,6 +156,13 @@ class Rule {
   virtual void Finish(std::vector<Finding>* findings) { (void)findings; }
   // A warning to show once (e.g. "tensor_regex matches no tensor"), or empty.
   virtual std::string Diagnostics() const { return {}; }
+  // What this rule needs captured of `tensor` (nothing by default). Called
+  // from the training thread, possibly while Evaluate runs: it must read only
+  // what the rule fixed at construction.
+  virtual CaptureNeeds Needs(const TensorInfo& tensor) const {
+    (void)tensor;
+    return {};
+  }
 };
 
 using RuleFactory = std::function<Result<std::unique_ptr<Rule>>(const RuleSpec&)>;

@@ -163,9 +163,12 @@ class TSTAT_EXPORT Session {
   // itself when none is open; BeginStep only makes the step time exact.
   // kFailedPrecondition when a step is open.
   Status BeginStep();
-  // Opens the step `key` (resuming from a checkpoint): global and mode step
-  // must be after the last ones (kFailedPrecondition "steps going backwards");
-  // GLOBAL steps need mode_step == global_step.
+  // Opens the step `key`: your own step numbers, from the first step on or
+  // when resuming from a checkpoint. Global and mode step must be after the
+  // last ones (kFailedPrecondition "steps going backwards"); a negative
+  // global step means the next one (number the mode step only: TRAIN 0,
+  // EVAL 0, TRAIN 1 become global steps 0, 1, 2); GLOBAL steps need
+  // mode_step == global_step (a negative global step takes the mode step).
   Status BeginStep(const StepKey& key);
 
   // Ends the open step (opening one first if none is open): captures what is
@@ -201,9 +204,14 @@ class TSTAT_EXPORT Session {
   // way, polled with RUN/STOP.
   void CaptureRawFor(const std::string& name, int steps);
 
-  // In-process rules (config.rules): every finding so far, in order (also in
-  // RUN/findings.jsonl when the rule records). Empty without in-process rules.
+  // In-process rules (config.rules): every finding so far, in order, one per
+  // step where a rule's condition held. Empty without in-process rules.
   std::vector<Finding> findings() const;
+  // In-process rules: every episode so far (the findings of one rule about
+  // one tensor at consecutive judged steps; tstat/rule.h), in opening order,
+  // each in its latest state (also in RUN/findings.jsonl when the rule
+  // records). Final after Close.
+  std::vector<Episode> episodes() const;
 
   // The pipeline's counters so far (final after Close).
   PipelineCounters counters() const;

@@ -132,7 +132,9 @@ TSTAT_EXPORT int tstat_register_tensor_fn(tstat_session* s, const char* name, in
 
 TSTAT_EXPORT int tstat_set_mode(tstat_session* s, int mode);
 TSTAT_EXPORT int tstat_step_begin(tstat_session* s);
-/* Resumes at an explicit step (after a checkpoint); must be after the last. */
+/* Opens a step of your own numbers (from the first step on, or resuming
+ * after a checkpoint); must be after the last. global_step -1: the next
+ * global step (number the mode step only). */
 TSTAT_EXPORT int tstat_step_begin_at(tstat_session* s, int mode, int64_t global_step,
                                      int64_t mode_step);
 /* cuda_stream: a cudaStream_t (NULL: the legacy default stream). */

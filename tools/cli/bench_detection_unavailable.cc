@@ -1,0 +1,21 @@
+// `tstat bench detection` in a CLI built without LibTorch: the subcommand
+// exists (so `tstat bench --help` lists it) and says why it cannot run.
+#include "tools/cli/bench_detection.h"
+#include "tools/cli/command.h"
+
+namespace tstat::cli {
+
+CLI::App* AddBenchDetectionCommand(CLI::App* bench, std::function<int()>* run) {
+  CLI::App* app = bench->add_subcommand(
+      "detection",
+      "The default rules on a matrix of faulty and healthy trainings (needs LibTorch)");
+  app->allow_extras();  // any flags: the answer is the same
+  *run = []() {
+    return ReportError(Status::NotSupported(
+        "this tstat was built without LibTorch: install libtorch-dev (tools/setup.sh) and "
+        "reconfigure with -DTSTAT_WITH_TORCH=AUTO or ON"));
+  };
+  return app;
+}
+
+}  // namespace tstat::cli
