@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -154,6 +155,53 @@ TEST(RulesNeedsTest, TheDefaultRulesCaptureWhatTheyNeedAtEveryTrainingStep) {
   EXPECT_TRUE(said);
 }
 
+// The user path: every tensor handed over with SaveTensor (the C
+// API's tstat_save_tensor, ctypes) in TRAIN mode, nothing registered. The
+// ad-hoc saves get the same needs: per-unit stats, label counts with
+// classes from the predictions, deltas of weights across steps.
+TEST(RulesNeedsTest, AdHocSavesGetTheSameNeeds) {
+  TempDir dir;
+  const std::string run = dir.Sub("run");
+  auto session = Create(Config(run));
+  ASSERT_NE(session, nullptr);
+  ASSERT_TRUE(session->SetMode(Mode::kTrain).ok());
+  Net net;
+  for (int k = 0; k < 2; ++k) {
+    net.Fill(k, [](int i) { return static_cast<std::int64_t>(i % 3); });
+    ASSERT_TRUE(
+        session
+            ->SaveTensor("relu1_output", TensorView::Host(net.relu.data(), DType::kFloat32, {4, 3}))
+            .ok());
+    ASSERT_TRUE(session
+                    ->SaveTensor("fc1.weight",
+                                 TensorView::Host(net.weight.data(), DType::kFloat32, {2, 3}),
+                                 {{"weights"}})
+                    .ok());
+    ASSERT_TRUE(session
+                    ->SaveTensor("predictions",
+                                 TensorView::Host(net.predictions.data(), DType::kFloat32, {8, 10}))
+                    .ok());
+    ASSERT_TRUE(
+        session->SaveTensor("labels", TensorView::Host(net.labels.data(), DType::kInt64, 8)).ok());
+    ASSERT_TRUE(session->SaveScalar("loss", 2.0 - k).ok());
+    ASSERT_TRUE(session->EndStep().ok()) << session->status().ToString();
+  }
+  ASSERT_TRUE(session->Close().ok()) << session->status().ToString();
+  auto trial = Trial::Open(run);
+  ASSERT_TRUE(trial.ok());
+  auto relu = trial.value()->record("relu1_output", 1, Mode::kTrain);
+  ASSERT_TRUE(relu.ok()) << relu.status().ToString();
+  ASSERT_TRUE(relu->per_channel.has_value());
+  EXPECT_EQ(relu->per_channel->channels.size(), 3u);
+  auto labels = trial.value()->record("labels", 1, Mode::kTrain);
+  ASSERT_TRUE(labels.ok() && labels->label_counts.has_value());
+  EXPECT_EQ(labels->label_counts->counts,
+            (std::vector<std::uint64_t>{3, 3, 2, 0, 0, 0, 0, 0, 0, 0}));
+  auto weight = trial.value()->record("fc1.weight", 1, Mode::kTrain);
+  ASSERT_TRUE(weight.ok() && weight->delta.has_value());
+  EXPECT_NEAR(weight->delta->l2, 0.5 * std::sqrt(6.0), 1e-6);
+}
+
 // Labels past the inferred classes grow them (host tensors are read before
 // the reduction: no label is lost); negative ones (an ignore index) are
 // counted out of range and said in the summary.
@@ -221,6 +269,14 @@ TEST(RulesNeedsTest, DisabledRulesRankOneTensorsAndNeedsOff) {
     EXPECT_NE(r.type, "class_imbalance");
   }
   EXPECT_EQ(CaptureOf(summaries[0], "dead_relu", ""), nullptr);
+  // A name that is not in the set is a config error naming it.
+  SessionConfig bad = Config(dir.Sub("bad"));
+  bad.rules.disable = {"dead_relu_typo"};
+  auto refused = Session::Create(bad);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("rules.disable[0]"), std::string::npos)
+      << refused.status().message();
+  EXPECT_NE(refused.status().message().find("dead_relu_typo"), std::string::npos);
   EXPECT_EQ(CaptureOf(summaries[0], "class_imbalance", ""), nullptr);
   auto trial = Trial::Open(dir.Sub("run"));
   ASSERT_TRUE(trial.ok());
