@@ -159,6 +159,7 @@ std::uint32_t EpisodeTracker::FindId(const IndexedStep& step, const std::string&
 }
 
 void EpisodeTracker::Tick(const std::vector<Finding>& findings, std::vector<EpisodeEvent>* events) {
+  if (findings.empty()) return;
   ++step_counter_;
   for (const Finding& f : findings) Add(f, 1, events);
 }

@@ -44,12 +44,7 @@ void RuleEngine::Evaluate(int worker, const StepBatch& batch, const TensorCatalo
       for (std::size_t i = own; i < out->size(); ++i) (*out)[i].severity = severity;
     }
   }
-  if (out->size() == before) {
-    step_findings_.clear();
-  } else {
-    step_findings_.assign(out->begin() + static_cast<std::ptrdiff_t>(before), out->end());
-  }
-  tracker_.Step(indexed, step_findings_, &events_);
+  tracker_.Step(indexed, FindingsSince(*out, before), &events_);
   ++steps_evaluated_;
   records_evaluated_ += batch.stats.size() + batch.scalars.size();
 }
@@ -82,12 +77,17 @@ void RuleEngine::EvaluateCompleteSteps(std::vector<Finding>* out, bool all) {
   }
 }
 
+const std::vector<Finding>& RuleEngine::FindingsSince(const std::vector<Finding>& out,
+                                                     std::size_t before) {
+  step_findings_.assign(out.begin() + static_cast<std::ptrdiff_t>(before), out.end());
+  return step_findings_;
+}
+
 void RuleEngine::Tick(double now, std::vector<Finding>* out) {
   if (finished_) return;
   const std::size_t before = out->size();
   TickRules(*this, now, out);
-  step_findings_.assign(out->begin() + static_cast<std::ptrdiff_t>(before), out->end());
-  if (!step_findings_.empty()) tracker_.Tick(step_findings_, &events_);
+  tracker_.Tick(FindingsSince(*out, before), &events_);
 }
 
 void RuleEngine::Finish(std::vector<Finding>* out) {
@@ -95,8 +95,7 @@ void RuleEngine::Finish(std::vector<Finding>* out) {
   EvaluateCompleteSteps(out, /*all=*/true);
   const std::size_t before = out->size();
   for (auto& rule : rules_) rule->Finish(out);
-  step_findings_.assign(out->begin() + static_cast<std::ptrdiff_t>(before), out->end());
-  if (!step_findings_.empty()) tracker_.Tick(step_findings_, &events_);
+  tracker_.Tick(FindingsSince(*out, before), &events_);
   tracker_.Finish(&events_);
   finished_ = true;
 }

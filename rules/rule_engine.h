@@ -71,7 +71,9 @@ class RuleEngine {
   EngineOptions options_;
   std::map<std::int64_t, std::vector<Pending>> pending_;  // by global step
   EpisodeTracker tracker_;
-  std::vector<Finding> step_findings_;  // scratch: the findings of one step
+  // out[before..] in step_findings_ (scratch: the tracker takes a vector).
+  const std::vector<Finding>& FindingsSince(const std::vector<Finding>& out, std::size_t before);
+  std::vector<Finding> step_findings_;
   std::vector<EpisodeEvent> events_;
   std::int64_t max_step_seen_ = -1;
   std::uint64_t steps_evaluated_ = 0;

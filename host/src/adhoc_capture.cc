@@ -165,16 +165,12 @@ Status Session::Impl::SaveTensorLocked(const std::string& name, const TensorView
   StatsOptions o = co.stats;
   o.delta = DeltaOptions();
   o.confusion = ConfusionOptions();
-  if (co.per_unit_from_rules && view.shape.size() < 2) o.per_channel_axis = -1;
+  ApplyRulesNeeds(co, t, view, &o);
   const std::size_t view_bytes = static_cast<std::size_t>(view.numel) * DTypeSize(view.dtype);
   const bool delta = co.delta && view.space == MemorySpace::kHost;
   if (delta && t->has_previous && t->previous.size() == view_bytes) {
     o.delta = co.stats.delta;
     o.delta.previous = t->previous.data();
-  }
-  if (co.infer_label_classes && o.label_classes == 0 && IsIntegerDType(view.dtype) &&
-      o.per_channel_axis < 0 && o.linear_histogram.bins == 0) {
-    o.label_classes = LabelClasses(t, view);
   }
   const std::int64_t step = step_open ? key.global_step : last_global + 1;
   o.sample_seed = t->name_hash ^ static_cast<std::uint64_t>(step);

@@ -92,6 +92,18 @@ int Session::Impl::LabelClasses(host::RegisteredTensor* t, const TensorView& v) 
   return classes;
 }
 
+void Session::Impl::ApplyRulesNeeds(const host::CaptureOptions& co, host::RegisteredTensor* t,
+                                    const TensorView& v, StatsOptions* o) {
+  // The rules' per-unit stats need units: [batch, units, ...].
+  if (co.per_unit_from_rules && ShapeRank(v) < 2) o->per_channel_axis = -1;
+  // Inferred label counts, unless configured or impossible (label counts do
+  // not come with per-channel or linear histogram statistics).
+  if (co.infer_label_classes && o->label_classes == 0 && IsIntegerDType(v.dtype) &&
+      o->per_channel_axis < 0 && o->linear_histogram.bins == 0) {
+    o->label_classes = LabelClasses(t, v);
+  }
+}
+
 void Session::Impl::PrepareOptions(host::RegisteredTensor* t, const TensorView& v,
                                    const std::vector<int>& due, StepBatch* batch,
                                    StatsOptions* options) {
@@ -99,13 +111,7 @@ void Session::Impl::PrepareOptions(host::RegisteredTensor* t, const TensorView& 
   StatsOptions& o = *options;
   o = co.stats;  // assigned: the request's count_values keeps its capacity
   o.sample_seed = t->name_hash ^ static_cast<std::uint64_t>(key.global_step);
-  if (co.per_unit_from_rules && ShapeRank(v) < 2) o.per_channel_axis = -1;
-  // Inferred label counts, unless configured or impossible (label counts do
-  // not come with per-channel or linear histogram statistics).
-  if (co.infer_label_classes && o.label_classes == 0 && IsIntegerDType(v.dtype) &&
-      o.per_channel_axis < 0 && o.linear_histogram.bins == 0) {
-    o.label_classes = LabelClasses(t, v);
-  }
+  ApplyRulesNeeds(co, t, v, &o);
   // Delta: host tensors keep a host copy; CUDA tensors a device copy
   // (device_delta.h), copied after the step's reductions are queued.
   if (co.delta && v.space == MemorySpace::kHost) {

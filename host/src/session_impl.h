@@ -194,6 +194,10 @@ struct __attribute__((visibility("hidden"))) Session::Impl {
   // predictions tensor's last dimension, grown to the largest label of a
   // host tensor; 0 when the tensor holds too many classes to be labels.
   int LabelClasses(host::RegisteredTensor* t, const TensorView& v);
+  // What the rules' needs change in the request of `t` viewed as `v`: no
+  // per-unit stats for rank < 2, inferred label classes.
+  void ApplyRulesNeeds(const host::CaptureOptions& co, host::RegisteredTensor* t,
+                       const TensorView& v, StatsOptions* o);
   // adhoc_capture.cc
   Result<std::uint32_t> RegisterLocked(const TensorSpec& spec);
   Status SaveScalarLocked(const std::string& name, double value);

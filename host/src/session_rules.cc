@@ -3,13 +3,12 @@
 // polling of RUN/STOP and RUN/capture/, and TSTAT_RULES_CONFIG.
 #include <algorithm>
 #include <cstdlib>
-#include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <string>
 
 #include "host/src/session_impl.h"
 #include "host/src/session_internal.h"
+#include "io/posix_file.h"
 #include "rules/capture_needs.h"
 
 namespace tstat {
@@ -166,16 +165,11 @@ void Session::Impl::ReportRules() {
       std::count_if(episodes.begin(), episodes.end(), [](const Episode& e) { return e.open; }));
   s.diagnostics = rules->diagnostics();
   if (HasRunDir(config)) {
-    // Written whole, then renamed: a reader never sees half of it.
-    const std::filesystem::path path =
-        std::filesystem::path(config.out_dir) / rules::RulesSummaryFileName(config.rank);
-    const std::string tmp = path.string() + ".tmp";
-    std::ofstream out(tmp, std::ios::trunc);
-    out << rules::RulesSummaryToJson(s) << "\n";
-    out.close();
-    std::error_code ec;
-    if (out) std::filesystem::rename(tmp, path, ec);
-    if (!out || ec) std::cerr << "tstat: warning: cannot write " << path.string() << "\n";
+    // A reader never sees half of it.
+    const Status written = io::WriteFileAtomically(
+        io::JoinPath(config.out_dir, rules::RulesSummaryFileName(config.rank)),
+        rules::RulesSummaryToJson(s) + "\n");
+    if (!written.ok()) std::cerr << "tstat: warning: " << written.ToString() << "\n";
   }
   // The first lines: enough to read at a glance; the log has the rest.
   constexpr std::size_t kEpisodeLines = 20;
