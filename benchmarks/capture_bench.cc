@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "benchmarks/bench_data.h"
+#include "benchmarks/bench_temp_dir.h"
 #include "host/src/pipeline.h"
 #include "host/src/stop_state.h"
 #include "io/step_sink.h"
@@ -69,25 +70,6 @@ void WaitForQuiet() {
         CpuSeconds(CLOCK_PROCESS_CPUTIME_ID) - CpuSeconds(CLOCK_THREAD_CPUTIME_ID);
     quiet = others1 - others0 < 0.5e-3 ? quiet + 1 : 0;
   }
-}
-
-Result<std::string> MakeTempDir(const std::string& base) {
-  std::string parent = base;
-  if (parent.empty()) {
-    const char* tmp = std::getenv("TMPDIR");
-    parent = tmp && *tmp ? tmp : "/tmp";
-  }
-  std::string templ = parent + "/tstat-bench-capture-XXXXXX";
-  if (mkdtemp(templ.data()) == nullptr) {
-    return Status::IoError("cannot create a directory under " + parent + ": " +
-                           std::strerror(errno));
-  }
-  return templ;
-}
-
-void RemoveTree(const std::string& path) {
-  std::error_code ec;
-  std::filesystem::remove_all(path, ec);
 }
 
 // One case's tensors: K views into one buffer of K x N normal-ish f32.
@@ -357,7 +339,7 @@ Result<CaptureBenchResult> RunCaptureCase(const CaptureBenchCase& c,
   r.raw_compression_level =
       o.raw_compression_level.value_or(PipelineConfig{}.raw_compression_level);
   TSTAT_ASSIGN_OR_RETURN(Tensors t, MakeTensors(c));
-  TSTAT_ASSIGN_OR_RETURN(std::string dir, MakeTempDir(o.dir));
+  TSTAT_ASSIGN_OR_RETURN(std::string dir, MakeTempDir(o.dir, "tstat-bench-capture"));
   std::vector<ReductionResult> results;
   Status s = TimeRatio(o, r.compression_level, r.repeats, t, dir, &r, &results);
   if (s.ok()) s = TimeWriter(c, r.compression_level, t, results, dir, &r);

@@ -6,63 +6,10 @@
 #include <cstdint>
 #include <string>
 
+#include "benchmarks/cuda_bench_common.cuh"
 #include "benchmarks/stats_bench.h"
 
 namespace tstat::bench {
-namespace {
-
-#define TSTAT_BENCH_CUDA(expr)                                                              \
-  do {                                                                                      \
-    const cudaError_t bench_err_ = (expr);                                                  \
-    if (bench_err_ != cudaSuccess) {                                                        \
-      return Status::CudaError(std::string(#expr) + ": " + cudaGetErrorString(bench_err_)); \
-    }                                                                                       \
-  } while (0)
-
-constexpr int kReadThreads = 256;
-
-// ---------------------------------------------------------------------------
-// Grid-stride XOR over 16-byte vectors. Each warp folds its lanes with
-// shuffles and lane 0 XORs the result into *out, so no load can be elided.
-__global__ void XorReadKernel(const uint4* __restrict__ in, std::size_t vectors,
-                              unsigned int* out) {
-  uint4 acc = make_uint4(0, 0, 0, 0);
-  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
-  for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < vectors;
-       i += stride) {
-    const uint4 v = in[i];
-    acc.x ^= v.x;
-    acc.y ^= v.y;
-    acc.z ^= v.z;
-    acc.w ^= v.w;
-  }
-  unsigned int x = acc.x ^ acc.y ^ acc.z ^ acc.w;
-  for (int offset = 16; offset > 0; offset >>= 1) x ^= __shfl_xor_sync(0xffffffffu, x, offset);
-  if ((threadIdx.x & 31) == 0) atomicXor(out, x);
-}
-
-// ---------------------------------------------------------------------------
-// Owners of device resources (the bench returns early on any error).
-struct DeviceMemory {
-  void* ptr = nullptr;
-  ~DeviceMemory() {
-    if (ptr) cudaFree(ptr);
-  }
-};
-struct Stream {
-  cudaStream_t s = nullptr;
-  ~Stream() {
-    if (s) cudaStreamDestroy(s);
-  }
-};
-struct Event {
-  cudaEvent_t e = nullptr;
-  ~Event() {
-    if (e) cudaEventDestroy(e);
-  }
-};
-
-}  // namespace
 
 Result<CaseTimings> TimeOnCuda(const HostBuffer& data, const std::vector<std::int64_t>& split,
                                int repeats) {
@@ -90,13 +37,8 @@ Result<CaseTimings> TimeOnCuda(const HostBuffer& data, const std::vector<std::in
     offset += split[i];
   }
 
-  // Read kernel geometry: exactly as many blocks as fit on the GPU at once
-  // (occupancy), so every SM streams for the whole run and no straggler wave.
-  int sms = 0, per_sm = 0;
-  TSTAT_BENCH_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-  TSTAT_BENCH_CUDA(
-      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, XorReadKernel, kReadThreads, 0));
-  const int blocks = sms * (per_sm > 0 ? per_sm : 1);
+  int blocks = 0;
+  TSTAT_RETURN_IF_ERROR(XorReadBlocks(0, &blocks));
   const std::size_t vectors = data.bytes() / sizeof(uint4);
   const auto* d_vectors = static_cast<const uint4*>(d_data.ptr);
   auto* d_out = static_cast<unsigned int*>(d_sink.ptr);

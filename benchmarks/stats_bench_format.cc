@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <string>
 
+#include "benchmarks/bench_json.h"
 #include "benchmarks/stats_bench.h"
 
 namespace tstat::bench {
@@ -11,44 +12,8 @@ namespace {
 
 const char* BackendName(BackendKind k) { return k == BackendKind::kCuda ? "cuda" : "cpu"; }
 
-// JSON number: shortest round-trippable form; null for NaN/Inf (not JSON).
-std::string Num(double v, const char* fmt = "%.17g") {
-  if (!std::isfinite(v)) return "null";
-  char buf[40];
-  std::snprintf(buf, sizeof buf, fmt, v);
-  return buf;
-}
-
-std::string Quote(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      out += buf;
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
-}
-
-class JsonObject {
- public:
-  JsonObject& Add(const char* key, const std::string& raw) {
-    text_ += (text_.empty() ? "{" : ",") + Quote(key) + ":" + raw;
-    return *this;
-  }
-  JsonObject& Add(const char* key, std::uint64_t v) { return Add(key, std::to_string(v)); }
-  JsonObject& Str(const char* key, const std::string& v) { return Add(key, Quote(v)); }
-  std::string Close() const { return text_.empty() ? "{}" : text_ + "}"; }
-
- private:
-  std::string text_;
-};
+std::string Num(double v, const char* fmt = "%.17g") { return JsonNumber(v, fmt); }
+std::string Quote(const std::string& s) { return JsonQuote(s); }
 
 std::string StatsJson(const TensorStats& s, const ExponentHistogram& h) {
   JsonObject o;

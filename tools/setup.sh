@@ -34,6 +34,7 @@ PACKAGES=(
   libtorch-dev          # LibTorch adapter (host/torch), its tests, bench overhead
   python3-sklearn  # the digits dataset of `tstat demo`
   zlib1g-dev       # reads it (digits.csv.gz)
+  patchelf         # tools/gpu-bundle.sh: $ORIGIN run paths of the bundled libraries
 )
 
 die() {

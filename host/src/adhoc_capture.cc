@@ -197,8 +197,11 @@ Status Session::Impl::SaveTensorLocked(const std::string& name, const TensorView
     bool waited = false;
     host::DeviceCapture* dev = device_pool->Acquire(&waited);
     std::vector<std::vector<std::uint8_t>> raw_bytes;
-    Status s = dev->Enqueue(
-        requests, raw ? std::vector<TensorView>{view} : std::vector<TensorView>{}, options.stream);
+    const std::vector<TensorView> raws = raw ? std::vector<TensorView>{view} : std::vector<TensorView>{};
+    std::vector<Status> readable;
+    dev->CheckRaws(raws, &readable);
+    Status s = readable.empty() ? Status::OK() : readable[0];
+    if (s.ok()) s = dev->Enqueue(requests, raws, options.stream);
     if (s.ok()) s = dev->Collect(&results, &raw_bytes);
     device_pool->Release(dev);
     if (s.ok() && (results.empty() || (raw && raw_bytes.empty()))) {

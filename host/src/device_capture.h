@@ -35,6 +35,12 @@ class DeviceCapture {
   // kFailedPrecondition when `stream` is capturing a CUDA graph.
   virtual Status Enqueue(const std::vector<ReductionRequest>& requests,
                          const std::vector<TensorView>& raws, CUstream_st* stream) = 0;
+  // Whether the device can read each raw view's memory (one status per view;
+  // a view that is not readable would fault the device in Enqueue's copy).
+  // Requests need no such call: the backend checks their memory itself.
+  virtual void CheckRaws(const std::vector<TensorView>& raws, std::vector<Status>* status) {
+    status->assign(raws.size(), Status::OK());
+  }
   // Waits for the queued work; one result per request, one byte vector per
   // raw view.
   virtual Status Collect(std::vector<ReductionResult>* results,

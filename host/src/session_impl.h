@@ -174,6 +174,10 @@ struct __attribute__((visibility("hidden"))) Session::Impl {
   // allows the requests to serve the next one).
   void BuildRequests(bool any_due, bool reusable, StepBatch* batch, std::uint64_t* raw_reserved,
                      DeviceRaws* device_raws, Status* problem);
+  // Removes the raw views `dev` cannot read (freed or host memory, another
+  // GPU's) from `raws`: each becomes a drop naming the cause, its bytes are
+  // released and counted as dropped.
+  void DropUnreadableRaws(host::DeviceCapture* dev, DeviceRaws* raws, StepBatch* batch);
   // capture_options.cc
   void ApplyRawRequests();
   // Whether tensor `t` gets a raw snapshot at this step because of CaptureRawFor.

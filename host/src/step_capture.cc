@@ -294,6 +294,30 @@ void Session::Impl::BuildRequests(bool any_due, bool reusable, StepBatch* batch,
   host_plan.due_stats = due_stats;
 }
 
+void Session::Impl::DropUnreadableRaws(host::DeviceCapture* dev, DeviceRaws* raws,
+                                       StepBatch* batch) {
+  if (raws->views.empty()) return;
+  std::vector<Status> readable;
+  dev->CheckRaws(raws->views, &readable);
+  std::size_t kept = 0;
+  for (std::size_t j = 0; j < raws->views.size(); ++j) {
+    const TensorView& v = raws->views[j];
+    if (j >= readable.size() || readable[j].ok()) {
+      raws->views[kept] = v;
+      raws->ids[kept] = raws->ids[j];
+      ++kept;
+      continue;
+    }
+    const std::uint64_t bytes = static_cast<std::uint64_t>(v.numel) * DTypeSize(v.dtype);
+    batch->drops.push_back({raws->ids[j], "raw", readable[j].message(), bytes});
+    pipeline->ReleaseRaw(bytes);
+    pipeline->CountRawDrop(bytes);
+    raws->bytes -= bytes;
+  }
+  raws->views.resize(kept);
+  raws->ids.resize(kept);
+}
+
 Status Session::Impl::EndStepLocked(CUstream_st* stream, bool capture_registered) {
   const Clock::time_point t0 = Clock::now();
   BeforeStepCapture();  // rules of earlier steps acted on; RUN/STOP, RUN/capture/ polled
@@ -393,6 +417,7 @@ Status Session::Impl::EndStepLocked(CUstream_st* stream, bool capture_registered
     bool waited = false;
     host::DeviceCapture* dev = device_pool->Acquire(&waited);
     if (waited) pipeline->CountWait(Seconds(Clock::now() - tw));
+    DropUnreadableRaws(dev, &device_raws, &batch);
     const Status s = dev->Enqueue(device_requests, device_raws.views, stream);
     if (device_delta && s.ok()) {
       // After the reductions on `stream`: they read the previous values first.

@@ -18,6 +18,7 @@
 #include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/cuda_resources.cuh"
 #include "kernels/cuda/cuda_status.cuh"
+#include "kernels/cuda/device_memory_check.h"
 #include "kernels/cuda/kernel_launch.cuh"
 #include "kernels/cuda/launch_plan.h"
 #include "kernels/cuda/plan_results.h"
@@ -117,6 +118,8 @@ struct CudaBackend::State {
   LaunchPlan plan;  // of the pending batch
   BatchLayout layout{};
   int last_launches = 0;
+  DeviceMemoryCheck memory_check;
+  std::vector<Status> memory_status;  // per request of the batch being planned
 
   ~State() {
     if (pending) (void)cudaEventSynchronize(done.get());  // buffers still in use
@@ -159,6 +162,42 @@ struct CudaBackend::State {
     return Status::OK();
   }
 };
+
+namespace {
+
+// What every request's kernels will read (the tensor, the previous values of
+// a delta, the predictions of a confusion matrix) must be memory that
+// `device` can read: a fault there would end the CUDA context.
+void CheckMemory(const std::vector<ReductionRequest>& requests, int device,
+                 DeviceMemoryCheck* check, std::vector<Status>* status) {
+  check->Reset();
+  status->assign(requests.size(), Status::OK());
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    const TensorView& t = requests[i].tensor;
+    // Sizes CheckRequest would reject are left to it (and never multiplied).
+    if (t.space != MemorySpace::kCuda || t.device != device || t.numel <= 0 ||
+        t.numel > kMaxNumel) {
+      continue;
+    }
+    const std::size_t n = static_cast<std::size_t>(t.numel);
+    Status& st = (*status)[i];
+    st = check->Check(t.data, n * DTypeSize(t.dtype), device);
+    const StatsOptions& o = requests[i].options;
+    if (st.ok() && o.delta.previous != nullptr) {
+      st = check->Check(o.delta.previous, n * DTypeSize(t.dtype), device,
+                        "options.delta.previous");
+    }
+    if (st.ok() && o.confusion.predictions != nullptr && o.label_classes > 0 &&
+        o.label_classes <= kMaxConfusionClasses) {
+      const std::size_t per_row = o.confusion.argmax ? static_cast<std::size_t>(o.label_classes) : 1;
+      st = check->Check(o.confusion.predictions,
+                        n * per_row * DTypeSize(o.confusion.predictions_dtype), device,
+                        "options.confusion.predictions");
+    }
+  }
+}
+
+}  // namespace
 
 CudaBackend::CudaBackend(std::unique_ptr<State> state) : state_(std::move(state)) {}
 
@@ -204,8 +243,10 @@ Status CudaBackend::Enqueue(const std::vector<ReductionRequest>& requests, CUstr
   if (s.pending) {
     return Status::FailedPrecondition("Enqueue: the previous batch has not been collected");
   }
+  CheckMemory(requests, s.device, &s.memory_check, &s.memory_status);
   TSTAT_RETURN_IF_ERROR(BuildLaunchPlan(requests, BackendKind::kCuda,
-                                        LaunchPolicy::kThreadsPerBlock, &s.plan, s.device));
+                                        LaunchPolicy::kThreadsPerBlock, &s.plan, s.device,
+                                        &s.memory_status));
   s.layout = Layout(s.plan);
   const BatchLayout& l = s.layout;
   ScopedDevice scoped;

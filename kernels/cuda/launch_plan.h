@@ -213,11 +213,13 @@ inline Status GridCheck(const char* what, std::int64_t blocks) {
 }  // namespace plan_internal
 
 // Validates every request (CheckRequest for `kind`; with cuda_device >= 0 also
-// that tensor.device is that device) and lays out the batch. Per-request
-// problems land in plan->status; a non-OK return is a batch-level failure (the
-// batch is too large for one launch).
+// that tensor.device is that device; with `memory_status`, the caller's own
+// per-request verdict on the tensor's memory, taken when the rest passes) and
+// lays out the batch. Per-request problems land in plan->status; a non-OK
+// return is a batch-level failure (the batch is too large for one launch).
 inline Status BuildLaunchPlan(const std::vector<ReductionRequest>& batch, BackendKind kind,
-                              int threads_per_block, LaunchPlan* plan, int cuda_device = -1) {
+                              int threads_per_block, LaunchPlan* plan, int cuda_device = -1,
+                              const std::vector<Status>* memory_status = nullptr) {
   using plan_internal::AddChunkItems;
   *plan = LaunchPlan();
   plan->threads_per_block = threads_per_block;
@@ -229,6 +231,9 @@ inline Status BuildLaunchPlan(const std::vector<ReductionRequest>& batch, Backen
   for (std::size_t i = 0; i < batch.size(); ++i) {
     const ReductionRequest& r = batch[i];
     plan->status.push_back(plan_internal::Validate(r, kind, cuda_device));
+    if (plan->status.back().ok() && memory_status != nullptr && i < memory_status->size()) {
+      plan->status.back() = (*memory_status)[i];
+    }
     if (!plan->status.back().ok()) continue;
 
     const StatsOptions& o = r.options;

@@ -6,8 +6,10 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/device_memory_check.h"
 #include "tstat/engine.h"
 
 namespace tstat {
@@ -41,6 +43,22 @@ TEST(CudaEntryTest, DeviceDiscoveryNeverFailsOrPrints) {
 
 // Without a device every ordinal is kUnavailable; with one, out-of-range
 // ordinals are kInvalidArgument naming the device.
+// Pageable host memory is never CUDA memory: refused with or without a
+// device (without one the driver knows no pointer at all); null and empty
+// ranges read nothing and pass.
+TEST(CudaEntryTest, MemoryCheckRefusesHostMemoryWithOrWithoutADevice) {
+  std::vector<float> host(16, 1.0f);
+  kernels::DeviceMemoryCheck check;
+  const Status s = check.Check(host.data(), host.size() * sizeof(float), 0);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.ToString();
+  EXPECT_EQ(s.message().rfind("tensor.data 0x", 0), 0u) << s.ToString();
+  const Status named = check.Check(host.data(), 4, 0, "options.delta.previous");
+  EXPECT_EQ(named.message().rfind("options.delta.previous 0x", 0), 0u) << named.ToString();
+  EXPECT_TRUE(check.Check(nullptr, 64, 0).ok());
+  EXPECT_TRUE(check.Check(host.data(), 0, 0).ok());
+  EXPECT_EQ(check.queries(), 2u);
+}
+
 TEST(CudaEntryTest, BadOrdinalsAreRejected) {
   const int count = CudaDeviceCount();
   for (int device : {-1, count}) {

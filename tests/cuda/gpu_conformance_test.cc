@@ -1,82 +1,16 @@
-// The CUDA backend through the backend conformance suite: every tensor is
-// copied to device memory (cudaMalloc + cudaMemcpy) at the same address phase
-// modulo 64 bytes as the host copy, so misaligned starts stay misaligned.
-// Without a device every test reports SKIPPED (the backend factory records
-// the skip before the test body would run).
-#include <cuda_runtime_api.h>
+// The CUDA backend through the backend conformance suite
+// (tests/kernels/backend_conformance.h). Without a device every test reports
+// SKIPPED.
 #include <gtest/gtest.h>
 
-#include <cstdint>
-#include <memory>
-#include <string>
-#include <vector>
-
+#include "tests/cuda/cuda_under_test.h"
 #include "tests/kernels/backend_conformance.h"
-#include "tests/support/backend_under_test.h"
-#include "tstat/engine.h"
 
 namespace tstat::testing {
 namespace {
 
-PlacedTensor PlaceOnDevice(const void* host, DType dtype, std::vector<std::int64_t> shape,
-                           std::int64_t numel) {
-  PlacedTensor p;
-  p.view.dtype = dtype;
-  p.view.shape = std::move(shape);
-  p.view.numel = numel;
-  p.view.space = MemorySpace::kCuda;
-  p.view.device = 0;
-  if (host == nullptr) return p;  // keep null data null (validation tests)
-  const std::size_t bytes = static_cast<std::size_t>(numel) * DTypeSize(dtype);
-  const std::size_t phase = reinterpret_cast<std::uintptr_t>(host) % 64;
-  void* base = nullptr;
-  if (cudaMalloc(&base, bytes + 64) != cudaSuccess) {
-    ADD_FAILURE() << "cudaMalloc of " << bytes + 64 << " bytes failed";
-    return p;
-  }
-  p.storage = std::shared_ptr<void>(base, [](void* q) { (void)cudaFree(q); });
-  unsigned char* data = static_cast<unsigned char*>(base) + phase;
-  if (bytes > 0 && cudaMemcpy(data, host, bytes, cudaMemcpyHostToDevice) != cudaSuccess) {
-    ADD_FAILURE() << "cudaMemcpy of " << bytes << " bytes failed";
-  }
-  p.view.data = data;
-  return p;
-}
-
-// Stand-in returned when there is no device: the test is already marked
-// skipped, so its body (the only caller) never runs.
-class NoDeviceBackend final : public Backend {
- public:
-  BackendKind kind() const override { return BackendKind::kCuda; }
-  std::string description() const override { return "no CUDA device"; }
-  Status Reduce(const std::vector<ReductionRequest>&, std::vector<ReductionResult>*,
-                CUstream_st*) override {
-    return Status::Unavailable("no CUDA device");
-  }
-};
-
-void SkipWithoutDevice() { GTEST_SKIP() << "no CUDA device"; }
-
-BackendUnderTest Gpu() {
-  BackendUnderTest b;
-  b.name = "Cuda";
-  b.make = []() -> std::unique_ptr<Backend> {
-    if (CudaDeviceCount() == 0) {
-      SkipWithoutDevice();
-      return std::make_unique<NoDeviceBackend>();
-    }
-    Result<std::unique_ptr<Backend>> backend = CreateCudaBackend(0);
-    if (!backend.ok()) {
-      ADD_FAILURE() << backend.status().ToString();
-      return std::make_unique<NoDeviceBackend>();
-    }
-    return std::move(backend).value();
-  };
-  b.place = PlaceOnDevice;
-  return b;
-}
-
-INSTANTIATE_TEST_SUITE_P(Gpu, BackendConformanceTest, ::testing::Values(Gpu()), BackendName);
+INSTANTIATE_TEST_SUITE_P(Gpu, BackendConformanceTest, ::testing::Values(CudaUnderTest()),
+                         BackendName);
 
 }  // namespace
 }  // namespace tstat::testing

@@ -55,6 +55,26 @@ TEST(LaunchPlanTest, TenThousandTensorsAreOneStatsLaunchPlusOneMerge) {
   EXPECT_EQ(plan.KernelLaunches(), 6);
 }
 
+// The caller's memory verdict (the CUDA backend's DeviceMemoryCheck) fails
+// its request alone, after the request's own validation: the others are
+// planned as if it were absent.
+TEST(LaunchPlanTest, MemoryVerdictsFailTheirRequestOnly) {
+  const std::vector<ReductionRequest> batch = {HostRequest(DType::kFloat32, 1000, 0x100000),
+                                               HostRequest(DType::kFloat32, 1000, 0x200000),
+                                               HostRequest(DType::kFloat32, -1, 0x300000)};
+  const std::vector<Status> memory = {Status::OK(), Status::InvalidArgument("tensor.data freed"),
+                                      Status::InvalidArgument("tensor.data freed")};
+  LaunchPlan plan;
+  ASSERT_TRUE(BuildLaunchPlan(batch, BackendKind::kCpu, 256, &plan, -1, &memory).ok());
+  ASSERT_EQ(plan.status.size(), 3u);
+  EXPECT_TRUE(plan.status[0].ok());
+  EXPECT_EQ(plan.status[1].message(), "tensor.data freed");
+  EXPECT_NE(plan.status[2].message(), "tensor.data freed");  // its own error comes first
+  EXPECT_EQ(plan.device_request, (std::vector<std::int32_t>{0, -1, -1}));
+  EXPECT_EQ(plan.requests.size(), 1u);
+  EXPECT_EQ(plan.stats_items.size(), 1u);
+}
+
 TEST(LaunchPlanTest, ChunkItemsCoverEachTensorExactlyInSlotOrder) {
   const std::vector<std::int64_t> sizes = {0, 1, 16383, 16384, 16385, 1 << 20, 123456789};
   std::vector<ReductionRequest> batch;

@@ -1,4 +1,4 @@
-// `tstat bench stats`, `tstat bench rules` and `tstat bench capture`: flag
+// `tstat bench stats`, `rules`, `capture` and `device`: flag
 // parsing only; the measurements are tstat::bench::RunStatsBench
 // (benchmarks/stats_bench.h), tstat::bench::RunRulesBench
 // (benchmarks/rules_bench.h) and tstat::bench::RunCaptureBench
@@ -9,6 +9,8 @@
 #include <string>
 
 #include "benchmarks/capture_bench.h"
+#include "benchmarks/capture_cuda_bench.h"
+#include "benchmarks/device_bench.h"
 #include "benchmarks/rules_bench.h"
 #include "benchmarks/stats_bench.h"
 #include "tools/cli/bench_detection.h"
@@ -66,6 +68,8 @@ struct CaptureFlags {
   int compression_level = 0;
   int raw_compression_level = 0;
   bench::CaptureBenchOptions options;
+  std::string device = "cpu";
+  bench::CudaCaptureBenchOptions cuda;
   CLI::Option* tensors_opt = nullptr;
   CLI::Option* elements_opt = nullptr;
   CLI::Option* level_opt = nullptr;
@@ -110,10 +114,36 @@ CLI::App* AddCaptureCommand(CLI::App* bench, CaptureFlags* f) {
       ->check(CLI::ExistingDirectory)
       ->default_str("$TMPDIR or /tmp");
   capture->add_flag("--json", f->options.json, "One JSON object per line per case");
+  capture
+      ->add_option("--device", f->device,
+                   "Where the tensors live: cpu (the table above) or cuda (EndStep's host time "
+                   "for CUDA tensors, and whether it waits for the device)")
+      ->check(CLI::IsMember({"cpu", "cuda"}))
+      ->default_str("cpu");
+  capture->add_option("--cuda-device", f->cuda.device, "CUDA ordinal (--device cuda)")
+      ->check(CLI::Range(0, 1023))
+      ->default_str("0");
+  capture->add_option("--steps", f->cuda.steps, "Timed steps per measurement (--device cuda)")
+      ->check(CLI::Range(1, 100000))
+      ->default_str("200");
+  capture
+      ->add_option("--busy-ms", f->cuda.busy_ms,
+                   "The kernel enqueued before each EndStep of the busy measurement, in ms "
+                   "(--device cuda)")
+      ->check(CLI::Range(0.1, 10000.0))
+      ->default_str("20");
   return capture;
 }
 
 int RunCapture(const CaptureFlags& f) {
+  if (f.device == "cuda") {
+    bench::CudaCaptureBenchOptions o = f.cuda;
+    if (f.tensors_opt->count() > 0) o.tensors = f.tensors;
+    if (f.elements_opt->count() > 0) o.elements = f.elements;
+    o.dir = f.options.dir;
+    o.json = f.options.json;
+    return ReportError(bench::RunCudaCaptureBench(o, std::cout));
+  }
   bench::CaptureBenchOptions o = f.options;
   if (f.tensors_opt->count() > 0) o.tensors = f.tensors;
   if (f.elements_opt->count() > 0) o.elements = f.elements;
@@ -183,6 +213,22 @@ Command AddBenchCommand(CLI::App& root) {
   auto capture_flags = std::make_shared<CaptureFlags>();
   CLI::App* capture = AddCaptureCommand(bench, capture_flags.get());
 
+  auto device_flags = std::make_shared<bench::DeviceBenchOptions>();
+  CLI::App* device = bench->add_subcommand(
+      "device",
+      "The GPU: name, SMs, memory, clocks, driver, and its measured read and copy bandwidth "
+      "(the reference of every GPU figure)");
+  device->add_option("--cuda-device", device_flags->device, "CUDA ordinal")
+      ->check(CLI::Range(0, 1023))
+      ->default_str("0");
+  device->add_option("--mib", device_flags->mib, "Buffer read and copied, in MiB")
+      ->check(kPositive)
+      ->default_str("1024");
+  device->add_option("--repeats", device_flags->repeats, "Timed repeats (median and best)")
+      ->check(CLI::Range(1, 1000))
+      ->default_str("10");
+  device->add_flag("--json", device_flags->json, "One JSON object");
+
   std::function<int()> run_overhead;
   CLI::App* overhead = AddBenchOverheadCommand(bench, &run_overhead);
   std::function<int()> run_detection;
@@ -190,11 +236,12 @@ Command AddBenchCommand(CLI::App& root) {
 
   Command c;
   c.app = bench;
-  c.run = [stats, flags, rules, rules_flags, capture, capture_flags, overhead, run_overhead,
-           detection, run_detection]() {
+  c.run = [stats, flags, rules, rules_flags, capture, capture_flags, device, device_flags,
+           overhead, run_overhead, detection, run_detection]() {
     if (stats->parsed()) return RunStats(*flags);
     if (rules->parsed()) return ReportError(bench::RunRulesBench(*rules_flags, std::cout, std::cerr));
     if (capture->parsed()) return RunCapture(*capture_flags);
+    if (device->parsed()) return ReportError(bench::RunDeviceBench(*device_flags, std::cout));
     if (overhead->parsed()) return run_overhead();
     if (detection->parsed()) return run_detection();
     return kExitUsage;  // unreachable: require_subcommand(1)

@@ -16,6 +16,7 @@
 
 #include "host/src/device_capture.h"
 #include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/device_memory_check.h"
 
 namespace tstat::host {
 namespace {
@@ -109,6 +110,19 @@ class CudaDeviceCapture final : public DeviceCapture {
     return Status::OK();
   }
 
+  void CheckRaws(const std::vector<TensorView>& raws, std::vector<Status>* status) override {
+    raw_check_.Reset();
+    status->clear();
+    for (const TensorView& v : raws) {
+      const std::size_t bytes = static_cast<std::size_t>(v.numel) * DTypeSize(v.dtype);
+      status->push_back(v.device == device_ ? raw_check_.Check(v.data, bytes, device_)
+                                            : Status::InvalidArgument(
+                                                  "tensor.device is " + std::to_string(v.device) +
+                                                  ", not the session's CUDA device " +
+                                                  std::to_string(device_)));
+    }
+  }
+
   Status Collect(std::vector<ReductionResult>* results,
                  std::vector<std::vector<std::uint8_t>>* raws) override {
     DeviceGuard guard(device_);
@@ -140,6 +154,7 @@ class CudaDeviceCapture final : public DeviceCapture {
   std::size_t staging_bytes_ = 0;
   std::vector<std::size_t> raw_offsets_, raw_sizes_;
   bool pending_reduce_ = false;
+  kernels::DeviceMemoryCheck raw_check_;
 };
 
 }  // namespace

@@ -1,7 +1,7 @@
 // The CUDA backend through the auxiliary-reduction suite (delta, confusion
 // matrix, value counts): every tensor, previous-values and predictions buffer
-// is copied to device memory at the host copy's address phase modulo 256, so
-// misaligned and differently aligned pairs stay so. Plus bitwise agreement
+// is copied to device memory at the host copy's address phase modulo 256
+// (CudaUnderTest), so misaligned and differently aligned pairs stay so. Plus bitwise agreement
 // with the CPU emulation (256 threads per block) for the same phases. Every
 // test is SKIPPED without a CUDA device.
 #include <cuda_runtime_api.h>
@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "kernels/emulated_backend.h"
+#include "tests/cuda/cuda_under_test.h"
 #include "tests/kernels/aux_suite.h"
 #include "tests/support/backend_under_test.h"
 #include "tests/support/data.h"
@@ -22,64 +23,7 @@
 namespace tstat::testing {
 namespace {
 
-PlacedTensor PlaceOnDevice(const void* host, DType dtype, std::vector<std::int64_t> shape,
-                           std::int64_t numel) {
-  PlacedTensor p;
-  p.view.dtype = dtype;
-  p.view.shape = std::move(shape);
-  p.view.numel = numel;
-  p.view.space = MemorySpace::kCuda;
-  p.view.device = 0;
-  if (host == nullptr) return p;
-  const std::size_t bytes = static_cast<std::size_t>(numel) * DTypeSize(dtype);
-  void* base = nullptr;
-  if (cudaMalloc(&base, bytes + 256) != cudaSuccess) {
-    ADD_FAILURE() << "cudaMalloc of " << bytes + 256 << " bytes failed";
-    return p;
-  }
-  p.storage = std::shared_ptr<void>(base, [](void* q) { (void)cudaFree(q); });
-  unsigned char* data =
-      static_cast<unsigned char*>(base) + reinterpret_cast<std::uintptr_t>(host) % 256;
-  if (bytes > 0 && cudaMemcpy(data, host, bytes, cudaMemcpyHostToDevice) != cudaSuccess) {
-    ADD_FAILURE() << "cudaMemcpy of " << bytes << " bytes failed";
-  }
-  p.view.data = data;
-  return p;
-}
-
-// Returned when there is no device; the test is already skipped.
-class NoDeviceBackend final : public Backend {
- public:
-  BackendKind kind() const override { return BackendKind::kCuda; }
-  std::string description() const override { return "no CUDA device"; }
-  Status Reduce(const std::vector<ReductionRequest>&, std::vector<ReductionResult>*,
-                CUstream_st*) override {
-    return Status::Unavailable("no CUDA device");
-  }
-};
-
-void SkipWithoutDevice() { GTEST_SKIP() << "no CUDA device"; }
-
-BackendUnderTest Gpu() {
-  BackendUnderTest b;
-  b.name = "Cuda";
-  b.make = []() -> std::unique_ptr<Backend> {
-    if (CudaDeviceCount() == 0) {
-      SkipWithoutDevice();
-      return std::make_unique<NoDeviceBackend>();
-    }
-    Result<std::unique_ptr<Backend>> backend = CreateCudaBackend(0);
-    if (!backend.ok()) {
-      ADD_FAILURE() << backend.status().ToString();
-      return std::make_unique<NoDeviceBackend>();
-    }
-    return std::move(backend).value();
-  };
-  b.place = PlaceOnDevice;
-  return b;
-}
-
-INSTANTIATE_TEST_SUITE_P(Gpu, AuxReductionTest, ::testing::Values(Gpu()), BackendName);
+INSTANTIATE_TEST_SUITE_P(Gpu, AuxReductionTest, ::testing::Values(CudaUnderTest()), BackendName);
 
 bool SameBits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
 
