@@ -60,11 +60,16 @@ Result<CudaCaptureBenchResult> RunCudaCaptureCase(const CudaCaptureBenchOptions&
     return Status::InvalidArgument("tensors, elements, steps and busy time must be positive");
   }
   TSTAT_BENCH_CUDA(cudaSetDevice(o.device));
-  const std::size_t n = static_cast<std::size_t>(o.tensors) * static_cast<std::size_t>(o.elements);
-  DeviceMemory data;
-  TSTAT_BENCH_CUDA(cudaMalloc(&data.ptr, n * sizeof(float)));
-  FillKernel<<<1024, 256>>>(static_cast<float*>(data.ptr), n);
-  TSTAT_BENCH_CUDA(cudaPeekAtLastError());
+  const auto elements = static_cast<std::size_t>(o.elements);
+  const std::size_t per_buffer =
+      o.separate_allocations ? elements : static_cast<std::size_t>(o.tensors) * elements;
+  std::vector<std::unique_ptr<DeviceMemory>> buffers(o.separate_allocations ? o.tensors : 1);
+  for (std::unique_ptr<DeviceMemory>& b : buffers) {
+    b = std::make_unique<DeviceMemory>();
+    TSTAT_BENCH_CUDA(cudaMalloc(&b->ptr, per_buffer * sizeof(float)));
+    FillKernel<<<1024, 256>>>(static_cast<float*>(b->ptr), per_buffer);
+    TSTAT_BENCH_CUDA(cudaPeekAtLastError());
+  }
   TSTAT_BENCH_CUDA(cudaDeviceSynchronize());
 
   TSTAT_ASSIGN_OR_RETURN(std::string dir, MakeTempDir(o.dir, "tstat-bench-capture-cuda"));
@@ -73,10 +78,11 @@ Result<CudaCaptureBenchResult> RunCudaCaptureCase(const CudaCaptureBenchOptions&
   config.out_dir = dir + "/run";
   config.pipeline.cuda_device = o.device;
   TSTAT_ASSIGN_OR_RETURN(std::unique_ptr<Session> session, Session::Create(config));
-  const auto* base = static_cast<const float*>(data.ptr);
   for (std::int64_t i = 0; i < o.tensors; ++i) {
     TensorView v;
-    v.data = base + i * o.elements;
+    v.data = o.separate_allocations
+                 ? static_cast<const float*>(buffers[static_cast<std::size_t>(i)]->ptr)
+                 : static_cast<const float*>(buffers[0]->ptr) + i * o.elements;
     v.dtype = DType::kFloat32;
     v.numel = o.elements;
     v.space = MemorySpace::kCuda;
@@ -101,6 +107,7 @@ Result<CudaCaptureBenchResult> RunCudaCaptureCase(const CudaCaptureBenchOptions&
   CudaCaptureBenchResult r;
   r.tensors = o.tensors;
   r.elements = o.elements;
+  r.allocations = static_cast<std::int64_t>(buffers.size());
   r.steps = o.steps;
   r.busy_ms = o.busy_ms;
   std::vector<double> idle_s, busy_s, device_s;

@@ -14,6 +14,9 @@
 //     An EndStep that waited for the device would fail this.
 //   device_step_s: the device time of one step's reduction (events around
 //     the work EndStep enqueues, idle GPU), median.
+// With separate_allocations each tensor is its own cudaMalloc instead of a
+// slice of one buffer: the worst case of the per-allocation memory check
+// EndStep makes before reducing (kernels/cuda/device_memory_check.h).
 // Every record must reach the file: the counters after Close are checked.
 #pragma once
 
@@ -31,12 +34,14 @@ struct CudaCaptureBenchOptions {
   std::int64_t elements = 1000;  // per tensor
   int steps = 200;               // timed steps per measurement
   double busy_ms = 20.0;         // the long kernel of the busy measurement
+  bool separate_allocations = false;
   std::string dir;               // "" : $TMPDIR, else /tmp
   bool json = false;
 };
 
 struct CudaCaptureBenchResult {
   std::int64_t tensors = 0, elements = 0;
+  std::int64_t allocations = 0;  // 1, or tensors with separate_allocations
   int steps = 0;
   double end_step_s = 0.0, end_step_p90_s = 0.0, end_step_max_s = 0.0;
   double busy_end_step_s = 0.0;

@@ -16,7 +16,8 @@
 #                       1 MiB to 1 GiB, and 10,000 x 1,000 f32 in one batch
 #   bench/capture_cuda.json  `tstat bench capture --device cuda`: EndStep's
 #                       host time for 1,000 CUDA tensors, and whether it waits
-#                       for the device
+#                       for the device; capture_cuda_separate.json the same
+#                       with every tensor its own allocation
 #   summary.json, summary.md  everything above in one place, with the targets
 #                       of docs/gpu.md marked met or not
 # Exit status: 0 when every test passed and no sanitizer reported an error;
@@ -132,6 +133,10 @@ cat "$out/bench/stats-f32-10000x1000.json" >> "$out/bench/stats.jsonl" 2>/dev/nu
 # 5. Capture of 1,000 CUDA tensors: EndStep's host time; does it wait?
 run_step "capture cuda 1000x1000" 30 180 "$out/bench/capture_cuda.json" \
   "$tstat" bench capture --device cuda --tensors 1000 --elements 1000 --steps 200 --json
+# The same with every tensor its own allocation: the memory check's worst case.
+run_step "capture cuda 1000x1000 separate" 30 180 "$out/bench/capture_cuda_separate.json" \
+  "$tstat" bench capture --device cuda --tensors 1000 --elements 1000 --steps 200 \
+  --separate-allocations --json
 
 # 6. The Python hook needs the Python package, which this bundle does not carry
 # until it exists.

@@ -243,14 +243,14 @@ Status CudaBackend::Enqueue(const std::vector<ReductionRequest>& requests, CUstr
   if (s.pending) {
     return Status::FailedPrecondition("Enqueue: the previous batch has not been collected");
   }
+  ScopedDevice scoped;
+  TSTAT_RETURN_IF_ERROR(scoped.Enter(s.device));
   CheckMemory(requests, s.device, &s.memory_check, &s.memory_status);
   TSTAT_RETURN_IF_ERROR(BuildLaunchPlan(requests, BackendKind::kCuda,
                                         LaunchPolicy::kThreadsPerBlock, &s.plan, s.device,
                                         &s.memory_status));
   s.layout = Layout(s.plan);
   const BatchLayout& l = s.layout;
-  ScopedDevice scoped;
-  TSTAT_RETURN_IF_ERROR(scoped.Enter(s.device));
   // No batch is pending, so growing (free + malloc) cannot pull memory from
   // under queued work.
   TSTAT_RETURN_IF_ERROR(s.workspace.Reserve(l.end));

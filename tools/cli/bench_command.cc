@@ -132,6 +132,9 @@ CLI::App* AddCaptureCommand(CLI::App* bench, CaptureFlags* f) {
                    "(--device cuda)")
       ->check(CLI::Range(0.1, 10000.0))
       ->default_str("20");
+  capture->add_flag("--separate-allocations", f->cuda.separate_allocations,
+                    "Each CUDA tensor its own cudaMalloc instead of a slice of one buffer "
+                    "(--device cuda)");
   return capture;
 }
 

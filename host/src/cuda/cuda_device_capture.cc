@@ -113,6 +113,8 @@ class CudaDeviceCapture final : public DeviceCapture {
   void CheckRaws(const std::vector<TensorView>& raws, std::vector<Status>* status) override {
     raw_check_.Reset();
     status->clear();
+    if (raws.empty()) return;
+    DeviceGuard guard(device_);
     for (const TensorView& v : raws) {
       const std::size_t bytes = static_cast<std::size_t>(v.numel) * DTypeSize(v.dtype);
       status->push_back(v.device == device_ ? raw_check_.Check(v.data, bytes, device_)
