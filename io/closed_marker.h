@@ -21,6 +21,8 @@
 namespace tstat::io {
 
 inline constexpr char kClosedFileName[] = "CLOSED";
+// A marker is a few hundred bytes; a larger file is not one (not read).
+inline constexpr std::uint64_t kMaxClosedMarkerBytes = 1 << 20;
 
 struct ClosedMarker {
   int rank = 0;

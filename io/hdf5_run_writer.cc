@@ -58,7 +58,8 @@ Result<std::unique_ptr<StepSink>> OpenHdf5RunWriter(const Hdf5RunWriterOptions& 
 Result<std::unique_ptr<Hdf5RunWriter>> Hdf5RunWriter::Open(const Hdf5RunWriterOptions& options) {
   const RunInfo& info = options.info;
   if (info.run_dir.empty()) return Status::InvalidArgument("run_dir is empty");
-  if (info.world_size < 1 || info.rank < 0 || info.rank >= info.world_size) {
+  if (info.world_size < 1 || info.world_size > kMaxWorldSize || info.rank < 0 ||
+      info.rank >= info.world_size) {
     return Status::InvalidArgument("rank " + std::to_string(info.rank) +
                                    " is not in [0, world_size=" + std::to_string(info.world_size) +
                                    ")");

@@ -10,6 +10,10 @@
 
 namespace tstat::io {
 
+// Most workers one run may have: far beyond any job, and small enough that
+// every count of workers and ranks fits everywhere it is stored.
+inline constexpr int kMaxWorldSize = 1 << 20;
+
 std::string WorkerDirName(int rank);              // "worker-00003"
 std::string SegmentFileName(std::int64_t index);  // "seg-000000000007.h5"
 // True for "worker-<digits>" (at least 5 digits); sets *rank.

@@ -1,6 +1,8 @@
 // See segment_reader.h.
 #include "io/segment_reader.h"
 
+#include "io/run_layout.h"
+
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -44,7 +46,7 @@ Status ReadHeader(hid_t file, const std::string& path, SegmentHeader* h) {
   TSTAT_ASSIGN_OR_RETURN(h->created_unix_time,
                          ReadDoubleAttribute(file, "created_unix_time", path));
   TSTAT_ASSIGN_OR_RETURN(h->config_json, ReadStringDataset(file, kConfigDataset, path));
-  if (world < 1 || rank < 0 || rank >= world || world > (1 << 30)) {
+  if (world < 1 || rank < 0 || rank >= world || world > kMaxWorldSize) {
     return Status::Corruption(path + ": invalid rank/world_size attributes");
   }
   h->rank = static_cast<int>(rank);

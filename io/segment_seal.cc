@@ -75,10 +75,21 @@ void SealSegmentImage(std::vector<std::uint8_t>* image) {
 }
 
 Status VerifySegmentSeal(const std::string& path) {
-  ScopedFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (fd.get() < 0) return ErrnoStatus(path, "open", errno);
+  // O_NONBLOCK: a FIFO named like a segment must not block the reader. What
+  // cannot be a segment (a FIFO, a device, a directory, a symlink loop) is
+  // kCorruption, so the reader skips it and reads the rest of the run.
+  ScopedFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+  if (fd.get() < 0) {
+    const int err = errno;
+    if (err == ELOOP) return Status::Corruption(path + ": a symlink loop, not a segment");
+    return ErrnoStatus(path, "open", err);
+  }
   struct stat st;
   if (::fstat(fd.get(), &st) != 0) return ErrnoStatus(path, "fstat", errno);
+  if (!S_ISREG(st.st_mode)) {
+    return Status::Corruption(path + ": not a regular file (a FIFO, device or directory), "
+                                     "not a segment");
+  }
   const auto size = static_cast<std::uint64_t>(st.st_size);
   if (size < kSegmentUserBlock) {
     return Status::Corruption(path + ": truncated segment (" + std::to_string(size) +

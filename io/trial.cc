@@ -1,5 +1,7 @@
 // RunTrial loading and waiting (see trial_impl.h); the queries are in
 // trial_queries.cc.
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <chrono>
 #include <thread>
@@ -65,10 +67,18 @@ Status RunTrial::RefreshWorker(WorkerState* state) {
   const std::string marker_path = JoinPath(dir, kClosedFileName);
   // The marker is read BEFORE the listing: Close() renames it into place only
   // after the last segment, so every segment is in the listing that follows.
-  if (!state->marker_seen && PathExists(marker_path)) {
-    Result<std::string> text = ReadWholeFile(marker_path);
-    if (!text.ok()) return Status::IoError(text.status().message());
-    Result<ClosedMarker> marker = ParseClosedMarker(text.value(), marker_path);
+  // lstat: anything named CLOSED (a symlink loop too) is a marker, read only
+  // if it is a small regular file; one that cannot be read is reported like
+  // a damaged one, and the segments stay readable.
+  struct stat marker_stat;
+  if (!state->marker_seen && ::lstat(marker_path.c_str(), &marker_stat) == 0) {
+    Result<std::string> text = ReadRegularFile(marker_path, kMaxClosedMarkerBytes);
+    if (!text.ok() && text.status().code() == StatusCode::kNotFound) {
+      return Status::OK();  // removed since the lstat: read again at the next refresh
+    }
+    Result<ClosedMarker> marker =
+        text.ok() ? ParseClosedMarker(text.value(), marker_path)
+                  : Result<ClosedMarker>(Status::Corruption(text.status().message()));
     state->marker_seen = true;
     if (marker.ok()) {
       state->marker_segments = marker->segments;
@@ -97,6 +107,16 @@ Status RunTrial::RefreshWorker(WorkerState* state) {
         return Status::IoError(contents.status().message());  // retried by the next Refresh
       }
       problems_.push_back(contents.status().message());
+      state->attempted.insert(seg);
+      continue;
+    }
+    const SegmentHeader& header = contents->header;
+    if (header.segment_index != seg || header.rank != index.rank) {
+      // A copy under another number (or from another worker) would give
+      // every row twice.
+      problems_.push_back(path + ": holds segment " + std::to_string(header.segment_index) +
+                          " of rank " + std::to_string(header.rank) +
+                          " (a copied or renamed file?): skipped, its rows would be duplicates");
       state->attempted.insert(seg);
       continue;
     }

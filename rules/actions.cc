@@ -13,9 +13,8 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 
+#include "io/posix_file.h"
 #include "tstat_rules.pb.h"
 
 namespace tstat::rules {
@@ -154,11 +153,11 @@ Result<std::vector<std::pair<std::string, RawCaptureRequest>>> ListCaptureReques
   std::sort(names.begin(), names.end());
   for (const std::string& n : names) {
     const std::string path = dir + "/" + n;
-    std::ifstream in(path);
-    if (!in) continue;  // applied and deleted meanwhile
-    std::ostringstream text;
-    text << in.rdbuf();
-    Result<RawCaptureRequest> r = ParseCaptureRequest(text.str());
+    struct stat st;
+    if (::lstat(path.c_str(), &st) != 0) continue;  // applied and deleted meanwhile
+    Result<std::string> text = io::ReadRegularFile(path, kMaxCaptureRequestBytes);
+    if (!text.ok()) return text.status();
+    Result<RawCaptureRequest> r = ParseCaptureRequest(*text);
     if (!r.ok()) return r.status().WithContext(path);
     out.emplace_back(path, std::move(r).value());
   }

@@ -40,6 +40,8 @@ namespace tstat::rules {
 
 inline constexpr char kStopFileName[] = "STOP";
 inline constexpr char kCaptureDirName[] = "capture";
+// A capture request is a few hundred bytes; a larger file is not one.
+inline constexpr std::uint64_t kMaxCaptureRequestBytes = 1 << 20;
 
 struct StopRequest {
   std::string rule;

@@ -1,6 +1,7 @@
 // Recursive-descent parser and tree evaluator for rules/expression.h.
 #include "rules/expression.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
@@ -96,6 +97,7 @@ struct Node {
   double num = 0.0;
   VarRef var{};
   Op op = Op::kAdd;  // for kBin / kCall
+  int height = 1;    // levels of the subtree rooted here
   std::vector<std::unique_ptr<Node>> kids;
 };
 
@@ -173,12 +175,38 @@ class Parser {
   }
 
  private:
-  static constexpr int kMaxDepth = 64;  // no stack exhaustion on hostile input
+  // No stack exhaustion on hostile input: the parser recurses once per
+  // nesting level (kMaxDepth); Evaluate and the tree's destructor once per
+  // level of the tree (kMaxHeight), which a flat chain "a + a + ..." deepens
+  // as much as parentheses do.
+  static constexpr int kMaxDepth = 64;
+  static constexpr int kMaxHeight = 256;
+  // Characters of the text quoted on each side of an error.
+  static constexpr std::size_t kQuote = 40;
 
   Status Fail() const {
-    std::string caret(error_pos_, ' ');
+    const std::size_t from = error_pos_ > kQuote ? error_pos_ - kQuote : 0;
+    const std::size_t to = std::min(s_.size(), error_pos_ + kQuote);
+    const std::string head = from > 0 ? "..." : "";
+    const std::string tail = to < s_.size() ? "..." : "";
+    const std::string caret(head.size() + error_pos_ - from, ' ');
     return Status::InvalidArgument("expression error at column " + std::to_string(error_pos_ + 1) +
-                                   ": " + error_ + "\n  " + s_ + "\n  " + caret + "^");
+                                   ": " + error_ + "\n  " + head + s_.substr(from, to - from) +
+                                   tail + "\n  " + caret + "^");
+  }
+  // Sets n's height from its children; a tree higher than kMaxHeight is an
+  // error (and stops the parse before it grows further).
+  std::unique_ptr<Node> Sized(std::unique_ptr<Node> n) {
+    int h = 0;
+    for (const auto& k : n->kids) {
+      if (k) h = std::max(h, k->height);
+    }
+    n->height = h + 1;
+    if (n->height > kMaxHeight) {
+      SetError("expression too long: more than " + std::to_string(kMaxHeight) +
+               " operators chained or nested");
+    }
+    return n;
   }
   void SetError(const std::string& what) {
     if (error_.empty()) {
@@ -209,7 +237,7 @@ class Parser {
     n->op = OpOf(op);
     n->kids.push_back(std::move(a));
     n->kids.push_back(std::move(b));
-    return n;
+    return Sized(std::move(n));
   }
   bool Deep(int depth) {
     if (depth > kMaxDepth) {
@@ -237,7 +265,7 @@ class Parser {
       auto n = std::make_unique<Node>();
       n->kind = Node::kNot;
       n->kids.push_back(ParseNot(d + 1));
-      return n;
+      return Sized(std::move(n));
     }
     return ParseCmp(d + 1);
   }
@@ -275,7 +303,7 @@ class Parser {
       auto n = std::make_unique<Node>();
       n->kind = Node::kNeg;
       n->kids.push_back(ParseUnary(d + 1));
-      return n;
+      return Sized(std::move(n));
     }
     return ParsePrimary(d + 1);
   }
@@ -349,7 +377,7 @@ class Parser {
       n->kids.push_back(ParseOr(d + 1));
     }
     if (error_.empty() && !Eat(")")) SetError("expected ')' after the arguments of " + name);
-    return n;
+    return Sized(std::move(n));
   }
 
   const std::string& s_;
@@ -361,6 +389,11 @@ class Parser {
 }  // namespace
 
 Result<std::shared_ptr<const Expression>> Expression::Parse(const std::string& text) {
+  if (text.size() > kMaxExpressionChars) {
+    return Status::InvalidArgument("expression is " + std::to_string(text.size()) +
+                                   " characters long, more than " +
+                                   std::to_string(kMaxExpressionChars));
+  }
   Parser p(text);
   auto root = p.ParseAll();
   if (!root.ok()) return root.status();

@@ -16,6 +16,7 @@
 // Thread safety: a parsed Expression is immutable and may be shared.
 #pragma once
 
+#include <cstddef>
 #include <memory>
 #include <string>
 
@@ -32,8 +33,11 @@ struct ExpressionInput {
 
 class Expression {
  public:
-  // kInvalidArgument with "column N: <what>" and the text with a caret under
-  // the offending character.
+  static constexpr std::size_t kMaxExpressionChars = 16384;
+  // kInvalidArgument with "column N: <what>" and the text around it with a
+  // caret under the offending character; also for a text longer than
+  // kMaxExpressionChars or more than 256 operators chained or nested (so
+  // that evaluating any accepted expression has a bounded depth).
   static Result<std::shared_ptr<const Expression>> Parse(const std::string& text);
   virtual ~Expression() = default;
   virtual double Evaluate(const ExpressionInput& in) const = 0;

@@ -12,6 +12,7 @@
 #include <set>
 #include <sstream>
 
+#include "io/posix_file.h"
 #include "rules/builtin_defaults.h"
 #include "rules/param_reader.h"
 #include "tstat_rules.pb.h"
@@ -245,12 +246,12 @@ Result<RulesConfig> ParseRulesConfigJson(std::string_view json, const RuleRegist
 }
 
 Result<RulesConfig> LoadRulesConfigFile(const std::string& path, const RuleRegistry* registry) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::IoError(path + ": cannot read the rules config");
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) return Status::IoError(path + ": error reading the rules config");
-  Result<RulesConfig> config = ParseRulesConfigJson(text.str(), registry);
+  // Bounded and non-blocking: a FIFO, a device or a directory is refused
+  // with the reason, never read. A rules config is a few KiB.
+  constexpr std::uint64_t kMaxRulesConfigBytes = 16ull << 20;
+  Result<std::string> text = io::ReadRegularFile(path, kMaxRulesConfigBytes);
+  if (!text.ok()) return Status::IoError("rules config " + text.status().message());
+  Result<RulesConfig> config = ParseRulesConfigJson(*text, registry);
   if (!config.ok()) return config.status().WithContext(path);
   return config;
 }

@@ -273,6 +273,15 @@ expect 1 "warning: corruption: 1 damaged file" dump "$work/damaged" --tensor x
 expect 1 "no tensor or scalar 'x'" dump "$work/damaged" --tensor x
 mkdir -p "$work/empty"
 expect 1 'holds no tstat run' inspect "$work/empty"
+# Every segment gone: `check` judged nothing, which is not a pass.
+cp -r "$run" "$work/nosegments"
+rm -f "$work"/nosegments/worker-00000/seg-*.h5
+expect 2 'holds no step to judge' check "$work/nosegments"
+# A copy of a segment under another number is skipped, not read twice.
+cp -r "$run" "$work/copied"
+seg="$(ls "$work"/copied/worker-00000/seg-*.h5 | head -1)"
+cp "$seg" "$work/copied/worker-00000/seg-000000000099.h5"
+expect 0 'seg-000000000099\.h5: holds segment 0 of rank 0 \(a copied or renamed file\?\)' inspect "$work/copied"
 
 if ((failures > 0)); then
   echo "$failures inspect/dump check(s) failed"

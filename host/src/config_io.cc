@@ -3,12 +3,11 @@
 #include <google/protobuf/util/json_util.h>
 
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
 #include <string>
 
 #include "host/src/config_json_check.h"
 #include "host/src/config_proto.h"
+#include "io/posix_file.h"
 #include "tstat/config.h"
 
 namespace tstat {
@@ -29,6 +28,11 @@ Result<SessionConfig> ParseConfigJson(std::string_view json) {
   return config;
 }
 
+namespace {
+// A session config is a few KiB; anything this large is not one.
+constexpr std::uint64_t kMaxConfigFileBytes = 16ull << 20;
+}  // namespace
+
 Result<SessionConfig> LoadConfigFile(const std::string& path) {
   std::string file = path;
   if (file.empty()) {
@@ -38,12 +42,12 @@ Result<SessionConfig> LoadConfigFile(const std::string& path) {
     }
     file = env;
   }
-  std::ifstream in(file, std::ios::binary);
-  if (!in) return Status::IoError("cannot read config file " + file);
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) return Status::IoError("error reading config file " + file);
-  Result<SessionConfig> config = ParseConfigJson(text.str());
+  // Bounded and non-blocking: a FIFO, a device or a directory is refused
+  // with the reason, never read.
+  // kIoError even for a missing file: kNotFound means "no config given".
+  Result<std::string> text = io::ReadRegularFile(file, kMaxConfigFileBytes);
+  if (!text.ok()) return Status::IoError("config file " + file + ": " + text.status().message());
+  Result<SessionConfig> config = ParseConfigJson(*text);
   if (!config.ok()) return config.status().WithContext("config file " + file);
   return config;
 }

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "host/src/builtin_collections.h"
+#include "io/run_layout.h"
 #include "rules/actions.h"
 #include "rules/rules_config.h"
 #include "tstat/config.h"
@@ -98,6 +99,10 @@ Status CheckStats(const StatsConfig& s, const std::string& path) {
   }
   if (s.band_lo && std::isnan(*s.band_lo)) return Status::InvalidArgument(p + "band_lo: NaN");
   if (s.band_hi && std::isnan(*s.band_hi)) return Status::InvalidArgument(p + "band_hi: NaN");
+  if (s.band_lo && s.band_hi && *s.band_lo > *s.band_hi) {
+    return Status::InvalidArgument(p + "band_lo: " + std::to_string(*s.band_lo) +
+                                   " is above band_hi " + std::to_string(*s.band_hi));
+  }
   return Status::OK();
 }
 
@@ -124,12 +129,24 @@ Status CheckPipeline(const PipelineConfig& p) {
   }
   if (p.raw_memory_cap_bytes < 0) return bad("raw_memory_cap_bytes", "must be >= 0");
   if (p.delta_memory_cap_bytes < 0) return bad("delta_memory_cap_bytes", "must be >= 0");
-  if (!(p.flush_interval_seconds > 0.0) || !std::isfinite(p.flush_interval_seconds)) {
-    return bad("flush_interval_seconds", "must be a positive number of seconds");
+  // Upper bounds: a day of unflushed data or of an unnoticed stop is a
+  // mistake, not a setting; more threads than any machine has, too.
+  if (!(p.flush_interval_seconds > 0.0) || !(p.flush_interval_seconds <= 86400.0)) {
+    return bad("flush_interval_seconds", "must be in (0, 86400] seconds, got " +
+                                             std::to_string(p.flush_interval_seconds));
   }
-  if (p.flush_interval_steps < 0) return bad("flush_interval_steps", "must be >= 0 (0: off)");
-  if (p.stop_check_interval_ms < 0) return bad("stop_check_interval_ms", "must be >= 0");
-  if (p.cpu_threads < 0) return bad("cpu_threads", "must be >= 0 (0: OpenMP's default)");
+  if (p.flush_interval_steps < 0 || p.flush_interval_steps > 1000000000) {
+    return bad("flush_interval_steps", "must be in [0, 1e9] (0: off), got " +
+                                           std::to_string(p.flush_interval_steps));
+  }
+  if (p.stop_check_interval_ms < 0 || p.stop_check_interval_ms > 86400000) {
+    return bad("stop_check_interval_ms",
+               "must be in [0, 86400000], got " + std::to_string(p.stop_check_interval_ms));
+  }
+  if (p.cpu_threads < 0 || p.cpu_threads > 4096) {
+    return bad("cpu_threads",
+               "must be in [0, 4096] (0: OpenMP's default), got " + std::to_string(p.cpu_threads));
+  }
   if (p.cuda_device < 0) return bad("cuda_device", "must be >= 0");
   if (p.cuda_inflight < 1 || p.cuda_inflight > 16) {
     return bad("cuda_inflight", "must be in [1, 16], got " + std::to_string(p.cuda_inflight));
@@ -180,8 +197,13 @@ Status CheckRules(const InProcessRulesConfig& r) {
 }  // namespace
 
 Status ValidateConfig(const SessionConfig& c) {
-  if (c.world_size < 1) {
-    return Status::InvalidArgument("world_size: must be >= 1, got " + std::to_string(c.world_size));
+  if (c.world_size < 1 || c.world_size > io::kMaxWorldSize) {
+    return Status::InvalidArgument("world_size: must be in [1, " +
+                                   std::to_string(io::kMaxWorldSize) + "], got " +
+                                   std::to_string(c.world_size));
+  }
+  if (c.out_dir.find('\0') != std::string::npos) {
+    return Status::InvalidArgument("out_dir: contains a NUL character");
   }
   if (c.rank < 0 || c.rank >= c.world_size) {
     return Status::InvalidArgument("rank: must be in [0, world_size) = [0, " +

@@ -7,10 +7,9 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 #include <vector>
 
+#include "io/posix_file.h"
 #include "rules/actions.h"
 
 namespace tstat::host {
@@ -33,13 +32,20 @@ bool EndsWith(const std::string& s, const std::string& suffix) {
 }  // namespace
 
 bool CheckStopFile(const std::string& path, StopState* stop) {
+  // Whatever is named STOP asks for the stop; only a small regular file is
+  // read for its reason (a FIFO, /dev/zero or a huge file must not block or
+  // flood the training thread).
   struct stat st;
-  if (::stat(path.c_str(), &st) != 0) return false;
-  std::string line;
-  std::ifstream in(path);
-  if (in) std::getline(in, line);
-  if (line.size() > 256) line.resize(256);
-  stop->Request("stop file " + path + (line.empty() ? "" : ": " + line));
+  if (::lstat(path.c_str(), &st) != 0) return false;
+  std::string reason;
+  Result<std::string> text = io::ReadRegularFile(path, kStopFileMaxBytes);
+  if (text.ok()) {
+    reason = text->substr(0, text->find('\n'));
+    if (reason.size() > 256) reason.resize(256);
+  } else {
+    reason = "(reason not read: " + text.status().message() + ")";
+  }
+  stop->Request("stop file " + path + (reason.empty() ? "" : ": " + reason));
   return true;
 }
 
@@ -92,16 +98,20 @@ void RunDirRequests::CheckCaptureDir() {
 
 void RunDirRequests::ApplyCaptureFile(const std::string& name) {
   const std::string path = capture_dir_ + "/" + name;
-  std::ifstream in(path);
-  if (!in) return;  // another worker deleted it meanwhile (it should not), or a race
-  std::ostringstream text;
-  text << in.rdbuf();
-  in.close();
-  Result<rules::RawCaptureRequest> r = rules::ParseCaptureRequest(text.str());
+  struct stat st;
+  if (::lstat(path.c_str(), &st) != 0) return;  // deleted meanwhile (a race)
+  // Bounded and non-blocking: a FIFO, /dev/zero or a huge file is refused.
+  Result<std::string> text = io::ReadRegularFile(path, rules::kMaxCaptureRequestBytes);
+  Result<rules::RawCaptureRequest> r =
+      text.ok() ? rules::ParseCaptureRequest(*text) : Result<rules::RawCaptureRequest>(text.status());
   if (!r.ok()) {
     // Keep it from being read again, and say so once.
     if (std::rename(path.c_str(), (path + ".bad").c_str()) != 0) applied_.insert(name);
-    if (warn_) warn_(path + ": " + r.status().message() + " (renamed to .bad, ignored)");
+    // A read error names the path itself; a parse error does not.
+    if (warn_) {
+      warn_((text.ok() ? path + ": " : std::string()) + r.status().message() +
+            " (renamed to .bad, ignored)");
+    }
     return;
   }
   for (const std::string& tensor : r->tensors) {

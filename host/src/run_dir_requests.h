@@ -14,8 +14,10 @@
 //
 // With world_size 1 an applied capture file is deleted; with several workers
 // (one run directory) every worker applies it and none deletes it: applied
-// names are remembered. A damaged capture file is renamed to <name>.bad and
-// reported once through `warn`; it never stops training.
+// names are remembered. A damaged capture file (not JSON, not a request, not
+// a regular file of at most rules::kMaxCaptureRequestBytes) is renamed to
+// <name>.bad and reported once through `warn`; it never stops training nor
+// blocks it.
 // Thread safety: one thread (EndStep, under the session lock). CheckStopFile
 // is thread-safe (the writer thread calls it too).
 #pragma once
@@ -32,8 +34,14 @@
 
 namespace tstat::host {
 
-// If `path` exists: stop->Request("stop file <path>: <its first line>"),
-// true. Otherwise false.
+// Largest file read for a stop reason; a larger one (or a FIFO, a device, a
+// directory, a symlink loop) is not read. Capture requests: at most
+// rules::kMaxCaptureRequestBytes.
+inline constexpr std::uint64_t kStopFileMaxBytes = 64 * 1024;
+
+// If anything named `path` exists: stop->Request("stop file <path>: <the
+// first line of a small regular file, or why it was not read>"), true.
+// Otherwise false. Never blocks.
 bool CheckStopFile(const std::string& path, StopState* stop);
 
 class RunDirRequests {

@@ -10,6 +10,7 @@
 #include <cassert>
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <string>
 
@@ -125,11 +126,20 @@ Status Session::Impl::OpenStepLocked(const StepKey* explicit_key) {
                                       " is open: call EndStep before BeginStep");
   }
   StepKey k;
+  // last + 1 must not wrap: the steps after INT64_MAX are refused, not
+  // numbered negative and silently not written.
+  const auto exhausted = [](const char* what) {
+    return Status::ResourceExhausted(std::string(what) +
+                                     " step counter is at INT64_MAX: no step can follow");
+  };
   if (explicit_key != nullptr) {
     k = *explicit_key;
     const int m = static_cast<int>(k.mode);
     if (m < 1 || m > 4) return Status::InvalidArgument("invalid mode " + std::to_string(m));
     // A negative global step: the caller numbers the mode step only.
+    if (k.global_step < 0 && k.mode != Mode::kGlobal && last_global == INT64_MAX) {
+      return exhausted("the global");
+    }
     if (k.global_step < 0) k.global_step = k.mode == Mode::kGlobal ? k.mode_step : last_global + 1;
     if (k.global_step <= last_global) {
       return Status::FailedPrecondition(
@@ -150,6 +160,8 @@ Status Session::Impl::OpenStepLocked(const StepKey* explicit_key) {
     next_mode = k.mode;
   } else {
     k.mode = next_mode;
+    if (last_global == INT64_MAX) return exhausted("the global");
+    if (last_mode_step[static_cast<int>(k.mode) - 1] == INT64_MAX) return exhausted(ModeName(k.mode));
     k.global_step = last_global + 1;
     k.mode_step =
         k.mode == Mode::kGlobal ? k.global_step : last_mode_step[static_cast<int>(k.mode) - 1] + 1;

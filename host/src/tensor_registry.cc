@@ -5,6 +5,8 @@
 #include <exception>
 #include <string>
 
+#include "kernels/request_check.h"
+
 namespace tstat::host {
 namespace {
 
@@ -72,10 +74,18 @@ Status CheckViewShape(const TensorView& view) {
     return Status::InvalidArgument("invalid memory space " +
                                    std::to_string(static_cast<int>(view.space)));
   }
+  // The engine reduces at most kMaxNumel elements (bytes stay far from
+  // overflow); a larger tensor is refused here, not dropped at every step.
+  const auto too_large = [](std::int64_t n) {
+    return Status::InvalidArgument("numel " + std::to_string(n) + " is more than " +
+                                   std::to_string(kernels::kMaxNumel) +
+                                   " (2^50), the most one tensor may have");
+  };
   if (view.shape.empty()) {
     if (view.numel < 0) {
       return Status::InvalidArgument("numel is negative (" + std::to_string(view.numel) + ")");
     }
+    if (view.numel > kernels::kMaxNumel) return too_large(view.numel);
     return Status::OK();
   }
   std::int64_t n = 1;
@@ -92,6 +102,7 @@ Status CheckViewShape(const TensorView& view) {
     return Status::InvalidArgument("shape has " + std::to_string(n) + " elements but numel is " +
                                    std::to_string(view.numel));
   }
+  if (n > kernels::kMaxNumel) return too_large(n);
   return Status::OK();
 }
 

@@ -99,6 +99,57 @@ TEST_F(BadInputTest, InvalidDtypeAndShape) {
               "shape has 4 elements but numel is 5");
 }
 
+// A tensor larger than the engine reduces is refused when registered (and
+// when saved ad hoc), naming the limit, instead of being dropped at every step.
+TEST_F(BadInputTest, TensorTooLargeForTheEngine) {
+  const std::int64_t huge = std::int64_t{1} << 61;
+  ExpectError(Register("a", DType::kFloat32, {huge}), StatusCode::kInvalidArgument,
+              "numel 2305843009213693952 is more than 1125899906842624 (2^50)");
+  TensorSpec spec;
+  spec.name = "b";
+  spec.view = TensorView::Host(data_.data(), DType::kFloat32, huge);
+  ExpectError(session_->RegisterTensor(spec), StatusCode::kInvalidArgument, "(2^50)");
+  ExpectError(session_->SaveTensor("c", TensorView::Host(data_.data(), DType::kFloat32, huge)),
+              StatusCode::kInvalidArgument, "(2^50)");
+}
+
+// Numeric config fields out of their documented ranges are errors naming the
+// field and the value.
+TEST_F(BadInputTest, ConfigLimitsAreErrors) {
+  const auto config = [](const std::string& json) {
+    return ParseConfigJson(R"({"out_dir": "/tmp/x", )" + json + "}");
+  };
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {R"("world_size": 2147483647)", "world_size: must be in [1, 1048576], got 2147483647"},
+      {R"("pipeline": {"flush_interval_seconds": 1e308})", "pipeline.flush_interval_seconds"},
+      {R"("pipeline": {"cpu_threads": 100000})", "pipeline.cpu_threads: must be in [0, 4096]"},
+      {R"("pipeline": {"stop_check_interval_ms": 1000000000000})", "pipeline.stop_check_interval_ms"},
+      {R"("pipeline": {"flush_interval_steps": 1000000000000000})", "pipeline.flush_interval_steps"},
+      {R"("stats": {"band_lo": 2, "band_hi": 1})", "band_lo: 2.000000 is above band_hi 1.000000"},
+  };
+  for (const auto& [json, needle] : cases) {
+    SCOPED_TRACE(json);
+    Result<SessionConfig> parsed = config(json);
+    if (parsed.ok()) {
+      ExpectError(ValidateConfig(*parsed), StatusCode::kInvalidArgument, needle);
+    } else {
+      ExpectError(parsed.status(), StatusCode::kInvalidArgument, needle);
+    }
+  }
+  SessionConfig nul;
+  nul.out_dir = std::string("/tmp/a\0b", 8);
+  ExpectError(ValidateConfig(nul), StatusCode::kInvalidArgument, "out_dir: contains a NUL");
+}
+
+// The step counters stop at INT64_MAX with an error instead of wrapping.
+TEST_F(BadInputTest, StepCountersDoNotWrap) {
+  ASSERT_TRUE(session_->BeginStep(StepKey{INT64_MAX, Mode::kTrain, 5}).ok());
+  ASSERT_TRUE(session_->EndStep().ok());
+  ExpectError(session_->BeginStep(), StatusCode::kResourceExhausted,
+              "step counter is at INT64_MAX");
+  ExpectError(session_->EndStep(), StatusCode::kResourceExhausted, "INT64_MAX");
+}
+
 TEST_F(BadInputTest, DtypeMismatchOfAnAdhocTensor) {
   ASSERT_TRUE(
       session_->SaveTensor("probe", TensorView::Host(data_.data(), DType::kFloat32, 4)).ok());

@@ -5,11 +5,13 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <string>
 
 #include "tests/host/host_test_util.h"
+#include "tests/io/io_test_util.h"
 
 namespace tstat {
 namespace {
@@ -243,6 +245,25 @@ TEST(ConfigTest, LoadsFilesAndTheEnvironmentVariable) {
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("config file " + path), std::string::npos);
   EXPECT_NE(bad.status().message().find("save_config.save_intervall"), std::string::npos);
+}
+
+// A config path that is a FIFO, a link to /dev/zero, a directory, a symlink
+// loop, a huge or an empty file: an error naming the file and the cause, at
+// once (nothing blocks or is read whole).
+TEST(ConfigTest, HostileConfigFilesAreErrorsNotHangs) {
+  testing::TempDir dir;
+  for (const std::string& kind : io::testing::HostileFileKinds()) {
+    SCOPED_TRACE(kind);
+    const std::string path = dir.path() + "/" + kind + ".json";
+    ASSERT_TRUE(io::testing::MakeHostileFile(path, kind));
+    const auto t0 = std::chrono::steady_clock::now();
+    Result<SessionConfig> c = LoadConfigFile(path);
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2));
+    ASSERT_FALSE(c.ok());
+    EXPECT_NE(c.status().message().find("config file " + path), std::string::npos)
+        << c.status().message();
+    EXPECT_LT(c.status().message().size(), 1000u);
+  }
 }
 
 // Steps of small tensors leave a core to the writer thread; larger tensors,

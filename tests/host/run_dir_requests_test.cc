@@ -1,9 +1,12 @@
 // RunDirRequests: the training side of RUN/STOP and RUN/capture/ - the check
 // interval, applying capture requests in request order (deleted with one
 // worker, remembered and kept with several), a damaged request file renamed
-// to .bad with one warning, and the stop file's reason.
+// to .bad with one warning, and the stop file's reason; hostile files (a
+// FIFO, a link to /dev/zero, a directory, a symlink loop, a huge file) as
+// STOP or as a capture request never block or flood the training thread.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <fstream>
@@ -103,6 +106,55 @@ TEST(RunDirRequestsTest, TheIntervalBoundsTheChecksAndTheStopReasonQuotesTheFile
   EXPECT_TRUE(stop.stopped());
   EXPECT_EQ(stop.reason(), "stop file " + dir.Sub("STOP") + ": {\"rule\":\"x\"}");
 }
+
+class HostileRunFileTest : public ::testing::TestWithParam<std::string> {};
+
+// A STOP of any kind stops, at once, with a reason that says why it was not
+// read; nothing blocks (a FIFO without a writer would block a plain open).
+TEST_P(HostileRunFileTest, StopStopsWithoutReadingIt) {
+  TempDir dir;
+  ASSERT_TRUE(io::testing::MakeHostileFile(dir.Sub("STOP"), GetParam()));
+  Recorder rec;
+  RunDirRequests requests = rec.Make(dir.path(), 0, true);
+  StopState stop;
+  const auto t0 = std::chrono::steady_clock::now();
+  requests.Poll(&stop);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2));
+  EXPECT_TRUE(stop.stopped());
+  if (GetParam() == "empty") {
+    EXPECT_EQ(stop.reason(), "stop file " + dir.Sub("STOP"));
+  } else {
+    EXPECT_NE(stop.reason().find("reason not read"), std::string::npos) << stop.reason();
+  }
+}
+
+// A capture request of any kind is renamed to .bad with one warning naming
+// why, and the good request next to it is applied.
+TEST_P(HostileRunFileTest, CaptureRequestIsRefusedAndTheOthersApplied) {
+  TempDir dir;
+  ASSERT_EQ(::mkdir(dir.Sub("capture").c_str(), 0755), 0);
+  ASSERT_TRUE(io::testing::MakeHostileFile(dir.Sub("capture/0000.json"), GetParam()));
+  rules::RunDirActionSink sink(dir.path());
+  ASSERT_TRUE(sink.RequestRawCapture({"r", StepKey{}, {"good"}, 1}).ok());
+  Recorder rec;
+  RunDirRequests requests = rec.Make(dir.path(), 0, true);
+  StopState stop;
+  const auto t0 = std::chrono::steady_clock::now();
+  requests.Poll(&stop);
+  requests.Poll(&stop);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2));
+  ASSERT_EQ(rec.warnings.size(), 1u);
+  EXPECT_NE(rec.warnings[0].find("0000.json"), std::string::npos) << rec.warnings[0];
+  EXPECT_NE(rec.warnings[0].find("renamed to .bad"), std::string::npos) << rec.warnings[0];
+  EXPECT_EQ(rec.warnings[0].find(dir.Sub("capture/0000.json")),
+            rec.warnings[0].rfind(dir.Sub("capture/0000.json")))
+      << "the path is named once: " << rec.warnings[0];
+  EXPECT_EQ(rec.captures, (std::vector<std::pair<std::string, int>>{{"good", 1}}));
+  EXPECT_FALSE(stop.stopped());
+}
+
+INSTANTIATE_TEST_SUITE_P(Kinds, HostileRunFileTest,
+                         ::testing::ValuesIn(io::testing::HostileFileKinds()));
 
 }  // namespace
 }  // namespace tstat::host

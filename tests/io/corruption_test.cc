@@ -5,6 +5,9 @@
 // Each damaged segment gives kCorruption naming the file (never a crash) and
 // the rest of the run stays readable and correct.
 #include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -164,6 +167,35 @@ TEST_F(CorruptionTest, NotASegment) {
   ExpectRestReadable("garbage");
 }
 
+// A segment that is a FIFO, a link to /dev/zero, a directory, a symlink
+// loop, a huge sparse file or empty is skipped, named, never blocks, and the
+// rest of the run reads.
+TEST_F(CorruptionTest, HostileSegmentFilesAreSkipped) {
+  for (const std::string& kind : HostileFileKinds()) {
+    std::filesystem::remove_all(bad_path_);
+    ASSERT_TRUE(MakeHostileFile(bad_path_, kind)) << kind;
+    const auto t0 = std::chrono::steady_clock::now();
+    ExpectRestReadable(kind);
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5)) << kind;
+  }
+}
+
+// A segment copied under another number would give its rows twice: it is
+// skipped and named, and every step is there once.
+TEST_F(CorruptionTest, CopiedSegmentIsSkippedNotDuplicated) {
+  const std::string copy = dir_.Sub("worker-00000/seg-000000000007.h5");
+  WriteFile(copy, original_);
+  auto trial = Trial::Open(dir_.path());
+  TSTAT_ASSERT_OK(trial);
+  const Status refreshed = (*trial)->Refresh();
+  EXPECT_EQ(refreshed.code(), StatusCode::kCorruption) << refreshed.ToString();
+  EXPECT_NE(refreshed.message().find("seg-000000000007.h5: holds segment 1"), std::string::npos)
+      << refreshed.message();
+  EXPECT_EQ((*trial)->steps().size(), 12u);
+  auto series = (*trial)->tensor_names();
+  EXPECT_EQ(series.size(), 2u);
+}
+
 TEST_F(CorruptionTest, DamagedClosedMarker) {
   WriteFile(dir_.Sub("worker-00000/CLOSED"), "{\"format\": \"tstat-run\", \"rank\": ");
   auto trial = Trial::Open(dir_.path());
@@ -173,6 +205,26 @@ TEST_F(CorruptionTest, DamagedClosedMarker) {
   EXPECT_NE(refreshed.message().find("CLOSED"), std::string::npos) << refreshed.message();
   EXPECT_EQ((*trial)->steps().size(), 12u);
   EXPECT_TRUE((*trial)->loaded_all_steps());  // the marker exists: the writer finished
+}
+
+// A CLOSED marker that is a FIFO, a link to /dev/zero, a directory, a
+// symlink loop or a huge file is reported (naming it), never blocks or is
+// read whole, and the run's segments stay readable.
+TEST_F(CorruptionTest, HostileClosedMarkerIsReportedNotRead) {
+  for (const std::string& kind : HostileFileKinds()) {
+    SCOPED_TRACE(kind);
+    const std::string marker = dir_.Sub("worker-00000/CLOSED");
+    std::filesystem::remove_all(marker);
+    ASSERT_TRUE(MakeHostileFile(marker, kind));
+    const auto t0 = std::chrono::steady_clock::now();
+    auto trial = Trial::Open(dir_.path());
+    TSTAT_ASSERT_OK(trial);
+    const Status refreshed = (*trial)->Refresh();
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+    EXPECT_FALSE(refreshed.ok());
+    EXPECT_NE(refreshed.message().find("CLOSED"), std::string::npos) << refreshed.message();
+    EXPECT_EQ((*trial)->steps().size(), 12u);
+  }
 }
 
 TEST_F(CorruptionTest, MissingSegmentIsReported) {

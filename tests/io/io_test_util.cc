@@ -1,8 +1,11 @@
 // See io_test_util.h.
 #include "tests/io/io_test_util.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstring>
@@ -15,6 +18,25 @@
 #include "tests/support/reference.h"
 
 namespace tstat::io::testing {
+
+std::vector<std::string> HostileFileKinds() {
+  return {"fifo", "dev_zero", "directory", "symlink_loop", "huge", "empty"};
+}
+
+bool MakeHostileFile(const std::string& path, const std::string& kind) {
+  if (kind == "fifo") return ::mkfifo(path.c_str(), 0644) == 0;
+  if (kind == "dev_zero") return ::symlink("/dev/zero", path.c_str()) == 0;
+  if (kind == "directory") return ::mkdir(path.c_str(), 0755) == 0;
+  if (kind == "symlink_loop") return ::symlink(path.c_str(), path.c_str()) == 0;
+  if (kind == "huge" || kind == "empty") {
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) return false;
+    const bool ok = kind == "empty" || ::ftruncate(fd, std::int64_t{2} << 30) == 0;
+    ::close(fd);
+    return ok;
+  }
+  return false;
+}
 
 TempDir::TempDir() {
   const char* base = std::getenv("TMPDIR");

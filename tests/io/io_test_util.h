@@ -31,6 +31,13 @@ class TempDir {
   std::string path_;
 };
 
+// The kinds of hostile file a run directory or a config path may hold, and a
+// maker of each at `path`: "fifo", "dev_zero" (a symlink to /dev/zero),
+// "directory", "symlink_loop", "huge" (2 GiB, sparse), "empty". False when
+// this system cannot make it.
+std::vector<std::string> HostileFileKinds();
+bool MakeHostileFile(const std::string& path, const std::string& kind);
+
 TensorInfo MakeTensorInfo(std::uint32_t id, std::string name,
                           std::vector<std::string> collections = {}, DType dtype = DType::kFloat32,
                           std::vector<std::int64_t> shape = {3, 8});

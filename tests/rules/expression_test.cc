@@ -97,12 +97,42 @@ TEST(ExpressionTest, SyntaxErrorsPointAtTheOffendingCharacter) {
 }
 
 TEST(ExpressionTest, DeepNestingIsAnErrorNotACrash) {
-  std::string text(10000, '(');
+  std::string text(5000, '(');
   text += "1";
-  text += std::string(10000, ')');
+  text += std::string(5000, ')');
   auto e = Expression::Parse(text);
   ASSERT_FALSE(e.ok());
   EXPECT_NE(e.status().message().find("nested too deeply"), std::string::npos);
+}
+
+// A flat chain nests the tree as deeply as parentheses: every operator, long
+// chains of it are an error (not a stack overflow while evaluating or freeing
+// the tree), and a chain within the bound evaluates exactly.
+TEST(ExpressionTest, LongFlatChainsAreAnErrorNotACrash) {
+  for (const std::string op : {" + ", " * ", " && ", " || ", " - ", " / "}) {
+    std::string text = "l2";
+    for (int i = 0; i < 200000 / 8; ++i) text += op + "l2";
+    auto e = Expression::Parse(text.substr(0, Expression::kMaxExpressionChars));
+    ASSERT_FALSE(e.ok()) << op;
+    EXPECT_NE(e.status().message().find("operators chained or nested"), std::string::npos)
+        << e.status().message().substr(0, 300);
+    // The message quotes the text around the error, not all of it.
+    EXPECT_LT(e.status().message().size(), 400u) << op;
+  }
+  std::string ok = "1";
+  for (int i = 0; i < 255; ++i) ok += " + 1";
+  EXPECT_EQ(Eval(ok, MakeStats()), 256.0);
+  std::string unary(30, '-');
+  EXPECT_EQ(Eval(unary + "1", MakeStats()), 1.0);
+}
+
+TEST(ExpressionTest, AHugeTextIsRefusedUnread) {
+  const std::string text(std::size_t{10} << 20, '1');
+  auto e = Expression::Parse(text);
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.status().message().find("10485760 characters long"), std::string::npos)
+      << e.status().message().substr(0, 200);
+  EXPECT_LT(e.status().message().size(), 200u);
 }
 
 }  // namespace

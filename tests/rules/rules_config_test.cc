@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+
 #include <fstream>
 
 #include "tests/io/io_test_util.h"
@@ -178,6 +180,23 @@ TEST(RulesConfigTest, DefaultSetAndFiles) {
   EXPECT_EQ(loaded->rules.size(), 2u);
   std::ofstream(dir.Sub("bad.json")) << R"({"rules": [{"type": "nope"}]})";
   ExpectError(LoadRules(Registry(), dir.Sub("bad.json")).status(), {"bad.json", "nope"});
+}
+
+// A rules config path that is a FIFO, a link to /dev/zero, a directory, a
+// symlink loop, a huge or an empty file: an error naming it, at once.
+TEST(RulesConfigTest, HostileRulesConfigFilesAreErrorsNotHangs) {
+  io::testing::TempDir dir;
+  for (const std::string& kind : io::testing::HostileFileKinds()) {
+    SCOPED_TRACE(kind);
+    const std::string path = dir.Sub(kind + ".json");
+    ASSERT_TRUE(io::testing::MakeHostileFile(path, kind));
+    const auto t0 = std::chrono::steady_clock::now();
+    Result<RulesConfig> c = LoadRulesConfigFile(path);
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2));
+    ASSERT_FALSE(c.ok());
+    EXPECT_NE(c.status().message().find(path), std::string::npos) << c.status().message();
+    EXPECT_LT(c.status().message().size(), 1000u);
+  }
 }
 
 TEST(RulesConfigTest, DefaultsPlusChangesSeverityConfirmationAndDisabledRules) {

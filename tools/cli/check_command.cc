@@ -94,6 +94,12 @@ int RunCheck(const CheckFlags& f) {
               << r.steps_fed() << " step(s) of " << f.run << "\n";
   }
   if (failing > 0) return kExitFailure;
+  if (r.steps_fed() == 0) {
+    // Nothing judged is not a pass: a run whose segments are all gone or
+    // damaged, or a wrong directory.
+    std::cerr << "tstat: error: " << f.run << " holds no step to judge\n";
+    return kExitUsage;
+  }
   if (f.strict && warnings > 0) return kExitFailure;
   return kExitOk;
 }
