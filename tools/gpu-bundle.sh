@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Packs what a GPU check needs into one folder that runs on a bare, offline GPU
 # machine (no Debian packages, another glibc): the CUDA test binary, the
-# portable tstat CLI, libtstat.so, every shared library they link except the
+# tstat CLI (bin/tstat, without LibTorch), libtstat.so, every shared library they link except the
 # C library and the GPU driver (found with ldd, loaded through $ORIGIN run
 # paths), and gpu-check.sh. See docs/gpu.md.
 #
@@ -39,7 +39,7 @@ max_bytes=$((48 * 1024 * 1024))
 
 # Every CUDA test is in one binary; tests/cuda/units.txt names its units.
 test_binary=tstat_test_cuda_all
-targets=(tstat_cli_portable tstat_shared "$test_binary")
+targets=(tstat_cli tstat_shared "$test_binary")
 
 for tool in ldd patchelf strip; do
   command -v "$tool" >/dev/null || die "$tool is missing (tools/setup.sh installs it)"
@@ -70,7 +70,8 @@ find_binary() {
 
 rm -rf "$out"
 mkdir -p "$out/bin/tests" "$out/lib"
-cp "$(find_binary tstat-portable)" "$out/bin/tstat"
+[[ -x "$build_dir/bin/tstat" ]] || die "$build_dir/bin/tstat is not built (run without --no-build)"
+cp "$build_dir/bin/tstat" "$out/bin/tstat"
 cp "$(find_binary "$test_binary")" "$out/bin/tests/$test_binary"
 lib="$(readlink -f "$build_dir/lib/libtstat.so")"
 [[ -f "$lib" ]] || die "$build_dir/lib/libtstat.so is not built"

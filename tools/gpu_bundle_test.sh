@@ -84,6 +84,13 @@ for cmd in "bench device" "bench capture --device cuda --tensors 2 --elements 10
   grep -q "no CUDA device" "$T/nodev.err" || fail "tstat $cmd: $(cat "$T/nodev.err")"
 done
 
+# The LibTorch commands are not in the bundle: a clear error, no crash.
+if in_root /bundle/bin/tstat demo --quick > "$T/demo.out" 2> "$T/demo.err"; then
+  fail "tstat demo succeeded in the bundle, which carries no LibTorch"
+fi
+grep -Eq "tstat-torch.*cannot be started|built without LibTorch" "$T/demo.err" ||
+  fail "tstat demo in the bundle: $(cat "$T/demo.err")"
+
 # --- 3. gpu-check.sh without a device, then the summary of a synthetic run.
 rc=0
 bash "$bundle/gpu-check.sh" "$T/check" --budget 0 > "$T/check.log" 2>&1 || rc=$?

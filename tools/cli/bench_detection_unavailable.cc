@@ -1,5 +1,7 @@
 // `tstat bench detection` in a CLI built without LibTorch: the subcommand
 // exists (so `tstat bench --help` lists it) and says why it cannot run.
+// (bin/tstat of a build with LibTorch lists it too; main() hands the command
+// to bin/tstat-torch before parsing, cli/torch_forward.h.)
 #include "tools/cli/bench_detection.h"
 #include "tools/cli/command.h"
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "tools/cli/command.h"
+#include "tools/cli/torch_forward.h"
 #include "tstat/engine.h"
 
 namespace tstat::cli {
@@ -118,4 +119,8 @@ std::string JoinNames(const std::vector<std::string>& names) {
 
 }  // namespace tstat::cli
 
-int main(int argc, char** argv) { return tstat::cli::Main(argc, argv); }
+int main(int argc, char** argv) {
+  int code = 0;
+  if (tstat::cli::ForwardToTorchCli(argc, argv, &code)) return code;
+  return tstat::cli::Main(argc, argv);
+}
