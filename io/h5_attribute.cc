@@ -3,6 +3,7 @@
 
 #include "io/h5_error.h"
 #include "io/h5_type.h"
+#include "io/h5_type_check.h"
 
 namespace tstat::io {
 namespace {
@@ -29,6 +30,12 @@ Status ReadScalar(hid_t object, const char* name, hid_t type, void* value,
     TakeH5ErrorStack();
     return Status::Corruption(path + ": attribute '" + name + "' is not a scalar");
   }
+  H5Type stored(H5Aget_type(attr.get()));
+  if (!stored.valid()) {
+    return H5Failure(StatusCode::kCorruption, path + ": attribute '" + name + "' has no type");
+  }
+  TSTAT_RETURN_IF_ERROR(
+      CheckReadableAs(stored.get(), type, path + ": attribute '" + std::string(name) + "'"));
   if (H5Aread(attr.get(), type, value) < 0) {
     return H5Failure(StatusCode::kCorruption, path + ": reading attribute '" + name + "' failed");
   }

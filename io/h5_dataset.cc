@@ -5,6 +5,7 @@
 
 #include "io/h5_error.h"
 #include "io/h5_file.h"
+#include "io/h5_type_check.h"
 #include "io/table_chunk_writer.h"
 
 namespace tstat::io {
@@ -140,7 +141,8 @@ Result<std::string> ReadStringDataset(hid_t loc, const char* name, const std::st
   }
   TSTAT_ASSIGN_OR_RETURN(H5Type type, VlenStringType());
   char* pointer = nullptr;
-  TSTAT_RETURN_IF_ERROR(ReadH5Dataset(dataset.get(), type.get(), &pointer, path));
+  TSTAT_RETURN_IF_ERROR(ReadH5Dataset(dataset.get(), type.get(), &pointer, path)
+                            .WithContext(std::string("string '") + name + "'"));
   std::string value = pointer ? pointer : "";
   ReclaimVlen(type.get(), 1, &pointer);
   return value;
@@ -167,6 +169,9 @@ Result<std::vector<hsize_t>> H5DatasetDims(hid_t dataset, const std::string& pat
 }
 
 Status ReadH5Dataset(hid_t dataset, hid_t mem_type, void* out, const std::string& path) {
+  H5Type stored(H5Dget_type(dataset));
+  if (!stored.valid()) return H5Failure(StatusCode::kCorruption, path + ": a dataset's type");
+  TSTAT_RETURN_IF_ERROR(CheckReadableAs(stored.get(), mem_type, path + ": dataset"));
   if (H5Dread(dataset, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, out) < 0) {
     return H5Failure(StatusCode::kCorruption, path + ": reading a dataset failed");
   }

@@ -1,8 +1,6 @@
 // See segment_reader.h.
 #include "io/segment_reader.h"
 
-#include "io/run_layout.h"
-
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -15,6 +13,8 @@
 #include "io/h5_error.h"
 #include "io/h5_file.h"
 #include "io/h5_lock.h"
+#include "io/h5_type_check.h"
+#include "io/run_layout.h"
 #include "io/segment_schema.h"
 #include "io/segment_seal.h"
 
@@ -365,6 +365,7 @@ Result<std::vector<std::uint8_t>> ReadPackedBytes(hid_t data, std::uint64_t offs
     TakeH5ErrorStack();
     return Status::Corruption(what + " is not a 1-D byte dataset");
   }
+  TSTAT_RETURN_IF_ERROR(CheckReadableAs(stored.get(), H5T_NATIVE_UINT8, what));
   if (offset > dims[0] || count > dims[0] - offset) {
     return Status::Corruption(what + " holds " + std::to_string(dims[0]) +
                               " bytes; raw_index names bytes [" + std::to_string(offset) + ", " +

@@ -29,6 +29,13 @@ int Fail(const tstat::Status& s) {
 
 int Report(const tstat::Status& s) { return s.ok() ? TSTAT_OK : Fail(s); }
 
+// A C mode outside TSTAT_TRAIN..TSTAT_GLOBAL (1..4), named as given.
+tstat::Status InvalidMode(int mode) {
+  return tstat::Status::InvalidArgument("invalid mode " + std::to_string(mode) +
+                                        " (TSTAT_TRAIN 1, TSTAT_EVAL 2, TSTAT_PREDICT 3, "
+                                        "TSTAT_GLOBAL 4)");
+}
+
 int Null(const char* what) {
   return Fail(tstat::Status::InvalidArgument(std::string(what) + " is NULL"));
 }
@@ -197,6 +204,9 @@ int tstat_register_tensor_fn(tstat_session* s, const char* name, int dtype, cons
 int tstat_set_mode(tstat_session* s, int mode) {
   return Guard([&]() -> int {
     if (s == nullptr) return Null("session");
+    // Checked as the int it is: a cast to the 8-bit Mode first would turn -1
+    // into "invalid mode 255".
+    if (mode < 1 || mode > 4) return Report(InvalidMode(mode));
     return Report(s->session->SetMode(static_cast<tstat::Mode>(mode)));
   });
 }
@@ -209,6 +219,7 @@ int tstat_step_begin(tstat_session* s) {
 int tstat_step_begin_at(tstat_session* s, int mode, int64_t global_step, int64_t mode_step) {
   return Guard([&]() -> int {
     if (s == nullptr) return Null("session");
+    if (mode < 1 || mode > 4) return Report(InvalidMode(mode));
     tstat::StepKey key;
     key.mode = static_cast<tstat::Mode>(mode);
     key.global_step = global_step;

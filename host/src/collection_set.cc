@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "host/src/builtin_collections.h"
+#include "host/src/message_text.h"
 
 namespace tstat::host {
 namespace {
@@ -146,7 +147,8 @@ Result<std::unique_ptr<CollectionSet>> CollectionSet::Create(const SessionConfig
   }
   for (const std::string& n : config.include_collections) {
     if (!IsBuiltinCollection(n) && std::find(names.begin(), names.end(), n) == names.end()) {
-      return Status::InvalidArgument("include_collections: unknown collection \"" + n + "\"");
+      return Status::InvalidArgument("include_collections: unknown collection \"" +
+                                     host::Abbreviated(n) + "\"");
     }
   }
   for (const char* b : kBuiltinCollections) names.push_back(b);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "host/src/json_lite.h"
+#include "host/src/message_text.h"
 
 namespace tstat::host {
 namespace {
@@ -35,6 +36,7 @@ std::size_t EditDistance(const std::string& a, const std::string& b) {
 }
 
 std::string Suggestion(const std::string& key, const Descriptor* d) {
+  if (key.size() > 64) return "";  // no field name is that long
   std::string best;
   std::size_t best_distance = 4;  // suggest only close names
   for (int i = 0; i < d->field_count(); ++i) {
@@ -116,7 +118,14 @@ Status CheckScalar(const JsonNode& v, const FieldDescriptor* f, const std::strin
                         f->cpp_type() == FieldDescriptor::CPPTYPE_UINT32;
       const char* expected = is32 ? "a 32-bit integer" : "an integer";
       if (v.kind == Kind::kNumber) {
-        if (!IntegerInRange(v.number, is32)) return Mistyped(path, expected, v);
+        if (!IntegerInRange(v.number, is32)) {
+          if (std::isfinite(v.number) && std::floor(v.number) == v.number) {
+            return Status::InvalidArgument(path + ": " + host::Abbreviated(v.text) +
+                                           " is out of the range of " +
+                                           (is32 ? "a 32-bit integer" : "a 64-bit integer"));
+          }
+          return Mistyped(path, expected, v);
+        }
         return Status::OK();
       }
       if (v.kind == Kind::kString) {  // proto3 JSON allows "123"
@@ -154,7 +163,8 @@ Status CheckScalar(const JsonNode& v, const FieldDescriptor* f, const std::strin
 
 Status CheckObject(const JsonNode& obj, const Descriptor* d, const std::string& path) {
   for (const auto& [key, v] : obj.members) {
-    const std::string field_path = path.empty() ? key : path + "." + key;
+    const std::string shown_key = host::Abbreviated(key);
+    const std::string field_path = path.empty() ? shown_key : path + "." + shown_key;
     const FieldDescriptor* f = d->FindFieldByName(key);
     if (f == nullptr) f = d->FindFieldByCamelcaseName(key);
     if (f == nullptr) {

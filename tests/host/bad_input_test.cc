@@ -141,6 +141,38 @@ TEST_F(BadInputTest, ConfigLimitsAreErrors) {
   ExpectError(ValidateConfig(nul), StatusCode::kInvalidArgument, "out_dir: contains a NUL");
 }
 
+// A huge value is never echoed back in full: every config error stays short.
+TEST_F(BadInputTest, ConfigErrorsDoNotEchoHugeValues) {
+  const std::string big(std::size_t{10} << 20, 'x');
+  const std::vector<std::string> configs = {
+      R"({"out_dir": "/tmp/x", ")" + big + R"(": 1})",
+      R"({"out_dir": "/tmp/x", "pipeline": {"cpu_threads": ")" + big + R"("}})",
+      R"({"out_dir": "/tmp/x", "include_collections": [")" + big + R"("]})",
+      R"({"out_dir": "/tmp/x", "collections": [{"name": "c", "include_regex": ["()" + big + R"("]}]})",
+      R"({"out_dir": "/tmp/x", "rules": {"enabled": true, "stop_on": ")" + big + R"("}})",
+      R"({"out_dir": "/tmp/x", "save_config": {"save_interval": 9223372036854775807)" + big +
+          R"(}})",
+  };
+  for (const std::string& json : configs) {
+    Result<SessionConfig> parsed = ParseConfigJson(json);
+    const Status s = parsed.ok() ? ValidateConfig(*parsed) : parsed.status();
+    ASSERT_FALSE(s.ok()) << json.substr(0, 80);
+    EXPECT_LT(s.message().size(), 2000u) << json.substr(0, 80) << ": " << s.message().substr(0, 300);
+  }
+}
+
+// An integer too large for its field says so (it is an integer).
+TEST_F(BadInputTest, IntegerOutOfRangeIsNamedAsSuch) {
+  ExpectError(ParseConfigJson(R"({"save_config": {"save_interval": 9223372036854775807}})"),
+              StatusCode::kInvalidArgument,
+              "save_config.save_interval: 9223372036854775807 is out of the range of a 64-bit "
+              "integer");
+  ExpectError(ParseConfigJson(R"({"world_size": 3000000000})"), StatusCode::kInvalidArgument,
+              "world_size: 3000000000 is out of the range of a 32-bit integer");
+  ExpectError(ParseConfigJson(R"({"world_size": 2.5})"), StatusCode::kInvalidArgument,
+              "world_size: expected a 32-bit integer, got a number 2.5");
+}
+
 // The step counters stop at INT64_MAX with an error instead of wrapping.
 TEST_F(BadInputTest, StepCountersDoNotWrap) {
   ASSERT_TRUE(session_->BeginStep(StepKey{INT64_MAX, Mode::kTrain, 5}).ok());

@@ -131,6 +131,11 @@ static void test_session(const char* run_dir) {
   CHECK(tstat_register_tensor(s, "z", w, TSTAT_F32, wshape, 2, TSTAT_HOST, 0, bad_coll, 1) ==
         TSTAT_INVALID_ARGUMENT);
   CHECK(strstr(tstat_last_error(), "unknown collection") != NULL);
+  /* A mode outside 1..4 is named as given (not as its 8-bit cast). */
+  CHECK(tstat_set_mode(s, -1) == TSTAT_INVALID_ARGUMENT);
+  CHECK(strstr(tstat_last_error(), "invalid mode -1") != NULL);
+  CHECK(tstat_step_begin_at(s, 300, -1, 0) == TSTAT_INVALID_ARGUMENT);
+  CHECK(strstr(tstat_last_error(), "invalid mode 300") != NULL);
 
   struct grad_state g;
   memset(&g, 0, sizeof(g));

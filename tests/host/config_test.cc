@@ -147,7 +147,7 @@ TEST(ConfigTest, MistypedFieldsAreNamed) {
                  "save_config.save_steps: expected an array");
   ExpectRejected(R"({"collections": {"name": "a"}})", "collections: expected an array");
   ExpectRejected(R"({"pipeline": {"cpu_threads": 3000000000}})",
-                 "pipeline.cpu_threads: expected a 32-bit integer");
+                 "pipeline.cpu_threads: 3000000000 is out of the range of a 32-bit integer");
   ExpectRejected(R"({"stats": {"band_lo": true}})", "stats.band_lo: expected a number");
 }
 

@@ -5,13 +5,12 @@
 // Each damaged segment gives kCorruption naming the file (never a crash) and
 // the rest of the run stays readable and correct.
 #include <gtest/gtest.h>
-
-#include <chrono>
-#include <filesystem>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <random>
@@ -268,6 +267,86 @@ void RewriteRawIndex(const std::string& path,
     TSTAT_ASSERT_OK(CloseH5File(&file, path));
   }
   TSTAT_ASSERT_OK(ResealSegmentFile(path));
+}
+
+// Replaces dataset (or root attribute, with `attribute`) `name` of the sealed
+// segment `path` by one of type `type` holding `data` (`count` elements,
+// 0: scalar) and reseals the file: a crafted segment with a valid seal.
+void ReplaceWithType(const std::string& path, const char* name, bool attribute, hid_t type,
+                     const void* data, hsize_t count) {
+  {
+    H5Lock lock;
+    H5File file(H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT));
+    ASSERT_TRUE(file.valid()) << path;
+    const hsize_t dims[1] = {count};
+    H5Space space(count == 0 ? H5Screate(H5S_SCALAR) : H5Screate_simple(1, dims, nullptr));
+    ASSERT_TRUE(space.valid());
+    if (attribute) {
+      ASSERT_GE(H5Adelete(file.get(), name), 0) << name;
+      H5Attr attr(H5Acreate2(file.get(), name, type, space.get(), H5P_DEFAULT, H5P_DEFAULT));
+      ASSERT_TRUE(attr.valid()) << name;
+      ASSERT_GE(H5Awrite(attr.get(), type, data), 0) << name;
+    } else {
+      ASSERT_GE(H5Ldelete(file.get(), name, H5P_DEFAULT), 0) << name;
+      H5DataSet set(H5Dcreate2(file.get(), name, type, space.get(), H5P_DEFAULT, H5P_DEFAULT,
+                               H5P_DEFAULT));
+      ASSERT_TRUE(set.valid()) << name;
+      ASSERT_GE(H5Dwrite(set.get(), type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data), 0) << name;
+    }
+    TSTAT_ASSERT_OK(CloseH5File(&file, path));
+  }
+  TSTAT_ASSERT_OK(ResealSegmentFile(path));
+}
+
+// Sealed segments whose datasets and attributes have other types than the
+// format's (a string where a number or a table belongs, a number where a
+// string belongs, a fixed-length string where a variable-length one belongs,
+// a table whose member changed class) are refused before HDF5 converts
+// anything: kCorruption naming the file and the place, no crash, and the
+// rest of the run reads.
+TEST_F(CorruptionTest, CraftedTypesAreRefusedBeforeReading) {
+  const std::int64_t number = 7;
+  const char* text = "crafted";
+  H5Type vlen_str(H5Tcopy(H5T_C_S1));
+  ASSERT_GE(H5Tset_size(vlen_str.get(), H5T_VARIABLE), 0);
+  H5Type fixed_str(H5Tcopy(H5T_C_S1));
+  ASSERT_GE(H5Tset_size(fixed_str.get(), 8), 0);
+  const char fixed_text[8] = {'c', 'r', 'a', 'f', 't', 'e', 'd', '\0'};
+  // A stats-like table whose tensor_id member is a string.
+  struct BadRow {
+    const char* tensor_id;
+  };
+  H5Type bad_row(H5Tcreate(H5T_COMPOUND, sizeof(BadRow)));
+  ASSERT_GE(H5Tinsert(bad_row.get(), "tensor_id", 0, vlen_str.get()), 0);
+  const BadRow rows[2] = {{"x"}, {"y"}};
+  const char* strings[3] = {"a", "b", "c"};
+
+  struct Case {
+    const char* name;
+    bool attribute;
+    hid_t type;
+    const void* data;
+    hsize_t count;
+    const char* needle;
+  };
+  const Case cases[] = {
+      {"host", true, H5T_NATIVE_INT64, &number, 0, "attribute 'host': stored as an integer"},
+      {"world_size", true, vlen_str.get(), &text, 0, "attribute 'world_size': stored as a string"},
+      {kConfigDataset, false, fixed_str.get(), fixed_text, 0,
+       "a fixed-length string where a variable-length one belongs"},
+      {kTensorsTable, false, vlen_str.get(), strings, 3, "stored as a string, not readable as a compound"},
+      {kStatsTable, false, bad_row.get(), rows, 2, "member 'tensor_id': stored as a string"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    WriteFile(bad_path_, original_);
+    ReplaceWithType(bad_path_, c.name, c.attribute, c.type, c.data, c.count);
+    const Status read = ReadSegment(bad_path_).status();
+    EXPECT_EQ(read.code(), StatusCode::kCorruption) << read.ToString();
+    EXPECT_NE(read.message().find(kBadSegment), std::string::npos) << read.message();
+    EXPECT_NE(read.message().find(c.needle), std::string::npos) << read.message();
+    ExpectRestReadable(c.name);
+  }
 }
 
 // Points row `row` at a new shape appended to `shapes`.
