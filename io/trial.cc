@@ -73,21 +73,22 @@ Status RunTrial::RefreshWorker(WorkerState* state) {
   struct stat marker_stat;
   if (!state->marker_seen && ::lstat(marker_path.c_str(), &marker_stat) == 0) {
     Result<std::string> text = ReadRegularFile(marker_path, kMaxClosedMarkerBytes);
-    if (!text.ok() && text.status().code() == StatusCode::kNotFound) {
-      return Status::OK();  // removed since the lstat: read again at the next refresh
-    }
-    Result<ClosedMarker> marker =
-        text.ok() ? ParseClosedMarker(text.value(), marker_path)
-                  : Result<ClosedMarker>(Status::Corruption(text.status().message()));
-    state->marker_seen = true;
-    if (marker.ok()) {
-      state->marker_segments = marker->segments;
-      index.counters = marker->counters;
-      index.world_size = marker->world_size;
-      if (index.format_version == 0) index.format_version = marker->format_version;
-      if (index.host.empty()) index.host = marker->host;
-    } else {
-      problems_.push_back(marker.status().message());
+    // kNotFound: removed since the lstat, or a link to nothing: looked at
+    // again at the next refresh; the segments are listed all the same.
+    if (text.ok() || text.status().code() != StatusCode::kNotFound) {
+      Result<ClosedMarker> marker =
+          text.ok() ? ParseClosedMarker(text.value(), marker_path)
+                    : Result<ClosedMarker>(Status::Corruption(text.status().message()));
+      state->marker_seen = true;
+      if (marker.ok()) {
+        state->marker_segments = marker->segments;
+        index.counters = marker->counters;
+        index.world_size = marker->world_size;
+        if (index.format_version == 0) index.format_version = marker->format_version;
+        if (index.host.empty()) index.host = marker->host;
+      } else {
+        problems_.push_back(marker.status().message());
+      }
     }
   }
   Result<std::vector<std::string>> names = ListDir(dir);

@@ -135,6 +135,13 @@ Result<RawCaptureRequest> ParseCaptureRequest(const std::string& text) {
   return r;
 }
 
+Result<RawCaptureRequest> ReadCaptureRequest(const std::string& path) {
+  TSTAT_ASSIGN_OR_RETURN(std::string text, io::ReadRegularFile(path, kMaxCaptureRequestBytes));
+  Result<RawCaptureRequest> r = ParseCaptureRequest(text);
+  if (!r.ok()) return r.status().WithContext(path);
+  return r;
+}
+
 Result<std::vector<std::pair<std::string, RawCaptureRequest>>> ListCaptureRequests(
     const std::string& run_dir) {
   const std::string dir = run_dir + "/" + kCaptureDirName;
@@ -155,10 +162,8 @@ Result<std::vector<std::pair<std::string, RawCaptureRequest>>> ListCaptureReques
     const std::string path = dir + "/" + n;
     struct stat st;
     if (::lstat(path.c_str(), &st) != 0) continue;  // applied and deleted meanwhile
-    Result<std::string> text = io::ReadRegularFile(path, kMaxCaptureRequestBytes);
-    if (!text.ok()) return text.status();
-    Result<RawCaptureRequest> r = ParseCaptureRequest(*text);
-    if (!r.ok()) return r.status().WithContext(path);
+    Result<RawCaptureRequest> r = ReadCaptureRequest(path);
+    if (!r.ok()) return r.status();
     out.emplace_back(path, std::move(r).value());
   }
   return out;

@@ -84,6 +84,10 @@ std::string StopRequestToJson(const StopRequest& request);
 Result<StopRequest> ParseStopRequest(const std::string& text);
 // One RUN/capture/*.json file's text; kCorruption when it is not one.
 Result<RawCaptureRequest> ParseCaptureRequest(const std::string& text);
+// The capture request at `path`, read bounded and without blocking
+// (io::ReadRegularFile, kMaxCaptureRequestBytes); every error names `path`
+// (kNotFound when it is gone).
+Result<RawCaptureRequest> ReadCaptureRequest(const std::string& path);
 Result<std::vector<std::pair<std::string, RawCaptureRequest>>> ListCaptureRequests(
     const std::string& run_dir);
 

@@ -101,17 +101,11 @@ void RunDirRequests::ApplyCaptureFile(const std::string& name) {
   struct stat st;
   if (::lstat(path.c_str(), &st) != 0) return;  // deleted meanwhile (a race)
   // Bounded and non-blocking: a FIFO, /dev/zero or a huge file is refused.
-  Result<std::string> text = io::ReadRegularFile(path, rules::kMaxCaptureRequestBytes);
-  Result<rules::RawCaptureRequest> r =
-      text.ok() ? rules::ParseCaptureRequest(*text) : Result<rules::RawCaptureRequest>(text.status());
+  Result<rules::RawCaptureRequest> r = rules::ReadCaptureRequest(path);
   if (!r.ok()) {
-    // Keep it from being read again, and say so once.
+    // Keep it from being read again, and say so once (the message names it).
     if (std::rename(path.c_str(), (path + ".bad").c_str()) != 0) applied_.insert(name);
-    // A read error names the path itself; a parse error does not.
-    if (warn_) {
-      warn_((text.ok() ? path + ": " : std::string()) + r.status().message() +
-            " (renamed to .bad, ignored)");
-    }
+    if (warn_) warn_(r.status().message() + " (renamed to .bad, ignored)");
     return;
   }
   for (const std::string& tensor : r->tensors) {

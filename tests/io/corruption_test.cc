@@ -226,6 +226,19 @@ TEST_F(CorruptionTest, HostileClosedMarkerIsReportedNotRead) {
   }
 }
 
+// A CLOSED that is a link to nothing is no marker yet; the worker's segments
+// are read all the same.
+TEST_F(CorruptionTest, DanglingClosedLinkIsNoMarkerAndTheSegmentsRead) {
+  const std::string marker = dir_.Sub("worker-00000/CLOSED");
+  std::filesystem::remove(marker);
+  ASSERT_EQ(::symlink(dir_.Sub("nowhere").c_str(), marker.c_str()), 0);
+  auto trial = Trial::Open(dir_.path());
+  TSTAT_ASSERT_OK(trial);
+  TSTAT_EXPECT_OK((*trial)->Refresh());
+  EXPECT_EQ((*trial)->steps().size(), 12u);
+  EXPECT_FALSE((*trial)->loaded_all_steps());
+}
+
 TEST_F(CorruptionTest, MissingSegmentIsReported) {
   TSTAT_ASSERT_OK(RemoveFile(bad_path_));
   auto trial = Trial::Open(dir_.path());
