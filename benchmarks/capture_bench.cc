@@ -12,12 +12,12 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
-#include <filesystem>
 #include <memory>
 #include <thread>
 
 #include "benchmarks/bench_data.h"
 #include "benchmarks/bench_temp_dir.h"
+#include "benchmarks/bench_timing.h"
 #include "host/src/pipeline.h"
 #include "host/src/stop_state.h"
 #include "io/step_sink.h"
@@ -36,22 +36,10 @@ constexpr double kWriterRecords = 300000.0;  // records queued in the writer pha
 // Close (every flush the steps cause is inside the time).
 constexpr std::int64_t kSustainedBlocks = 3;
 
-double Now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
 double CpuSeconds(clockid_t clock) {
   timespec ts;
   clock_gettime(clock, &ts);
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
-}
-
-double Median(std::vector<double> v) {
-  if (v.empty()) return 0.0;
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 // Waits until no thread but this one uses the CPU (the writer thread has
@@ -61,8 +49,8 @@ double Median(std::vector<double> v) {
 // as it is).
 void WaitForQuiet() {
   int quiet = 0;
-  const double give_up = Now() + 10.0;
-  while (quiet < 2 && Now() < give_up) {
+  const double give_up = NowSeconds() + 10.0;
+  while (quiet < 2 && NowSeconds() < give_up) {
     const double others0 =
         CpuSeconds(CLOCK_PROCESS_CPUTIME_ID) - CpuSeconds(CLOCK_THREAD_CPUTIME_ID);
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
@@ -147,9 +135,9 @@ Status TimeRatio(const CaptureBenchOptions& o, int level, int repeats, const Ten
   // Warm-up (OpenMP pools, first segment, page faults), and the block size.
   std::vector<double> warm;
   for (int i = 0; i < 3; ++i) {
-    const double t0 = Now();
+    const double t0 = NowSeconds();
     TSTAT_RETURN_IF_ERROR(engine->Reduce(requests, results));
-    warm.push_back(Now() - t0);
+    warm.push_back(NowSeconds() - t0);
     TSTAT_RETURN_IF_ERROR(session->EndStep());
   }
   const std::int64_t block = std::clamp<std::int64_t>(
@@ -157,33 +145,33 @@ Status TimeRatio(const CaptureBenchOptions& o, int level, int repeats, const Ten
   std::vector<double> engine_s, all_cores_s, end_step_s;
   for (int b = 0; b < 2 * repeats + 1; ++b) {
     WaitForQuiet();
-    double t0 = Now();
+    double t0 = NowSeconds();
     for (std::int64_t i = 0; i < block; ++i) {
       TSTAT_RETURN_IF_ERROR(engine->Reduce(requests, results));
     }
-    engine_s.push_back((Now() - t0) / static_cast<double>(block));
+    engine_s.push_back((NowSeconds() - t0) / static_cast<double>(block));
     if (all_cores) {
       WaitForQuiet();
-      t0 = Now();
+      t0 = NowSeconds();
       for (std::int64_t i = 0; i < block; ++i) {
         TSTAT_RETURN_IF_ERROR(all_cores->Reduce(requests, results));
       }
-      all_cores_s.push_back((Now() - t0) / static_cast<double>(block));
+      all_cores_s.push_back((NowSeconds() - t0) / static_cast<double>(block));
     }
     WaitForQuiet();
-    t0 = Now();
+    t0 = NowSeconds();
     for (std::int64_t i = 0; i < block; ++i) TSTAT_RETURN_IF_ERROR(session->EndStep());
-    end_step_s.push_back((Now() - t0) / static_cast<double>(block));
+    end_step_s.push_back((NowSeconds() - t0) / static_cast<double>(block));
   }
   for (const ReductionResult& x : *results) TSTAT_RETURN_IF_ERROR(x.status);
   // Sustained: the blocks above leave the writer's tail (its last flush)
   // outside their time; here it is inside.
   WaitForQuiet();
   const std::int64_t sustained = kSustainedBlocks * block;
-  const double s0 = Now();
+  const double s0 = NowSeconds();
   for (std::int64_t i = 0; i < sustained; ++i) TSTAT_RETURN_IF_ERROR(session->EndStep());
   TSTAT_RETURN_IF_ERROR(session->Close());
-  r->sustained_step_s = (Now() - s0) / static_cast<double>(sustained);
+  r->sustained_step_s = (NowSeconds() - s0) / static_cast<double>(sustained);
   const std::uint64_t steps = 3 + static_cast<std::uint64_t>(block) * (2 * repeats + 1) +
                               static_cast<std::uint64_t>(sustained);
   const PipelineCounters c = session->counters();
@@ -230,7 +218,7 @@ Status TimeWriter(const CaptureBenchCase& c, int level, const Tensors& t,
   const auto steps = static_cast<std::int64_t>(
       std::clamp(kWriterRecords / static_cast<double>(c.tensors), 20.0, 5000.0));
   WaitForQuiet();
-  const double t0 = Now();
+  const double t0 = NowSeconds();
   {
     host::Pipeline pipeline(po, std::move(sink), &stop);
     for (std::int64_t s = 0; s < steps; ++s) {
@@ -243,7 +231,7 @@ Status TimeWriter(const CaptureBenchCase& c, int level, const Tensors& t,
       TSTAT_RETURN_IF_ERROR(pipeline.Push(std::move(item)));
     }
     TSTAT_RETURN_IF_ERROR(pipeline.Close());
-    const double seconds = Now() - t0;
+    const double seconds = NowSeconds() - t0;
     const PipelineCounters counters = pipeline.counters();
     TSTAT_RETURN_IF_ERROR(CheckCounters(
         counters, static_cast<std::uint64_t>(steps * c.tensors), "writer pipeline"));
@@ -295,10 +283,10 @@ Status TimeRaw(const CaptureBenchOptions& o, int level, int repeats, const Tenso
     config.pipeline.raw_memory_cap_bytes = static_cast<std::int64_t>(total + (64u << 20));
     TSTAT_ASSIGN_OR_RETURN(std::unique_ptr<Session> session, OpenSession(config, t));
     WaitForQuiet();
-    double t0 = Now();
+    double t0 = NowSeconds();
     for (std::int64_t s = 0; s < steps; ++s) TSTAT_RETURN_IF_ERROR(session->EndStep());
     TSTAT_RETURN_IF_ERROR(session->Close());
-    raw_s.push_back(Now() - t0);
+    raw_s.push_back(NowSeconds() - t0);
     TSTAT_RETURN_IF_ERROR(CheckCounters(session->counters(),
                                         static_cast<std::uint64_t>(steps) * t.views.size(),
                                         "raw snapshot session"));
@@ -307,9 +295,9 @@ Status TimeRaw(const CaptureBenchOptions& o, int level, int repeats, const Tenso
 
     const std::string plain = dir + "/plain.bin";
     WaitForQuiet();
-    t0 = Now();
+    t0 = NowSeconds();
     TSTAT_RETURN_IF_ERROR(PlainWrite(plain, t.data.data(), step_bytes, steps));
-    plain_s.push_back(Now() - t0);
+    plain_s.push_back(NowSeconds() - t0);
     ::unlink(plain.c_str());
   }
   r->raw_bytes = total;

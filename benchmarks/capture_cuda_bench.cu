@@ -2,14 +2,13 @@
 // EndStep timed on the host with an idle GPU and behind a long kernel.
 #include <cuda_runtime.h>
 
-#include <algorithm>
-#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "benchmarks/bench_temp_dir.h"
+#include "benchmarks/bench_timing.h"
 #include "benchmarks/capture_cuda_bench.h"
 #include "benchmarks/cuda_bench_common.cuh"
 #include "tstat/engine.h"
@@ -37,25 +36,10 @@ __global__ void SpinKernel(unsigned long long ns) {
   } while (now - start < ns);
 }
 
-double Now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-double Quantile(std::vector<double> v, double q) {
-  std::sort(v.begin(), v.end());
-  const std::size_t i = static_cast<std::size_t>(q * static_cast<double>(v.size() - 1) + 0.5);
-  return v[std::min(i, v.size() - 1)];
-}
-
 }  // namespace
 
 Result<CudaCaptureBenchResult> RunCudaCaptureCase(const CudaCaptureBenchOptions& o) {
-  const int count = CudaDeviceCount();
-  if (count == 0) return Status::Unavailable("no CUDA device");
-  if (o.device < 0 || o.device >= count) {
-    return Status::InvalidArgument("--cuda-device " + std::to_string(o.device) +
-                                   " is out of range (" + std::to_string(count) + " devices)");
-  }
+  TSTAT_RETURN_IF_ERROR(CheckCudaOrdinal(o.device, "--cuda-device"));
   if (o.tensors < 1 || o.elements < 1 || o.steps < 1 || !(o.busy_ms > 0)) {
     return Status::InvalidArgument("tensors, elements, steps and busy time must be positive");
   }
@@ -114,9 +98,9 @@ Result<CudaCaptureBenchResult> RunCudaCaptureCase(const CudaCaptureBenchOptions&
   for (int s = 0; s < o.steps; ++s) {
     TSTAT_BENCH_CUDA(cudaStreamSynchronize(stream.s));
     TSTAT_BENCH_CUDA(cudaEventRecord(before.e, stream.s));
-    const double t0 = Now();
+    const double t0 = NowSeconds();
     TSTAT_RETURN_IF_ERROR(session->EndStep(stream.s));
-    idle_s.push_back(Now() - t0);
+    idle_s.push_back(NowSeconds() - t0);
     TSTAT_BENCH_CUDA(cudaEventRecord(after.e, stream.s));
     TSTAT_BENCH_CUDA(cudaEventSynchronize(after.e));
     float ms = 0.0f;
@@ -129,9 +113,9 @@ Result<CudaCaptureBenchResult> RunCudaCaptureCase(const CudaCaptureBenchOptions&
     SpinKernel<<<1, 1, 0, stream.s>>>(spin_ns);
     TSTAT_BENCH_CUDA(cudaPeekAtLastError());
     TSTAT_BENCH_CUDA(cudaEventRecord(spin_done.e, stream.s));
-    const double t0 = Now();
+    const double t0 = NowSeconds();
     TSTAT_RETURN_IF_ERROR(session->EndStep(stream.s));
-    busy_s.push_back(Now() - t0);
+    busy_s.push_back(NowSeconds() - t0);
     const cudaError_t q = cudaEventQuery(spin_done.e);
     if (q == cudaSuccess) {
       ++r.busy_steps_waited;

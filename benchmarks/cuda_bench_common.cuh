@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <string>
 
+#include "tstat/engine.h"
 #include "tstat/status.h"
 
 namespace tstat::bench {
@@ -57,6 +58,18 @@ Status XorReadBlocks(int device, int* blocks) {
 }
 
 }  // namespace
+
+// kUnavailable without a device, kInvalidArgument naming `flag` for an
+// ordinal out of range.
+inline Status CheckCudaOrdinal(int device, const char* flag) {
+  const int count = CudaDeviceCount();
+  if (count == 0) return Status::Unavailable("no CUDA device");
+  if (device < 0 || device >= count) {
+    return Status::InvalidArgument(std::string(flag) + " " + std::to_string(device) +
+                                   " is out of range (" + std::to_string(count) + " devices)");
+  }
+  return Status::OK();
+}
 
 // Owners of device resources (the benchmarks return early on any error).
 struct DeviceMemory {

@@ -7,18 +7,13 @@
 #include <string>
 #include <vector>
 
+#include "benchmarks/bench_timing.h"
 #include "benchmarks/cuda_bench_common.cuh"
 #include "benchmarks/device_bench.h"
 #include "tstat/engine.h"
 
 namespace tstat::bench {
 namespace {
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 Status ReadProperties(int device, DeviceReport* r) {
   cudaDeviceProp p{};
@@ -49,12 +44,7 @@ Status ReadProperties(int device, DeviceReport* r) {
 }  // namespace
 
 Result<DeviceReport> MeasureDevice(const DeviceBenchOptions& o) {
-  const int count = CudaDeviceCount();
-  if (count == 0) return Status::Unavailable("no CUDA device");
-  if (o.device < 0 || o.device >= count) {
-    return Status::InvalidArgument("--device " + std::to_string(o.device) + " is out of range (" +
-                                   std::to_string(count) + " devices)");
-  }
+  TSTAT_RETURN_IF_ERROR(CheckCudaOrdinal(o.device, "--cuda-device"));
   if (!(o.mib > 0) || o.repeats < 1) {
     return Status::InvalidArgument("--mib must be positive and --repeats at least 1");
   }

@@ -15,6 +15,7 @@
 #include <sstream>
 #include <thread>
 
+#include "benchmarks/bench_timing.h"
 #include "benchmarks/overhead_model.h"
 #include "tstat/engine.h"
 #include "tstat/session.h"
@@ -25,12 +26,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 std::string Fixed(double v, int digits) {
   char buf[64];

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <utility>
 
+#include "benchmarks/bench_timing.h"
 #include "benchmarks/read_bandwidth.h"
 
 namespace tstat::bench {
@@ -15,11 +16,6 @@ namespace {
 
 constexpr double kMiB = 1024.0 * 1024.0;
 constexpr int kDefaultRepeats = 5;
-
-double Now() {
-  using Clock = std::chrono::steady_clock;
-  return std::chrono::duration<double>(Clock::now().time_since_epoch()).count();
-}
 
 // "256MiB", "40MB" or "1234B".
 std::string SizeLabel(std::uint64_t bytes) {
@@ -132,10 +128,8 @@ std::vector<StatsBenchCase> DefaultCases() {
 Summary Summarize(std::vector<double> seconds) {
   Summary s;
   if (seconds.empty()) return s;
-  std::sort(seconds.begin(), seconds.end());
-  const std::size_t n = seconds.size();
-  s.median = n % 2 ? seconds[n / 2] : 0.5 * (seconds[n / 2 - 1] + seconds[n / 2]);
-  s.best = seconds.front();
+  s.best = *std::min_element(seconds.begin(), seconds.end());
+  s.median = Median(std::move(seconds));
   return s;
 }
 
@@ -168,11 +162,11 @@ Result<CaseTimings> TimeOnCpu(const HostBuffer& data, const std::vector<std::int
   XorReduce(data.data(), data.bytes(), threads);
   TSTAT_RETURN_IF_ERROR(backend->Reduce(requests, &t.results));
   for (int r = 0; r < repeats; ++r) {
-    const double t0 = Now();
+    const double t0 = NowSeconds();
     XorReduce(data.data(), data.bytes(), threads);
-    const double t1 = Now();
+    const double t1 = NowSeconds();
     TSTAT_RETURN_IF_ERROR(backend->Reduce(requests, &t.results));
-    const double t2 = Now();
+    const double t2 = NowSeconds();
     t.read_seconds.push_back(t1 - t0);
     t.stats_seconds.push_back(t2 - t1);
   }
