@@ -33,12 +33,16 @@ DeviceMemoryCheck::DeviceMemoryCheck() {
   }
 }
 
+std::vector<DeviceMemoryCheck::Range>::iterator DeviceMemoryCheck::FirstAfter(std::uintptr_t p) {
+  return std::upper_bound(live_.begin(), live_.end(), p,
+                          [](std::uintptr_t q, const Range& r) { return q < r.begin; });
+}
+
 Status DeviceMemoryCheck::Check(const void* data, std::size_t bytes, int device, const char* what) {
   if (data == nullptr || bytes == 0) return Status::OK();  // nothing is read
   const auto begin = reinterpret_cast<std::uintptr_t>(data);
   const std::uintptr_t end = begin + bytes;
-  auto it = std::upper_bound(live_.begin(), live_.end(), begin,
-                             [](std::uintptr_t p, const Range& r) { return p < r.begin; });
+  auto it = FirstAfter(begin);
   if (it != live_.begin() && begin < std::prev(it)->end) {
     const Range& r = *std::prev(it);
     if (end <= r.end && r.device == device) return Status::OK();
@@ -96,9 +100,7 @@ Status DeviceMemoryCheck::Check(const void* data, std::size_t bytes, int device,
     }
     const Range r{static_cast<std::uintptr_t>(base), static_cast<std::uintptr_t>(base) + size,
                   device};
-    live_.insert(std::upper_bound(live_.begin(), live_.end(), r.begin,
-                                  [](std::uintptr_t p, const Range& x) { return p < x.begin; }),
-                 r);
+    live_.insert(FirstAfter(r.begin), r);
     at = r.end;
   }
   return Status::OK();

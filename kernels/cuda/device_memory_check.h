@@ -44,6 +44,8 @@ class DeviceMemoryCheck {
     int device;
   };
   std::vector<Range> live_;
+  // The first live range that begins after `p` (where a range at p goes).
+  std::vector<Range>::iterator FirstAfter(std::uintptr_t p);
   std::uint64_t queries_ = 0;
 };
 
