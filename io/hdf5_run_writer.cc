@@ -185,6 +185,8 @@ Status Hdf5RunWriter::ValidateBatch(const StepBatch& batch) const {
 
 std::uint64_t Hdf5RunWriter::Buffered() const { return buffers_->records() + streamed_->records(); }
 
+std::uint64_t Hdf5RunWriter::records_unflushed() const { return segment_ ? Buffered() : 0; }
+
 std::string Hdf5RunWriter::TmpPath() const {
   return JoinPath(worker_dir_, SegmentFileName(next_index_)) + ".tmp";
 }

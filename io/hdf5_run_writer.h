@@ -73,7 +73,8 @@ class Hdf5RunWriter final : public StepSink {
   std::uint64_t bytes_written() const override { return bytes_written_; }
 
   // Records (stats + scalar + raw) discarded with failed segments so far.
-  std::uint64_t records_lost() const { return records_lost_; }
+  std::uint64_t records_lost() const override { return records_lost_; }
+  std::uint64_t records_unflushed() const override;
   std::uint64_t segments_written() const override {
     return static_cast<std::uint64_t>(segments_written_);
   }

@@ -18,10 +18,6 @@ Row KeyedRow(const StepKey& key, std::uint32_t tensor_id) {
 
 }  // namespace
 
-std::uint64_t RecordsIn(const StepBatch& batch) {
-  return batch.stats.size() + batch.scalars.size() + batch.raws.size();
-}
-
 Status StreamedRows::Start(int level) {
   TSTAT_RETURN_IF_ERROR(stats.Reset(StatsRowType, level));
   exp_hist_counts.Reset(level);

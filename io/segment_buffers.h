@@ -95,7 +95,4 @@ struct SegmentBuffers {
   void Clear();
 };
 
-// Stats + scalar + raw records of one batch.
-std::uint64_t RecordsIn(const StepBatch& batch);
-
 }  // namespace tstat::io

@@ -28,6 +28,12 @@ struct RunInfo {
   std::string config_json;  // the session's effective config, stored verbatim
 };
 
+// Records of one batch, the unit of every count of written and lost data
+// (PipelineCounters): its stats, scalar and raw records.
+inline std::uint64_t RecordsIn(const StepBatch& batch) {
+  return batch.stats.size() + batch.scalars.size() + batch.raws.size();
+}
+
 class StepSink {
  public:
   virtual ~StepSink() = default;
@@ -42,6 +48,15 @@ class StepSink {
   virtual std::uint64_t bytes_written() const = 0;
   // Files sealed so far (0 for sinks without files).
   virtual std::uint64_t segments_written() const { return 0; }
+  // Records (stats + scalar + raw, RecordsIn) this sink discarded so far with
+  // failed writes, flushes or closes: the one count of storage losses. A call
+  // the sink rejects (kInvalidArgument, kFailedPrecondition) changes nothing
+  // and loses nothing here; the caller counts that batch.
+  virtual std::uint64_t records_lost() const = 0;
+  // Records written but not yet durable: what the next failed Flush loses.
+  // A sink may make records durable on its own (a segment rotated by size),
+  // so the caller never assumes "since my last Flush".
+  virtual std::uint64_t records_unflushed() const = 0;
 };
 
 struct Hdf5RunWriterOptions {

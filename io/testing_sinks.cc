@@ -42,6 +42,13 @@ Status MemorySink::Close(const PipelineCounters& counters) {
   return Status::OK();
 }
 
+std::uint64_t MemorySink::records_unflushed() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::uint64_t n = 0;
+  for (std::size_t i = flushed_; i < batches_.size(); ++i) n += RecordsIn(batches_[i]);
+  return n;
+}
+
 std::uint64_t MemorySink::bytes_written() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return bytes_;
@@ -144,31 +151,36 @@ Status FaultInjectionSink::Write(const StepBatch& batch) {
   return Status::OK();
 }
 
-Status FaultInjectionSink::Flush(const PipelineCounters& counters) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (ShouldFail(SinkOp::kFlush)) return Lose(0);
-  for (const StepBatch& b : pending_) {
-    Status written = inner_->Write(b);
+Status FaultInjectionSink::HandPendingToInner() {
+  for (std::size_t i = 0; i < pending_.size(); ++i) {
+    Status written = inner_->Write(pending_[i]);
     if (!written.ok()) {
+      // The inner sink counts what it held, the failing batch too unless it
+      // rejected it; the batches after it never reached it.
+      const bool rejected = written.code() == StatusCode::kInvalidArgument ||
+                            written.code() == StatusCode::kFailedPrecondition;
+      for (std::size_t j = rejected ? i : i + 1; j < pending_.size(); ++j) {
+        records_lost_ += RecordsIn(pending_[j]);
+      }
       pending_.clear();
       return written;
     }
   }
   pending_.clear();
+  return Status::OK();
+}
+
+Status FaultInjectionSink::Flush(const PipelineCounters& counters) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (ShouldFail(SinkOp::kFlush)) return Lose(0);
+  TSTAT_RETURN_IF_ERROR(HandPendingToInner());
   return inner_->Flush(counters);
 }
 
 Status FaultInjectionSink::Close(const PipelineCounters& counters) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (ShouldFail(SinkOp::kClose)) return Lose(0);
-  for (const StepBatch& b : pending_) {
-    Status written = inner_->Write(b);
-    if (!written.ok()) {
-      pending_.clear();
-      return written;
-    }
-  }
-  pending_.clear();
+  TSTAT_RETURN_IF_ERROR(HandPendingToInner());
   return inner_->Close(counters);
 }
 
@@ -179,7 +191,14 @@ std::uint64_t FaultInjectionSink::bytes_written() const {
 
 std::uint64_t FaultInjectionSink::records_lost() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return records_lost_;
+  return records_lost_ + inner_->records_lost();
+}
+
+std::uint64_t FaultInjectionSink::records_unflushed() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::uint64_t n = inner_->records_unflushed();
+  for (const StepBatch& b : pending_) n += RecordsIn(b);
+  return n;
 }
 
 std::int64_t FaultInjectionSink::failures() const {

@@ -32,6 +32,8 @@ class MemorySink final : public StepSink {
   // Estimate: per flushed batch, sizeof(TensorStats) per stats record, 16
   // bytes per scalar and the raw snapshot bytes.
   std::uint64_t bytes_written() const override;
+  std::uint64_t records_lost() const override { return 0; }  // never fails
+  std::uint64_t records_unflushed() const override;
 
   std::vector<TensorInfo> tensors() const;         // every declaration, in order
   std::vector<StepBatch> batches() const;          // every batch written
@@ -74,8 +76,9 @@ class FaultInjectionSink final : public StepSink {
   Status Flush(const PipelineCounters& counters) override;
   Status Close(const PipelineCounters& counters) override;
   std::uint64_t bytes_written() const override;
-
-  std::uint64_t records_lost() const;  // records discarded by failures
+  // Records discarded by failures (injected, or the inner sink's).
+  std::uint64_t records_lost() const override;
+  std::uint64_t records_unflushed() const override;
   std::int64_t failures() const;       // injected failures returned so far
   StepSink* inner() const { return inner_.get(); }
 
@@ -87,6 +90,8 @@ class FaultInjectionSink final : public StepSink {
   };
   bool ShouldFail(SinkOp op);  // with mutex_ held; consumes one call
   Status Lose(std::uint64_t extra_records);
+  // Writes pending_ to the inner sink (before its Flush/Close).
+  Status HandPendingToInner();
 
   mutable std::mutex mutex_;
   std::unique_ptr<StepSink> inner_;

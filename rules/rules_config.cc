@@ -13,6 +13,8 @@
 #include <sstream>
 
 #include "io/posix_file.h"
+#include "proto/json_schema_check.h"
+#include "proto/quoted_text.h"
 #include "rules/builtin_defaults.h"
 #include "rules/param_reader.h"
 #include "tstat_rules.pb.h"
@@ -141,7 +143,10 @@ Result<ConfiguredRule> Convert(const pb::RuleConfig& in, int index) {
     TSTAT_RETURN_IF_ERROR(TensorRegex(in.tensor_regex(), named + ".tensor_regex", &spec.tensor_regex));
   }
   for (const auto& [key, value] : in.parameters()) {
-    const std::string field = named + ".parameters." + key;
+    if (key.empty()) {
+      return Status::InvalidArgument(named + ".parameters: a parameter name is empty");
+    }
+    const std::string field = named + ".parameters." + json::Abbreviated(key);
     if (key == "collection_names" || key == "tensor_regex") {
       // smdebug passes the selection as rule parameters.
       if (in.has_collection_names() || in.has_tensor_regex()) {
@@ -200,6 +205,12 @@ Result<ConfiguredRule> Convert(const pb::RuleConfig& in, int index) {
 }  // namespace
 
 Result<RulesConfig> ParseRulesConfigJson(std::string_view json, const RuleRegistry* registry) {
+  // The strict check first: protobuf's parser reports neither line nor
+  // column, keeps the last of repeated keys and takes "yes" for true.
+  if (Status checked = json::CheckJsonAgainstSchema(json, pb::RulesConfig::descriptor());
+      !checked.ok()) {
+    return checked.WithContext("rules config");
+  }
   pb::RulesConfig proto;
   google::protobuf::util::JsonParseOptions options;
   options.ignore_unknown_fields = false;
@@ -207,6 +218,13 @@ Result<RulesConfig> ParseRulesConfigJson(std::string_view json, const RuleRegist
       google::protobuf::StringPiece(json.data(), json.size()), &proto, options);
   if (!status.ok()) {
     return Status::InvalidArgument("rules config: " + std::string(status.message()));
+  }
+  if (proto.rules_size() == 0 && !proto.defaults()) {
+    // Most likely a mistake ("rules" misplaced or empty): a config that runs
+    // nothing would pass every check silently.
+    return Status::InvalidArgument(
+        "rules config: no rules: list them in \"rules\", or set \"defaults\": true for the "
+        "default set");
   }
   RulesConfig config;
   if (proto.defaults()) {

@@ -2,15 +2,18 @@
 # Developer entry points (see README.md):
 #   ./tools/dev.sh demo    set up, build, run the main job
 #   ./tools/dev.sh test    set up, build, run every test; then the same tests
-#                          under ASan + UBSan, and the threaded ones under TSan
+#                          under ASan + UBSan, the threaded ones under TSan,
+#                          and each fuzz target for 30 s
 #   ./tools/dev.sh bench   set up, build, print throughput numbers
 # Works without a terminal (CI): nothing here reads stdin. Environment:
 # TSTAT_BUILD_DIR (default build), TSTAT_ASAN_BUILD_DIR (default build-asan),
-# TSTAT_TSAN_BUILD_DIR (default build-tsan), TSTAT_JOBS (default 2).
+# TSTAT_TSAN_BUILD_DIR (default build-tsan), TSTAT_JOBS (default 2),
+# TSTAT_FUZZ_SECONDS (default 30), TSTAT_FUZZ_BUILD_DIR (default build-fuzz).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 JOBS="${TSTAT_JOBS:-2}"
+FUZZ_SECONDS="${TSTAT_FUZZ_SECONDS:-30}"  # per fuzz target in `test`
 BUILD="${TSTAT_BUILD_DIR:-build}"            # Release build (setup.sh)
 ASAN_BUILD="${TSTAT_ASAN_BUILD_DIR:-build-asan}"
 TSAN_BUILD="${TSTAT_TSAN_BUILD_DIR:-build-tsan}"
@@ -18,7 +21,7 @@ export TSTAT_BUILD_DIR="$BUILD"
 PY=/usr/bin/python3  # Debian's, which has numpy and h5py
 
 usage() {
-  sed -n '2,6p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,7p' "$0" | sed 's/^# \{0,1\}//'
   exit 2
 }
 
@@ -77,13 +80,22 @@ cmd_test() {
       failed+=("tests in $TSAN_BUILD/ (TSan)")
   fi
 
+  echo "== libFuzzer targets (build-fuzz/, clang, ASan + UBSan), ${FUZZ_SECONDS}s each"
+  # Short runs from the checked-in corpus: a smoke test of the fuzz build and
+  # a few minutes of search per CI run. Longer runs: tools/fuzz.sh all SECONDS.
+  if ! tools/fuzz.sh build >/dev/null; then
+    failed+=("build of build-fuzz/ (tools/fuzz.sh build)")
+  elif ! tools/fuzz.sh all "$FUZZ_SECONDS"; then
+    failed+=("fuzz targets (tools/fuzz.sh all $FUZZ_SECONDS)")
+  fi
+
   if ((${#failed[@]} > 0)); then
     local f
     echo "dev.sh test: FAILED:" >&2
     for f in "${failed[@]}"; do echo "  - $f" >&2; done
     exit 1
   fi
-  echo "dev.sh test: all tests passed (Release, ASan+UBSan and TSan)"
+  echo "dev.sh test: all tests passed (Release, ASan+UBSan, TSan and the fuzz targets)"
 }
 
 cmd_bench() {

@@ -35,6 +35,9 @@ PACKAGES=(
   python3-sklearn  # the digits dataset of `tstat demo`
   zlib1g-dev       # reads it (digits.csv.gz)
   patchelf         # tools/gpu-bundle.sh: $ORIGIN run paths of the bundled libraries
+  clang              # tools/fuzz.sh: the libFuzzer build (build-fuzz/)
+  libclang-rt-14-dev # libFuzzer and the sanitizer runtimes for clang
+  libomp-14-dev      # OpenMP for clang (the CPU backend in build-fuzz/)
 )
 
 die() {

@@ -4,7 +4,7 @@
 #include <algorithm>
 
 #include "host/src/builtin_collections.h"
-#include "host/src/message_text.h"
+#include "proto/quoted_text.h"
 
 namespace tstat::host {
 namespace {
@@ -148,7 +148,7 @@ Result<std::unique_ptr<CollectionSet>> CollectionSet::Create(const SessionConfig
   for (const std::string& n : config.include_collections) {
     if (!IsBuiltinCollection(n) && std::find(names.begin(), names.end(), n) == names.end()) {
       return Status::InvalidArgument("include_collections: unknown collection \"" +
-                                     host::Abbreviated(n) + "\"");
+                                     json::Abbreviated(n) + "\"");
     }
   }
   for (const char* b : kBuiltinCollections) names.push_back(b);

@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "host/src/config_json_check.h"
+#include "proto/json_schema_check.h"
 #include "host/src/config_proto.h"
 #include "io/posix_file.h"
 #include "tstat/config.h"
@@ -13,7 +13,7 @@
 namespace tstat {
 
 Result<SessionConfig> ParseConfigJson(std::string_view json) {
-  TSTAT_RETURN_IF_ERROR(host::CheckJsonAgainstSchema(json, config::SessionConfig::descriptor()));
+  TSTAT_RETURN_IF_ERROR(json::CheckJsonAgainstSchema(json, config::SessionConfig::descriptor()));
   config::SessionConfig proto;
   google::protobuf::util::JsonParseOptions options;
   options.ignore_unknown_fields = false;

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "host/src/builtin_collections.h"
-#include "host/src/message_text.h"
+#include "proto/quoted_text.h"
 #include "io/run_layout.h"
 #include "rules/actions.h"
 #include "rules/rules_config.h"
@@ -114,8 +114,8 @@ Status CheckRegexes(const std::vector<std::string>& regexes, const std::string& 
     RE2 re(regexes[i], options);
     if (!re.ok()) {
       return Status::InvalidArgument(Idx(path, i) + ": invalid regex \"" +
-                                     host::Abbreviated(regexes[i]) +
-                                     "\": " + host::Abbreviated(re.error()));
+                                     json::Abbreviated(regexes[i]) +
+                                     "\": " + json::Abbreviated(re.error()));
     }
   }
   return Status::OK();
@@ -236,7 +236,7 @@ Status ValidateConfig(const SessionConfig& c) {
   for (std::size_t i = 0; i < c.include_collections.size(); ++i) {
     if (names.count(c.include_collections[i]) == 0) {
       return Status::InvalidArgument(Idx("include_collections", i) + ": unknown collection \"" +
-                                     host::Abbreviated(c.include_collections[i]) +
+                                     json::Abbreviated(c.include_collections[i]) +
                                      "\" (neither built in nor configured in collections)");
     }
   }

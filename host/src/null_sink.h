@@ -15,6 +15,8 @@ class NullSink final : public io::StepSink {
   Status Flush(const PipelineCounters&) override { return Status::OK(); }
   Status Close(const PipelineCounters&) override { return Status::OK(); }
   std::uint64_t bytes_written() const override { return 0; }
+  std::uint64_t records_lost() const override { return 0; }
+  std::uint64_t records_unflushed() const override { return 0; }
 };
 
 }  // namespace tstat::host

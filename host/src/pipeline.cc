@@ -9,10 +9,6 @@
 namespace tstat::host {
 namespace {
 
-std::uint64_t Records(const StepBatch& b) {
-  return b.stats.size() + b.scalars.size() + b.raws.size();
-}
-
 // Empties every member past the exponent histogram (HasOnlyStats).
 void KeepOnlyStats(TensorStatsRecord* r) {
   r->linear_histogram.reset();
@@ -67,7 +63,7 @@ Pipeline::~Pipeline() { (void)Close(); }
 
 bool Pipeline::AcquireSlot() {
   std::unique_lock<std::mutex> lock(mu_);
-  const std::int64_t cap = options_.config.queue_capacity;
+  const std::int64_t cap = QueueSteps();
   if (slots_in_use_ >= cap && !closing_) {
     if (unannounced_ > 0) {  // the writer may be asleep on steps not announced yet
       unannounced_ = 0;
@@ -85,6 +81,37 @@ bool Pipeline::AcquireSlot() {
   return true;
 }
 
+std::int64_t Pipeline::QueueSteps() const {
+  const std::int64_t every = options_.config.flush_interval_steps;
+  return every > 0 ? std::min(options_.config.queue_capacity, every)
+                   : options_.config.queue_capacity;
+}
+
+void Pipeline::WaitWhileFlushOverdue(std::unique_lock<std::mutex>* lock) {
+  if (options_.config.drop_stats_when_full) return;  // never waits, by choice
+  const auto window = std::chrono::duration_cast<Clock::duration>(
+      std::chrono::duration<double>(2 * std::min(options_.config.flush_interval_seconds, 1e6)));
+  const auto overdue = [&] {
+    return !closing_ && !undurable_.empty() && Clock::now() - undurable_.front().queued > window;
+  };
+  if (!overdue()) return;
+  // The writer is behind its flush deadline (starved of CPU, or a slow
+  // disk): training waits, and gives it the core, rather than let the steps
+  // a crash would lose grow without bound.
+  unannounced_ = 0;
+  writer_cv_.notify_one();
+  const auto t0 = Clock::now();
+  ++counters_.stats_waits;
+  resolved_cv_.wait(*lock, [&] { return !overdue(); });
+  counters_.stats_wait_seconds += std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+void Pipeline::MarkResolved() {
+  std::lock_guard<std::mutex> lock(mu_);
+  while (!undurable_.empty() && undurable_.front().seq <= written_seq_) undurable_.pop_front();
+  resolved_cv_.notify_all();
+}
+
 Status Pipeline::Push(PipelineItem item) {
   item.approx_bytes =
       item.has_batch ? ApproxBytes(item.batch, item.stats_bytes) + item.raw_bytes : 0;
@@ -93,6 +120,11 @@ Status Pipeline::Push(PipelineItem item) {
     if (item.holds_slot) --slots_in_use_;
     raw_in_flight_ -= item.raw_bytes;
     return Status::FailedPrecondition("the session is closed");
+  }
+  if (item.has_batch) {
+    WaitWhileFlushOverdue(&lock);
+    item.seq = ++queued_seq_;
+    undurable_.push_back({item.seq, Clock::now()});
   }
   bytes_in_flight_ += item.approx_bytes;
   counters_.queue_high_water_bytes = std::max(counters_.queue_high_water_bytes, bytes_in_flight_);
@@ -129,7 +161,7 @@ void Pipeline::AnnounceLocked(bool now_anyway) {
   ++unannounced_;
   const std::int64_t every = options_.config.flush_interval_steps;
   const std::int64_t group = std::min<std::int64_t>(
-      {kWakeEverySteps, std::max<std::int64_t>(1, options_.config.queue_capacity / 2),
+      {kWakeEverySteps, std::max<std::int64_t>(1, QueueSteps() / 2),
        every > 0 ? every : kWakeEverySteps});
   if (now_anyway || unannounced_ >= group || now - first_unannounced_ >= kMaxWakeDelay) {
     unannounced_ = 0;
@@ -263,6 +295,7 @@ Status Pipeline::Close() {
     collector_cv_.notify_all();
     writer_cv_.notify_all();
     slot_cv_.notify_all();
+    resolved_cv_.notify_all();
   }
   if (collector_.joinable()) collector_.join();
   if (writer_.joinable()) writer_.join();
@@ -325,6 +358,7 @@ void Pipeline::WriterLoop() {
         FlushSink();
       } else {
         last_flush_ = now;
+        MarkResolved();  // written batches the sink already sealed (or lost)
       }
     }
     if (!options_.stop_file.empty() && now >= next_stop_check_) {
@@ -335,19 +369,26 @@ void Pipeline::WriterLoop() {
     lock.lock();
   }
   // Close flushes: everything written so far becomes durable, or is lost.
-  PipelineCounters snapshot = counters();
-  snapshot.records_written += unflushed_records_;
-  const Status closed = sink_->Close(snapshot);
-  std::lock_guard<std::mutex> guard(mu_);
-  if (closed.ok()) {
-    counters_.records_written += unflushed_records_;
-  } else {
-    counters_.records_lost += unflushed_records_;
-    ++counters_.write_errors;
-    if (status_.ok()) status_ = closed.WithContext("closing the run");
-  }
-  unflushed_records_ = 0;
+  const Status closed = sink_->Close(CountersIfFlushed());
+  SyncSinkCounts();
+  if (!closed.ok()) SetError(closed.WithContext("closing the run"));
   unflushed_batches_ = 0;
+  MarkResolved();
+}
+
+PipelineCounters Pipeline::CountersIfFlushed() const {
+  PipelineCounters snapshot = counters();
+  snapshot.records_written = records_to_sink_ - sink_->records_lost();
+  return snapshot;
+}
+
+void Pipeline::SyncSinkCounts() {
+  const std::uint64_t lost = sink_->records_lost();
+  const std::uint64_t unflushed = sink_->records_unflushed();
+  std::lock_guard<std::mutex> lock(mu_);
+  counters_.records_lost += lost - sink_lost_counted_;
+  sink_lost_counted_ = lost;
+  counters_.records_written = records_to_sink_ - lost - unflushed;
   counters_.bytes_written = sink_->bytes_written();
   counters_.segments_written = sink_->segments_written();  // what CLOSED says too
 }
@@ -365,46 +406,40 @@ void Pipeline::WriteItem(PipelineItem* item) {
   }
   if (!item->has_batch) return;
   const StepBatch& batch = item->shared_batch ? *item->shared_batch : item->batch;
-  const std::uint64_t records = Records(batch);
+  written_seq_ = item->seq;
+  const std::uint64_t records = io::RecordsIn(batch);
+  const std::uint64_t lost_before = sink_->records_lost();
   const Status s = sink_->Write(batch);
+  // A batch the sink rejected (a caller error) changed nothing there and is
+  // lost here; any other failure the sink counted itself.
+  const bool rejected = !s.ok() && sink_->records_lost() == lost_before &&
+                        (s.code() == StatusCode::kInvalidArgument ||
+                         s.code() == StatusCode::kFailedPrecondition);
+  if (rejected) {
+    CountRecordsLost(records);
+  } else {
+    records_to_sink_ += records;
+  }
+  SyncSinkCounts();
   if (!s.ok()) {
     SetError(s.WithContext("writing step " + std::to_string(batch.key.global_step)));
-    // A rejected batch (caller error) loses itself only; a storage failure
-    // loses the whole unflushed segment too (the io/ writers' contract).
-    const bool rejected =
-        s.code() == StatusCode::kInvalidArgument || s.code() == StatusCode::kFailedPrecondition;
-    CountRecordsLost(records + (rejected ? 0 : unflushed_records_));
-    if (!rejected) {
-      unflushed_records_ = 0;
-      unflushed_batches_ = 0;
-    }
+    // The failed segment is gone; what the sink still holds (this batch, in
+    // a fresh segment after a failed rotation) counts toward the next flush.
+    if (!rejected) unflushed_batches_ = sink_->records_unflushed() > 0 ? 1 : 0;
     return;
   }
-  unflushed_records_ += records;
   ++unflushed_batches_;
   const std::int64_t every = options_.config.flush_interval_steps;
   if (every > 0 && unflushed_batches_ >= every) FlushSink();
 }
 
 void Pipeline::FlushSink() {
-  PipelineCounters snapshot = counters();
-  snapshot.records_written += unflushed_records_;
-  const Status s = sink_->Flush(snapshot);
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (s.ok()) {
-      counters_.records_written += unflushed_records_;
-    } else {
-      counters_.records_lost += unflushed_records_;
-      ++counters_.write_errors;
-      if (status_.ok()) status_ = s.WithContext("flushing");
-    }
-    counters_.bytes_written = sink_->bytes_written();
-    counters_.segments_written = sink_->segments_written();
-  }
-  unflushed_records_ = 0;
+  const Status s = sink_->Flush(CountersIfFlushed());
+  SyncSinkCounts();
+  if (!s.ok()) SetError(s.WithContext("flushing"));
   unflushed_batches_ = 0;
   last_flush_ = Clock::now();
+  MarkResolved();
 }
 
 }  // namespace tstat::host

@@ -77,6 +77,7 @@ struct PipelineItem {
   std::function<void(StepBatch*)> finish;
   // With an observer: `batch`, moved here when the item is handed over.
   std::shared_ptr<const StepBatch> shared_batch;
+  std::uint64_t seq = 0;  // set by Push for a batch: 1, 2, ... in queue order
 };
 
 class Pipeline {
@@ -91,13 +92,21 @@ class Pipeline {
   Pipeline(const Pipeline&) = delete;
   Pipeline& operator=(const Pipeline&) = delete;
 
-  // Takes a slot for one batch. Waits while queue_capacity items are in
+  // Takes a slot for one batch. Waits while QueueSteps() items are in
   // flight (counted in stats_waits / stats_wait_seconds) unless
   // drop_stats_when_full, where it returns false when full.
   bool AcquireSlot();
   // Queues `item` (call AcquireSlot first when it carries stats; set
-  // holds_slot). After Close: dropped, kFailedPrecondition.
+  // holds_slot). After Close: dropped, kFailedPrecondition. A batch first
+  // waits while an earlier one is not durable 2 x flush_interval_seconds
+  // after it was queued (the writer starved of CPU), counted in stats_waits,
+  // unless drop_stats_when_full. With QueueSteps() this is the loss bound of
+  // a crash (docs/reliability.md): at most 2 x flush_interval_seconds of
+  // steps, and at most 2 x flush_interval_steps - 1 steps when that is set.
   Status Push(PipelineItem item);
+  // Steps the queue holds: queue_capacity, and at most flush_interval_steps
+  // when that is set (queued steps count toward the loss bound too).
+  std::int64_t QueueSteps() const;
 
   // Reserves raw snapshot bytes; false (and nothing reserved) over the cap.
   bool ReserveRaw(std::uint64_t bytes);
@@ -135,6 +144,18 @@ class Pipeline {
   void CollectorLoop();
   void WriteItem(PipelineItem* item);
   void FlushSink();
+  // Batches up to written_seq_ are durable or counted lost: wakes a Push
+  // that waits for them (writer thread, mu_ not held).
+  void MarkResolved();
+  // In Push (mu_ held through `lock`): see Push.
+  void WaitWhileFlushOverdue(std::unique_lock<std::mutex>* lock);
+  // counters_ from the sink's own counts, after any call into it (writer
+  // thread): records_lost gains what the sink lost since, records_written is
+  // what it holds durably. The sink, not the pipeline, knows what a failure
+  // discarded (it may have rotated segments on its own since the last flush).
+  void SyncSinkCounts();
+  // What a flush or close that succeeds makes records_written.
+  PipelineCounters CountersIfFlushed() const;
   // Hands `item` to the observer (if any): moves its batch into shared_batch.
   void Observe(PipelineItem* item);
   void SetError(const Status& s);
@@ -158,6 +179,14 @@ class Pipeline {
   std::condition_variable writer_cv_;     // items for the writer, or closing
   std::condition_variable collector_cv_;  // items for the collector, or closing
   std::condition_variable slot_cv_;       // a slot became free
+  std::condition_variable resolved_cv_;   // batches became durable (or lost), or closing
+  // Batches queued and not yet durable: their seq and when they were queued.
+  struct Undurable {
+    std::uint64_t seq;
+    std::chrono::steady_clock::time_point queued;
+  };
+  std::deque<Undurable> undurable_;
+  std::uint64_t queued_seq_ = 0;
   std::deque<PipelineItem> writer_queue_;
   std::deque<PipelineItem> collector_queue_;
   bool use_collector_ = false;
@@ -188,8 +217,12 @@ class Pipeline {
 
   // Writer-thread state.
   std::vector<TensorInfo> pending_declare_;
-  std::uint64_t unflushed_records_ = 0;
-  std::int64_t unflushed_batches_ = 0;
+  // Records the sink took (written, lost or not yet durable); with its
+  // records_lost() and records_unflushed() they give records_written.
+  std::uint64_t records_to_sink_ = 0;
+  std::uint64_t sink_lost_counted_ = 0;  // sink_->records_lost() already in counters_
+  std::int64_t unflushed_batches_ = 0;   // batches written since the last flush
+  std::uint64_t written_seq_ = 0;        // seq of the last batch given to the sink
   Clock::time_point last_flush_;
   Clock::time_point next_stop_check_;
 };

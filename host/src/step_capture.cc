@@ -485,7 +485,7 @@ Status Session::Impl::EndStepLocked(CUstream_st* stream, bool capture_registered
     item.holds_slot = has_records && pipeline->AcquireSlot();
     if (has_records && !item.holds_slot) {  // drop_stats_when_full
       const std::string reason = "writer queue full (" +
-                                 std::to_string(config.pipeline.queue_capacity) +
+                                 std::to_string(pipeline->QueueSteps()) +
                                  " steps queued): dropped";
       pipeline->CountRecordsLost(DropAll(&batch, reason));
       stats_bytes = 0;

@@ -47,7 +47,9 @@ static inline VecD HighHalfToDouble(VecF v, std::index_sequence<I...>) {
 template <class V, class S>
 static inline V Splat(S s) {
   V v = {};
-  return v + s;
+  // The lane type exactly: clang refuses long long + a vector of long.
+  using Lane = std::remove_cv_t<std::remove_reference_t<decltype(v[0])>>;
+  return v + static_cast<Lane>(s);
 }
 
 // Loads kLanesF consecutive floats (decoding narrow types) starting at element i.

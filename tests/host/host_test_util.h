@@ -35,6 +35,8 @@ class ForwardingSink final : public io::StepSink {
   Status Flush(const PipelineCounters& c) override { return inner_->Flush(c); }
   Status Close(const PipelineCounters& c) override { return inner_->Close(c); }
   std::uint64_t bytes_written() const override { return inner_->bytes_written(); }
+  std::uint64_t records_lost() const override { return inner_->records_lost(); }
+  std::uint64_t records_unflushed() const override { return inner_->records_unflushed(); }
 
  private:
   std::shared_ptr<io::StepSink> inner_;

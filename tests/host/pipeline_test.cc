@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
 #include <chrono>
 #include <cstring>
 #include <thread>
@@ -14,10 +16,14 @@
 
 #include "host/src/null_sink.h"
 #include "host/src/stop_state.h"
+#include "io/hdf5_run_writer.h"
+#include "io/posix_file.h"
+#include "io/run_layout.h"
 #include "tests/host/host_test_util.h"
 #include "tests/support/compare.h"
 #include "tests/support/reference.h"
 #include "tstat/session.h"
+#include "tstat/trial.h"
 
 namespace tstat {
 namespace {
@@ -292,6 +298,49 @@ TEST(PipelineTest, AFailedFlushLosesTheUnflushedSegmentAndRecovers) {
   EXPECT_EQ(c.records_written, 2u);  // steps 2 and 3
   EXPECT_EQ(c.write_errors, 1u);
   EXPECT_EQ(c.records_lost, faulty->records_lost());
+}
+
+// The writer seals a segment on its own when its raw snapshots reach
+// rotate_bytes, so "written since the pipeline's last flush" is not what a
+// later failure loses. The counters follow the writer's own count: the
+// failing step's records only, never the steps already sealed.
+TEST(PipelineTest, AFailureAfterTheWriterRotatedCountsOnlyWhatItDiscarded) {
+  testing::TempDir dir;
+  io::Hdf5RunWriterOptions options;
+  options.info.run_dir = dir.path();
+  auto opened = io::Hdf5RunWriter::Open(options);
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  std::shared_ptr<io::Hdf5RunWriter> writer = std::move(opened).value();
+  writer->set_rotate_bytes(4096);  // two 2 KB snapshots: a segment per 2 steps
+  // Segment 2 cannot be created: its .tmp name is taken by a directory.
+  const std::string worker_dir = io::JoinPath(dir.path(), io::WorkerDirName(0));
+  ASSERT_EQ(::mkdir((io::JoinPath(worker_dir, io::SegmentFileName(2)) + ".tmp").c_str(), 0755), 0);
+
+  SessionConfig config = TestConfig();
+  config.raw_save_config.base.save_interval = 1;
+  config.pipeline.flush_interval_seconds = 3600;  // only the writer's rotations flush
+  auto session = MakeSession(config, writer);
+  std::vector<float> w = Values(512, 1.0f);  // 2048 bytes
+  ASSERT_TRUE(
+      session->RegisterTensor({"w.weight", TensorView::Host(w.data(), DType::kFloat32, 512)}).ok());
+  for (int i = 0; i < 6; ++i) ASSERT_TRUE(session->EndStep().ok());  // training goes on
+  const Status closed = session->Close();
+  EXPECT_FALSE(closed.ok());
+  // Steps 0-1 and 2-3 were sealed by rotations; step 4 (stats + raw) found
+  // segment 2 blocked and was discarded; step 5 went to segment 3.
+  EXPECT_NE(session->status().message().find("2 records lost"), std::string::npos)
+      << session->status().ToString();
+  const PipelineCounters c = session->counters();
+  EXPECT_EQ(c.records_lost, 2u);
+  EXPECT_EQ(c.records_lost, writer->records_lost());
+  EXPECT_EQ(c.records_written, 10u);
+  EXPECT_EQ(c.write_errors, 1u);
+  auto trial = Trial::Open(dir.path());
+  ASSERT_TRUE(trial.ok()) << trial.status().ToString();
+  std::vector<std::int64_t> steps;
+  for (const StepKey& k : (*trial)->steps()) steps.push_back(k.global_step);
+  EXPECT_EQ(steps, (std::vector<std::int64_t>{0, 1, 2, 3, 5}));
+  EXPECT_EQ((*trial)->raw_steps("w.weight").size(), 5u);
 }
 
 // The CUDA path, with host memory standing in for the device.

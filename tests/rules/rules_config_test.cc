@@ -122,6 +122,35 @@ TEST(RulesConfigTest, StructuralErrorsNameTheField) {
   ExpectError(ParseRulesConfigJson("{\"rules\": [").status(), {"rules config"});
 }
 
+// The strict reader (proto/json_schema_check.h) runs before protobuf's: syntax
+// errors with line and column, and what protobuf's parser let through.
+TEST(RulesConfigTest, StrictJsonWithLineAndColumn) {
+  ExpectError(ParseRulesConfigJson("{\"rules\": [\n  {\"type\": \"overfit\",}\n]}").status(),
+              {"rules config", "not valid JSON", "line 2, column"});
+  ExpectError(ParseRulesConfigJson("{\"rules\": [").status(), {"line 1, column 12", "unexpected end of input"});
+  // A list where a rule belongs used to parse as no rules at all.
+  ExpectError(ParseRulesConfigJson(R"({"rules": [[]]})").status(),
+              {"rules[0]", "expected an object, got an array"});
+  ExpectError(ParseRulesConfigJson(R"({"rules": []})").status(), {"no rules", "defaults"});
+  ExpectError(ParseRulesConfigJson("{}").status(), {"no rules"});
+  ExpectError(ParseRulesConfigJson("[]").status(), {"must be a JSON object"});
+  ExpectError(ParseRulesConfigJson(R"({"rules": [{"type": "overfit", "type": "dead_relu"}]})")
+                  .status(),
+              {"type", "appears twice"});
+  ExpectError(ParseRulesConfigJson(R"({"rules": [{"type": "overfit",
+      "actions": {"stop_training": "yes"}}]})").status(),
+              {"rules[0].actions.stop_training", "expected true or false", "\"yes\""});
+  ExpectError(ParseRulesConfigJson(R"({"rules": [{"type": "overfit", "parameters": {"": 1}}]})")
+                  .status(),
+              {"rules[0] \"overfit\".parameters", "parameter name is empty"});
+  // A 10 MB value is not echoed back.
+  const std::string huge(10 << 20, 'x');
+  const Status long_key = ParseRulesConfigJson("{\"rules\": [{\"" + huge + "\": 1}]}").status();
+  ExpectError(long_key, {"unknown field", "characters"});
+  EXPECT_LT(long_key.message().size(), 1000u);
+  EXPECT_TRUE(ParseRulesConfigJson(R"({"defaults": true})").ok());
+}
+
 TEST(RulesConfigTest, RuleCreationErrorsNameTheRuleAndField) {
   Status unknown = CreateFrom(R"({"rules": [{"name": "a", "type": "vanishing_gradiant"}]})");
   EXPECT_EQ(unknown.code(), StatusCode::kNotFound);

@@ -1,10 +1,12 @@
 // A recursive-descent JSON parser (see json_lite.h).
-#include "host/src/json_lite.h"
+#include "proto/json_lite.h"
 
 #include <cstdlib>
 #include <set>
 
-namespace tstat::host {
+#include "proto/quoted_text.h"
+
+namespace tstat::json {
 namespace {
 
 constexpr int kMaxDepth = 64;
@@ -86,7 +88,7 @@ class Parser {
       if (pos_ >= s_.size() || s_[pos_] != '"') return Error("expected a quoted field name");
       std::string key;
       TSTAT_RETURN_IF_ERROR(String(&key));
-      if (!seen.insert(key).second) return Error("field \"" + key + "\" appears twice");
+      if (!seen.insert(key).second) return Error("field \"" + Abbreviated(key) + "\" appears twice");
       SkipSpace();
       if (pos_ >= s_.size() || s_[pos_] != ':') return Error("expected ':'");
       ++pos_;
@@ -272,4 +274,4 @@ Result<JsonNode> ParseJsonLite(std::string_view text) {
   return root;
 }
 
-}  // namespace tstat::host
+}  // namespace tstat::json

@@ -16,11 +16,11 @@
 
 #include "tstat/status.h"
 
-namespace tstat::host {
+namespace tstat::json {
 
 // OK when `json` is an object whose fields all exist in `descriptor` with
 // values of the right JSON type (recursively). kInvalidArgument otherwise.
 Status CheckJsonAgainstSchema(std::string_view json,
                               const google::protobuf::Descriptor* descriptor);
 
-}  // namespace tstat::host
+}  // namespace tstat::json

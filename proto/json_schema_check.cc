@@ -1,6 +1,6 @@
 // Walks a JSON document (parsed by json_lite.h) next to the message
 // descriptor it should match.
-#include "host/src/config_json_check.h"
+#include "proto/json_schema_check.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "host/src/json_lite.h"
-#include "host/src/message_text.h"
+#include "proto/json_lite.h"
+#include "proto/quoted_text.h"
 
-namespace tstat::host {
+namespace tstat::json {
 namespace {
 
 using google::protobuf::Descriptor;
@@ -120,7 +120,7 @@ Status CheckScalar(const JsonNode& v, const FieldDescriptor* f, const std::strin
       if (v.kind == Kind::kNumber) {
         if (!IntegerInRange(v.number, is32)) {
           if (std::isfinite(v.number) && std::floor(v.number) == v.number) {
-            return Status::InvalidArgument(path + ": " + host::Abbreviated(v.text) +
+            return Status::InvalidArgument(path + ": " + Abbreviated(v.text) +
                                            " is out of the range of " +
                                            (is32 ? "a 32-bit integer" : "a 64-bit integer"));
           }
@@ -163,7 +163,7 @@ Status CheckScalar(const JsonNode& v, const FieldDescriptor* f, const std::strin
 
 Status CheckObject(const JsonNode& obj, const Descriptor* d, const std::string& path) {
   for (const auto& [key, v] : obj.members) {
-    const std::string shown_key = host::Abbreviated(key);
+    const std::string shown_key = Abbreviated(key);
     const std::string field_path = path.empty() ? shown_key : path + "." + shown_key;
     const FieldDescriptor* f = d->FindFieldByName(key);
     if (f == nullptr) f = d->FindFieldByCamelcaseName(key);
@@ -206,4 +206,4 @@ Status CheckJsonAgainstSchema(std::string_view json, const Descriptor* descripto
   return CheckObject(*root, descriptor, "");
 }
 
-}  // namespace tstat::host
+}  // namespace tstat::json

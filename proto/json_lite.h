@@ -1,5 +1,5 @@
 // JsonLite: a small strict JSON (RFC 8259) parser into a plain tree, for the
-// config schema check (config_json_check.h).
+// schema check of the JSON configs (json_schema_check.h).
 //
 // Why not google.protobuf.Struct: the check must see every key in order and
 // report duplicates and positions, and protobuf's Map is not usable in
@@ -16,7 +16,7 @@
 
 #include "tstat/status.h"
 
-namespace tstat::host {
+namespace tstat::json {
 
 struct JsonNode {
   enum class Kind { kNull, kBool, kNumber, kString, kArray, kObject };
@@ -32,4 +32,4 @@ struct JsonNode {
 // key repeated in one object).
 Result<JsonNode> ParseJsonLite(std::string_view text);
 
-}  // namespace tstat::host
+}  // namespace tstat::json

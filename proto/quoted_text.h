@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-namespace tstat::host {
+namespace tstat::json {
 
 inline constexpr std::size_t kMaxQuotedChars = 120;
 
@@ -17,4 +17,4 @@ inline std::string Abbreviated(std::string_view text) {
          " characters)";
 }
 
-}  // namespace tstat::host
+}  // namespace tstat::json

@@ -1,0 +1,143 @@
+#!/usr/bin/env bash
+# libFuzzer runs of tstat's fuzz targets (tests/fuzz/).
+#
+#   tools/fuzz.sh build                    build the targets into build-fuzz/
+#                                          (clang, ASan + UBSan + libFuzzer)
+#   tools/fuzz.sh run TARGET SECONDS       fuzz one target for SECONDS
+#   tools/fuzz.sh all SECONDS              fuzz every target SECONDS each
+#   tools/fuzz.sh list                     the targets
+#
+# Each run starts from the checked-in corpus (tests/fuzz/corpus/TARGET/: seeds
+# and every input that once crashed the target) plus what earlier runs on
+# this machine found (build-fuzz/corpus/TARGET/, which grows). A crash, leak,
+# sanitizer report or an input slower than 10 s is written to
+# build-fuzz/crashes/TARGET/ and fails the run; fix it, then copy the input
+# into tests/fuzz/corpus/TARGET/ so that ctest (tstat.fuzz.TARGET) replays it
+# in every build from then on. Prints one line per target:
+#   fuzz TARGET: SECONDS s, RUNS executions, CORPUS inputs, no crash
+# Environment: TSTAT_FUZZ_BUILD_DIR (default build-fuzz), TSTAT_JOBS (2).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+BUILD="${TSTAT_FUZZ_BUILD_DIR:-build-fuzz}"
+TARGETS=(session_config rules_config expression findings_log segment_reader)
+
+die() {
+  echo "fuzz.sh: error: $*" >&2
+  exit 2
+}
+
+usage() {
+  sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'
+  exit 2
+}
+
+cmd_build() {
+  command -v clang++ >/dev/null || die "clang++ not found (tools/setup.sh installs it)"
+  mkdir -p "$BUILD"
+  if ! CC=clang CXX=clang++ cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+      -DTSTAT_FUZZ=ON -DTSTAT_SANITIZER=address,undefined -DTSTAT_ENABLE_CUDA=OFF \
+      -DTSTAT_WITH_TORCH=OFF -DTSTAT_BUILD_TOOLS=OFF >"$BUILD/configure.log" 2>&1; then
+    cat "$BUILD/configure.log" >&2
+    die "cmake configure of $BUILD/ failed (log above)"
+  fi
+  cmake --build "$BUILD" -j "${TSTAT_JOBS:-2}" --target tstat_fuzz_targets ||
+    die "build of $BUILD/ failed"
+}
+
+known_target() {
+  local t
+  for t in "${TARGETS[@]}"; do [[ "$t" == "$1" ]] && return 0; done
+  return 1
+}
+
+# Whether the failure of `bin` on `input` happens inside libhdf5 itself: a
+# crash or hang whose innermost frame outside the fuzzing runtime is in
+# libhdf5, or leaks that libhdf5 allocated in a call that failed. These are
+# crafted HDF5 metadata that the library cannot read safely (h5py crashes on
+# the same files); see docs/reliability.md.
+crash_in_libhdf5() {
+  local bin="$1" input="$2" out
+  out=$(ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 \
+        timeout 300 "$bin" -timeout=20 "$input" 2>&1) && return 1
+  if grep -q 'ERROR: LeakSanitizer' <<<"$out"; then
+    # Each leak's allocation site: the frame after the allocator's.
+    ! grep -A2 -E '^(Direct|Indirect) leak' <<<"$out" | grep -E '^ +#1 0x' | grep -qv 'libhdf5'
+    return
+  fi
+  sed -n '/ERROR:/,$p' <<<"$out" | grep -E '^ +#[0-9]+ 0x' |
+    grep -vE 'libclang_rt|fuzzer::|__sanitizer|libc\.so|libpthread|__restore_rt|<unknown module>| in (__interceptor_[a-z_]+|mem(move|cpy|set)|str(len|dup|cpy)) ' |
+    head -1 | grep -q 'libhdf5'
+}
+
+# run_one TARGET SECONDS: 0 when no crash in tstat's code, 1 otherwise.
+run_one() {
+  local target="$1" seconds="$2"
+  known_target "$target" || die "unknown target '$target' (tools/fuzz.sh list)"
+  [[ "$seconds" =~ ^[0-9]+$ ]] && ((seconds > 0)) || die "SECONDS must be a positive integer"
+  local bin="$BUILD/tests/fuzz/tstat_fuzz_$target"
+  [[ -x "$bin" ]] || die "$bin not built (tools/fuzz.sh build)"
+  local corpus="$BUILD/corpus/$target" crashes="$BUILD/crashes/$target"
+  local log="$BUILD/logs/$target.log" dict="tests/fuzz/json.dict"
+  mkdir -p "$corpus" "$crashes" "$BUILD/logs"
+  local args=(-max_total_time="$seconds" -timeout=10 -rss_limit_mb=4096 -print_final_stats=1
+              -artifact_prefix="$crashes/")
+  if [[ "$target" == segment_reader ]]; then
+    # libhdf5 crashes on some crafted metadata; fork mode goes on after a
+    # crash so that the run still searches tstat's own code, and each crash
+    # is sorted below by where it happened.
+    args+=(-fork=1 -ignore_crashes=1 -ignore_timeouts=1)
+  else
+    args+=(-dict="$dict")
+  fi
+  # New inputs go to the first corpus folder (this machine's); the checked-in
+  # one is only read.
+  local rc=0
+  ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 \
+  UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+    "$bin" "${args[@]}" "$corpus" "tests/fuzz/corpus/$target" >"$log" 2>&1 || rc=$?
+  local runs inputs
+  runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
+  if [[ -z "$runs" ]]; then  # fork mode: the last progress line "#N: cov: ..."
+    runs=$(sed -n 's/^#\([0-9]*\): cov:.*/\1/p' "$log" | tail -1)
+  fi
+  inputs=$(find "$corpus" -type f | wc -l)
+  local found=() upstream=0 f
+  for f in "$crashes"/crash-* "$crashes"/timeout-* "$crashes"/leak-* "$crashes"/oom-*; do
+    [[ -f "$f" ]] || continue
+    if crash_in_libhdf5 "$bin" "$f"; then
+      mkdir -p "$crashes/libhdf5"
+      mv -f "$f" "$crashes/libhdf5/"
+      upstream=$((upstream + 1))
+    else
+      found+=("$f")
+    fi
+  done
+  local note=""
+  ((upstream == 0)) || note=" ($upstream inputs crash inside libhdf5 itself: $crashes/libhdf5/)"
+  if ((${#found[@]} > 0)) || { ((rc != 0)) && [[ "$target" != segment_reader ]]; }; then
+    echo "fuzz $target: FAILED after ${runs:-?} executions (exit $rc)$note; inputs:" >&2
+    printf '  %s\n' "${found[@]}" >&2
+    grep -m 20 -E 'ERROR|SUMMARY|#[0-9]+ 0x' "$log" >&2 || true
+    echo "  full log: $log" >&2
+    return 1
+  fi
+  echo "fuzz $target: $seconds s, ${runs:-?} executions, $inputs inputs in $corpus, no crash in tstat's code$note"
+}
+
+cmd_all() {
+  local seconds="$1" failed=() t
+  for t in "${TARGETS[@]}"; do run_one "$t" "$seconds" || failed+=("$t"); done
+  if ((${#failed[@]} > 0)); then
+    echo "fuzz.sh: crashes in: ${failed[*]}" >&2
+    exit 1
+  fi
+}
+
+case "${1:-}" in
+  build) cmd_build ;;
+  run) (($# == 3)) || usage; run_one "$2" "$3" || exit 1 ;;
+  all) (($# == 2)) || usage; cmd_all "$2" ;;
+  list) printf '%s\n' "${TARGETS[@]}" ;;
+  *) usage ;;
+esac
