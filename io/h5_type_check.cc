@@ -87,7 +87,20 @@ std::string Incompatible(hid_t stored, hid_t wanted, int depth) {
     }
     case H5T_COMPOUND: {
       const int n = H5Tget_nmembers(wanted);
-      if (n < 0 || H5Tget_nmembers(stored) < 0) return "a compound HDF5 cannot describe";
+      const int stored_n = H5Tget_nmembers(stored);
+      if (n < 0 || stored_n < 0) return "a compound HDF5 cannot describe";
+      // A member past the end of its compound (a crafted offset) makes
+      // HDF5's conversion read and write outside its buffers.
+      for (int i = 0; i < stored_n; ++i) {
+        H5Type st(H5Tget_member_type(stored, static_cast<unsigned>(i)));
+        const std::size_t member_size = st.valid() ? H5Tget_size(st.get()) : 0;
+        const std::size_t offset = H5Tget_member_offset(stored, static_cast<unsigned>(i));
+        if (member_size == 0 || offset > size || member_size > size - offset) {
+          return "member " + std::to_string(i) + " (" + std::to_string(member_size) +
+                 " bytes at byte " + std::to_string(offset) + ") lies outside its " +
+                 std::to_string(size) + "-byte compound";
+        }
+      }
       for (int i = 0; i < n; ++i) {
         char* name = H5Tget_member_name(wanted, static_cast<unsigned>(i));
         if (name == nullptr) return "a compound member without a name";
