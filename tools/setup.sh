@@ -38,6 +38,7 @@ PACKAGES=(
   clang              # tools/fuzz.sh: the libFuzzer build (build-fuzz/)
   libclang-rt-14-dev # libFuzzer and the sanitizer runtimes for clang
   libomp-14-dev      # OpenMP for clang (the CPU backend in build-fuzz/)
+  ccache             # compiler cache shared by every build directory and clone (TSTAT_CCACHE)
 )
 
 die() {
