@@ -12,7 +12,9 @@ StepKey KeyOf(std::int64_t global_step, std::uint8_t mode, std::int64_t mode_ste
 
 struct PairHash {
   std::size_t operator()(const std::pair<std::int64_t, std::uint32_t>& p) const {
-    return std::hash<std::int64_t>()(p.first * 1000003 + p.second);
+    // Unsigned: a crafted segment's global step may be any int64, and a
+    // signed product would overflow.
+    return std::hash<std::uint64_t>()(static_cast<std::uint64_t>(p.first) * 1000003u + p.second);
   }
 };
 
