@@ -186,6 +186,37 @@ void ReclaimVlen(hid_t mem_type, std::size_t n, void* buffer) {
   TakeH5ErrorStack();
 }
 
+namespace {
+
+// A crafted dataspace may claim any number of rows; allocating for them
+// would end the process (bad_alloc). Stored rows cannot exceed what the file
+// holds, expanded at most ~1032:1 by DEFLATE (the only filter segments use).
+Status CheckRowsFitTheFile(hid_t dataset, const char* name, hsize_t rows,
+                           const std::string& path) {
+  constexpr hsize_t kMaxExpansion = 1100;
+  H5Type stored(H5Dget_type(dataset));
+  const hsize_t stored_size = stored.valid() ? H5Tget_size(stored.get()) : 0;
+  hsize_t file_bytes = 0;
+  const hid_t file = H5Iget_file_id(dataset);
+  if (file >= 0) {
+    if (H5Fget_filesize(file, &file_bytes) < 0) file_bytes = 0;
+    H5Fclose(file);
+  }
+  TakeH5ErrorStack();
+  if (stored_size == 0 || file_bytes == 0) {
+    return Status::Corruption(path + ": table '" + name + "': cannot tell its size");
+  }
+  if (rows > file_bytes * kMaxExpansion / stored_size) {
+    return Status::Corruption(path + ": table '" + name + "' claims " + std::to_string(rows) +
+                              " rows of " + std::to_string(stored_size) +
+                              " bytes, more than a file of " + std::to_string(file_bytes) +
+                              " bytes can hold");
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
 Status ReadTableInto(hid_t loc, const char* name, hid_t mem_type, std::size_t row_size,
                      std::vector<unsigned char>* bytes, std::size_t* count,
                      const std::string& path) {
@@ -202,6 +233,7 @@ Status ReadTableInto(hid_t loc, const char* name, hid_t mem_type, std::size_t ro
     return Status::Internal(path + ": row type of '" + name + "' does not match its struct");
   }
   if (dims[0] == 0) return Status::OK();
+  TSTAT_RETURN_IF_ERROR(CheckRowsFitTheFile(dataset.get(), name, dims[0], path));
   // Zero-filled so that members the file lacks read as zero.
   bytes->assign(static_cast<std::size_t>(dims[0]) * row_size, 0);
   Status read = ReadH5Dataset(dataset.get(), mem_type, bytes->data(), path);
