@@ -34,6 +34,13 @@ inline std::uint64_t RecordsIn(const StepBatch& batch) {
   return batch.stats.size() + batch.scalars.size() + batch.raws.size();
 }
 
+// Whether a sink call's failure is a rejection of the call (a caller error:
+// kInvalidArgument, kFailedPrecondition), which changes nothing in the sink,
+// rather than a storage failure, which the sink counts in records_lost().
+inline bool IsRejectedCall(const Status& s) {
+  return s.code() == StatusCode::kInvalidArgument || s.code() == StatusCode::kFailedPrecondition;
+}
+
 class StepSink {
  public:
   virtual ~StepSink() = default;

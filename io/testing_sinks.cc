@@ -157,9 +157,7 @@ Status FaultInjectionSink::HandPendingToInner() {
     if (!written.ok()) {
       // The inner sink counts what it held, the failing batch too unless it
       // rejected it; the batches after it never reached it.
-      const bool rejected = written.code() == StatusCode::kInvalidArgument ||
-                            written.code() == StatusCode::kFailedPrecondition;
-      for (std::size_t j = rejected ? i : i + 1; j < pending_.size(); ++j) {
+      for (std::size_t j = IsRejectedCall(written) ? i : i + 1; j < pending_.size(); ++j) {
         records_lost_ += RecordsIn(pending_[j]);
       }
       pending_.clear();

@@ -412,9 +412,8 @@ void Pipeline::WriteItem(PipelineItem* item) {
   const Status s = sink_->Write(batch);
   // A batch the sink rejected (a caller error) changed nothing there and is
   // lost here; any other failure the sink counted itself.
-  const bool rejected = !s.ok() && sink_->records_lost() == lost_before &&
-                        (s.code() == StatusCode::kInvalidArgument ||
-                         s.code() == StatusCode::kFailedPrecondition);
+  const bool rejected =
+      !s.ok() && io::IsRejectedCall(s) && sink_->records_lost() == lost_before;
   if (rejected) {
     CountRecordsLost(records);
   } else {

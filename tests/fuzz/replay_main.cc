@@ -6,23 +6,18 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <string>
 #include <vector>
 
+#include "io/posix_file.h"
 #include "tests/fuzz/fuzz_target.h"
 
 namespace fs = std::filesystem;
 
 namespace {
 
-bool ReadAll(const fs::path& path, std::vector<std::uint8_t>* bytes) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return false;
-  bytes->assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  return !in.bad();
-}
+// Larger than any corpus file; a bound, as for every read.
+constexpr std::uint64_t kMaxInputBytes = 64ull << 20;
 
 }  // namespace
 
@@ -49,14 +44,14 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: %s FILE_OR_DIR... (no inputs found)\n", argv[0]);
     return 2;
   }
-  std::vector<std::uint8_t> bytes;
   for (const fs::path& path : inputs) {
-    if (!ReadAll(path, &bytes)) {
-      std::fprintf(stderr, "%s: cannot read\n", path.c_str());
+    tstat::Result<std::string> bytes = tstat::io::ReadRegularFile(path.string(), kMaxInputBytes);
+    if (!bytes.ok()) {
+      std::fprintf(stderr, "%s\n", bytes.status().ToString().c_str());
       return 2;
     }
-    std::fprintf(stderr, "replaying %s (%zu bytes)\n", path.c_str(), bytes.size());
-    LLVMFuzzerTestOneInput(bytes.data(), bytes.size());
+    std::fprintf(stderr, "replaying %s (%zu bytes)\n", path.c_str(), bytes->size());
+    LLVMFuzzerTestOneInput(reinterpret_cast<const std::uint8_t*>(bytes->data()), bytes->size());
   }
   std::printf("%zu inputs replayed without a crash\n", inputs.size());
   return 0;

@@ -7,14 +7,12 @@
 //     the last step that ended is durable (the lost steps span at most 2T);
 //   - flush_interval_steps N: at most 2N - 1 ended steps are lost.
 // And what survived is a gap-free prefix of the steps, with the right values.
-#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
-#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <random>
@@ -24,6 +22,7 @@
 #include <vector>
 
 #include "tests/host/host_test_util.h"
+#include "tests/io/io_test_util.h"
 #include "tstat/trial.h"
 
 namespace tstat {
@@ -60,36 +59,16 @@ struct Ended {
 std::vector<Ended> RunAndKill(const std::string& dir, const std::string& flush_seconds,
                               const std::string& flush_steps, const std::string& step_us,
                               int run_ms) {
-  int fds[2];
-  EXPECT_EQ(::pipe(fds), 0);
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    ::dup2(fds[1], 1);
-    ::close(fds[0]);
-    ::close(fds[1]);
-    const char* argv[] = {TSTAT_LOSS_BOUND_WRITER, dir.c_str(),     flush_seconds.c_str(),
-                          flush_steps.c_str(),     step_us.c_str(), nullptr};
-    ::execv(argv[0], const_cast<char**>(argv));
-    ::_exit(127);
-  }
-  ::close(fds[1]);
+  io::testing::Child child =
+      io::testing::Spawn({TSTAT_LOSS_BOUND_WRITER, dir, flush_seconds, flush_steps, step_us});
   std::this_thread::sleep_for(std::chrono::milliseconds(run_ms));
-  ::kill(pid, SIGKILL);
+  ::kill(child.pid, SIGKILL);
   int status = 0;
-  ::waitpid(pid, &status, 0);
+  ::waitpid(child.pid, &status, 0);
   EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << "the writer exited early";
   std::string text;
-  char buffer[4096];
-  for (;;) {
-    const ssize_t n = ::read(fds[0], buffer, sizeof(buffer));
-    if (n > 0) {
-      text.append(buffer, static_cast<std::size_t>(n));
-      continue;
-    }
-    if (n < 0 && errno == EINTR) continue;
-    break;
-  }
-  ::close(fds[0]);
+  io::testing::Drain(child.out, &text, /*until_eof=*/true);
+  ::close(child.out);
   std::vector<Ended> ended;
   std::istringstream lines(text);
   std::string word;

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -36,6 +37,43 @@ bool MakeHostileFile(const std::string& path, const std::string& kind) {
     return ok;
   }
   return false;
+}
+
+Child Spawn(const std::vector<std::string>& args) {
+  int fds[2];
+  EXPECT_EQ(::pipe(fds), 0);
+  Child child;
+  child.pid = ::fork();
+  if (child.pid == 0) {
+    ::dup2(fds[1], 1);
+    ::close(fds[0]);
+    ::close(fds[1]);
+    std::vector<char*> argv;
+    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    ::execv(argv[0], argv.data());
+    ::_exit(127);
+  }
+  ::close(fds[1]);
+  child.out = fds[0];
+  return child;
+}
+
+void Drain(int fd, std::string* text, bool until_eof) {
+  if (!until_eof)
+    ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+  else
+    ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  char buffer[4096];
+  for (;;) {
+    const ssize_t n = ::read(fd, buffer, sizeof(buffer));
+    if (n > 0) {
+      text->append(buffer, static_cast<std::size_t>(n));
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    break;
+  }
 }
 
 TempDir::TempDir() {

@@ -6,6 +6,8 @@
 #include <signal.h>
 #include <sys/resource.h>
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -18,6 +20,17 @@ namespace tstat::io::testing {
 
 // A fresh directory under $TMPDIR (or /tmp), removed with its contents
 // (kept when TSTAT_TEST_KEEP_TMP=1, for debugging).
+// A child process running `args` (args[0]: the executable's path) with its
+// stdout on a pipe.
+struct Child {
+  pid_t pid = -1;
+  int out = -1;  // read end of its stdout
+};
+Child Spawn(const std::vector<std::string>& args);
+// Appends what the child has written so far to `text` (all of it, until
+// end of file, with `until_eof`: once it is dead).
+void Drain(int fd, std::string* text, bool until_eof);
+
 class TempDir {
  public:
   TempDir();
