@@ -2,6 +2,7 @@
 #include "io/h5_dataset.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "io/h5_error.h"
 #include "io/h5_file.h"
@@ -126,28 +127,6 @@ Status WriteNewDataset(hid_t loc, const char* name, hid_t file_type, hid_t mem_t
   return Status::OK();
 }
 
-Status WriteStringDataset(hid_t loc, const char* name, const std::string& value,
-                          const std::string& path) {
-  TSTAT_ASSIGN_OR_RETURN(H5Type type, VlenStringType());
-  const char* pointer = value.c_str();
-  return WriteNewDataset(loc, name, type.get(), type.get(), {}, &pointer, 0, path);
-}
-
-Result<std::string> ReadStringDataset(hid_t loc, const char* name, const std::string& path) {
-  TSTAT_ASSIGN_OR_RETURN(H5DataSet dataset, OpenH5Dataset(loc, name, path));
-  TSTAT_ASSIGN_OR_RETURN(std::vector<hsize_t> dims, H5DatasetDims(dataset.get(), path));
-  if (!dims.empty()) {
-    return Status::Corruption(path + ": dataset '" + name + "' is not a scalar string");
-  }
-  TSTAT_ASSIGN_OR_RETURN(H5Type type, VlenStringType());
-  char* pointer = nullptr;
-  TSTAT_RETURN_IF_ERROR(ReadH5Dataset(dataset.get(), type.get(), &pointer, path)
-                            .WithContext(std::string("string '") + name + "'"));
-  std::string value = pointer ? pointer : "";
-  ReclaimVlen(type.get(), 1, &pointer);
-  return value;
-}
-
 Result<H5DataSet> OpenH5Dataset(hid_t loc, const char* name, const std::string& path,
                                 hid_t access) {
   H5DataSet dataset(H5Dopen2(loc, name, access));
@@ -191,8 +170,7 @@ namespace {
 // A crafted dataspace may claim any number of rows; allocating for them
 // would end the process (bad_alloc). Stored rows cannot exceed what the file
 // holds, expanded at most ~1032:1 by DEFLATE (the only filter segments use).
-Status CheckRowsFitTheFile(hid_t dataset, const char* name, hsize_t rows,
-                           const std::string& path) {
+Status CheckRowsFitTheFile(hid_t dataset, const char* name, hsize_t rows, const std::string& path) {
   constexpr hsize_t kMaxExpansion = 1100;
   H5Type stored(H5Dget_type(dataset));
   const hsize_t stored_size = stored.valid() ? H5Tget_size(stored.get()) : 0;
@@ -215,7 +193,129 @@ Status CheckRowsFitTheFile(hid_t dataset, const char* name, hsize_t rows,
   return Status::OK();
 }
 
+// Whether `dataset` stores strings, and of which width (0: variable length).
+Result<std::size_t> StoredStringWidth(hid_t dataset, const std::string& what) {
+  H5Type stored(H5Dget_type(dataset));
+  if (!stored.valid()) return H5Failure(StatusCode::kCorruption, what + ": no type");
+  if (H5Tget_class(stored.get()) != H5T_STRING) {
+    TakeH5ErrorStack();
+    return Status::Corruption(what + " does not hold strings");
+  }
+  if (H5Tis_variable_str(stored.get()) > 0) return std::size_t{0};
+  const std::size_t width = H5Tget_size(stored.get());
+  TakeH5ErrorStack();
+  if (width == 0) return Status::Corruption(what + ": strings of 0 bytes");
+  return width;
+}
+
+// The memory type for reading `dataset`'s fixed-length strings of `width`.
+Result<H5Type> MemoryStringType(hid_t dataset, std::size_t width) {
+  H5Type stored(H5Dget_type(dataset));
+  if (!stored.valid()) return H5Failure(StatusCode::kCorruption, "a dataset's type");
+  return FixedStringTypeLike(stored.get(), width);
+}
+
+Status RefuseVariableLength(const std::string& what) {
+  return Status::Corruption(what +
+                            " holds variable-length strings (format_version 3 stores "
+                            "none; libhdf5 reads them from the global heap unchecked)");
+}
+
 }  // namespace
+
+Status WriteStringDataset(hid_t loc, const char* name, const std::string& value,
+                          const std::string& path) {
+  if (value.size() > kMaxStringDatasetBytes) {
+    return Status::InvalidArgument(path + ": string '" + name + "' of " +
+                                   std::to_string(value.size()) + " bytes (at most " +
+                                   std::to_string(kMaxStringDatasetBytes) + ")");
+  }
+  std::string padded = value;
+  padded.resize(std::max<std::size_t>(value.size(), 1), '\0');
+  TSTAT_ASSIGN_OR_RETURN(H5Type type, FixedUtf8StringType(padded.size()));
+  return WriteNewDataset(loc, name, type.get(), type.get(), {}, padded.data(), 0, path);
+}
+
+Result<std::string> ReadStringDataset(hid_t loc, const char* name, const std::string& path,
+                                      bool allow_variable_length) {
+  const std::string what = path + ": dataset '" + name + "'";
+  TSTAT_ASSIGN_OR_RETURN(H5DataSet dataset, OpenH5Dataset(loc, name, path));
+  TSTAT_ASSIGN_OR_RETURN(std::vector<hsize_t> dims, H5DatasetDims(dataset.get(), path));
+  if (!dims.empty()) return Status::Corruption(what + " is not a scalar string");
+  TSTAT_ASSIGN_OR_RETURN(std::size_t width, StoredStringWidth(dataset.get(), what));
+  if (width == 0) {
+    if (!allow_variable_length) return RefuseVariableLength(what);
+    TSTAT_ASSIGN_OR_RETURN(H5Type type, VlenStringType());
+    char* pointer = nullptr;
+    TSTAT_RETURN_IF_ERROR(ReadH5Dataset(dataset.get(), type.get(), &pointer, path)
+                              .WithContext(std::string("string '") + name + "'"));
+    std::string value = pointer ? pointer : "";
+    ReclaimVlen(type.get(), 1, &pointer);
+    return value;
+  }
+  if (width > kMaxStringDatasetBytes) {
+    return Status::Corruption(what + " is a string of " + std::to_string(width) +
+                              " bytes (at most " + std::to_string(kMaxStringDatasetBytes) +
+                              " are read)");
+  }
+  TSTAT_RETURN_IF_ERROR(CheckRowsFitTheFile(dataset.get(), name, 1, path));
+  TSTAT_ASSIGN_OR_RETURN(H5Type type, MemoryStringType(dataset.get(), width));
+  std::string value(width, '\0');
+  // Same class and width: HDF5 copies the bytes, no conversion.
+  if (H5Dread(dataset.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, value.data()) < 0) {
+    return H5Failure(StatusCode::kCorruption, what + ": read failed");
+  }
+  value.resize(strnlen(value.data(), width));
+  return value;
+}
+
+Status WriteStringArray(hid_t loc, const char* name, const std::vector<std::string>& values,
+                        int compression_level, const std::string& path) {
+  if (values.empty()) return Status::OK();
+  std::size_t width = 1;
+  for (const std::string& v : values) width = std::max(width, v.size());
+  std::vector<char> bytes(values.size() * width, '\0');
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    std::memcpy(bytes.data() + i * width, values[i].data(), values[i].size());
+  }
+  TSTAT_ASSIGN_OR_RETURN(H5Type type, FixedUtf8StringType(width));
+  return WriteNewDataset(loc, name, type.get(), type.get(), {values.size()}, bytes.data(),
+                         compression_level, path);
+}
+
+Result<std::vector<std::string>> ReadStringArray(hid_t loc, const char* name, std::size_t max_width,
+                                                 const std::string& path,
+                                                 bool allow_variable_length) {
+  const std::string what = path + ": dataset '" + name + "'";
+  std::vector<std::string> out;
+  TSTAT_ASSIGN_OR_RETURN(bool exists, H5LinkExists(loc, name, path));
+  if (!exists) return out;
+  TSTAT_ASSIGN_OR_RETURN(H5DataSet dataset, OpenH5Dataset(loc, name, path));
+  TSTAT_ASSIGN_OR_RETURN(std::size_t width, StoredStringWidth(dataset.get(), what));
+  if (width == 0) {
+    if (!allow_variable_length) return RefuseVariableLength(what);
+    TSTAT_ASSIGN_OR_RETURN(H5Type type, VlenStringType());
+    std::vector<char*> pointers;
+    TSTAT_RETURN_IF_ERROR(ReadTable(loc, name, type.get(), &pointers, path));
+    for (const char* p : pointers) out.emplace_back(p ? p : "");
+    ReclaimVlen(type.get(), pointers.size(), pointers.data());
+    return out;
+  }
+  if (width > max_width) {
+    return Status::Corruption(what + " holds strings of " + std::to_string(width) +
+                              " bytes (at most " + std::to_string(max_width) + ")");
+  }
+  TSTAT_ASSIGN_OR_RETURN(H5Type type, MemoryStringType(dataset.get(), width));
+  std::vector<unsigned char> bytes;
+  std::size_t count = 0;
+  TSTAT_RETURN_IF_ERROR(ReadTableInto(loc, name, type.get(), width, &bytes, &count, path));
+  out.reserve(count);
+  for (std::size_t i = 0; i < count; ++i) {
+    const char* s = reinterpret_cast<const char*>(bytes.data()) + i * width;
+    out.emplace_back(s, strnlen(s, width));
+  }
+  return out;
+}
 
 Status ReadTableInto(hid_t loc, const char* name, hid_t mem_type, std::size_t row_size,
                      std::vector<unsigned char>* bytes, std::size_t* count,

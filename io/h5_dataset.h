@@ -48,10 +48,23 @@ Result<H5DataSet> CreateExtendibleChunked(hid_t loc, const char* name, hid_t fil
 Status WriteNewDataset(hid_t loc, const char* name, hid_t file_type, hid_t mem_type,
                        const std::vector<hsize_t>& dims, const void* data, int compression_level,
                        const std::string& path, ChunkDeflater* deflater = nullptr);
-// A scalar (0-d) variable-length UTF-8 string dataset.
+// A scalar (0-d) fixed-length UTF-8 string dataset as long as `value` (one
+// NUL for ""), up to kMaxStringDatasetBytes. Reading accepts a variable-length
+// one (segments before format_version 3) only with `allow_variable_length`.
+inline constexpr std::size_t kMaxStringDatasetBytes = std::size_t{64} << 20;
 Status WriteStringDataset(hid_t loc, const char* name, const std::string& value,
                           const std::string& path);
-Result<std::string> ReadStringDataset(hid_t loc, const char* name, const std::string& path);
+Result<std::string> ReadStringDataset(hid_t loc, const char* name, const std::string& path,
+                                      bool allow_variable_length = false);
+// A 1-D dataset of fixed-length UTF-8 strings as wide as the longest of
+// `values` (nothing is written for none). Reading refuses strings wider than
+// `max_width` and variable-length ones unless `allow_variable_length`; an
+// absent dataset reads as none.
+Status WriteStringArray(hid_t loc, const char* name, const std::vector<std::string>& values,
+                        int compression_level, const std::string& path);
+Result<std::vector<std::string>> ReadStringArray(hid_t loc, const char* name, std::size_t max_width,
+                                                 const std::string& path,
+                                                 bool allow_variable_length = false);
 
 // `access`: a dataset access list (e.g. a chunk cache setting), or the default.
 Result<H5DataSet> OpenH5Dataset(hid_t loc, const char* name, const std::string& path,

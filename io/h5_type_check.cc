@@ -44,6 +44,33 @@ const char* ClassName(H5T_class_t c) {
 
 bool IsNumber(H5T_class_t c) { return c == H5T_INTEGER || c == H5T_FLOAT; }
 
+// Whether `type` holds variable-length data (a sequence or a string) at any
+// depth (up to kMaxNesting; deeper counts as yes).
+bool HasVariableParts(hid_t type, int depth) {
+  if (depth > kMaxNesting) return true;
+  switch (H5Tget_class(type)) {
+    case H5T_VLEN:
+      return true;
+    case H5T_STRING:
+      return H5Tis_variable_str(type) != 0;
+    case H5T_ARRAY: {
+      H5Type base(H5Tget_super(type));
+      return !base.valid() || HasVariableParts(base.get(), depth + 1);
+    }
+    case H5T_COMPOUND: {
+      const int n = H5Tget_nmembers(type);
+      if (n < 0) return true;
+      for (int i = 0; i < n; ++i) {
+        H5Type member(H5Tget_member_type(type, static_cast<unsigned>(i)));
+        if (!member.valid() || HasVariableParts(member.get(), depth + 1)) return true;
+      }
+      return false;
+    }
+    default:
+      return false;
+  }
+}
+
 // Empty when `stored` may be read as `wanted`, else why not.
 std::string Incompatible(hid_t stored, hid_t wanted, int depth) {
   if (depth > kMaxNesting) return "types nested more than 8 levels deep";
@@ -99,6 +126,17 @@ std::string Incompatible(hid_t stored, hid_t wanted, int depth) {
           return "member " + std::to_string(i) + " (" + std::to_string(member_size) +
                  " bytes at byte " + std::to_string(offset) + ") lies outside its " +
                  std::to_string(size) + "-byte compound";
+        }
+        // A member the reader does not ask for is still walked by HDF5's
+        // conversion; variable-length data there would be read unchecked.
+        char* stored_name = H5Tget_member_name(stored, static_cast<unsigned>(i));
+        const bool wanted_too =
+            stored_name != nullptr && H5Tget_member_index(wanted, stored_name) >= 0;
+        H5free_memory(stored_name);
+        if (!wanted_too && HasVariableParts(st.get(), depth + 1)) {
+          return "member " + std::to_string(i) +
+                 " holds variable-length data the reader does "
+                 "not read";
         }
       }
       for (int i = 0; i < n; ++i) {

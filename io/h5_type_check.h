@@ -9,7 +9,8 @@
 // (variable-length or fixed); variable-length sequences and arrays (of the
 // same shape) of compatible elements; compounds member by member, by name
 // (a member the file lacks reads as zero, one the memory type lacks is
-// ignored; every stored member must lie inside its compound); any other
+// ignored, unless it holds variable-length data; every stored member must
+// lie inside its compound); any other
 // class only when the types are equal. Stored elements
 // larger than 1 MiB and nesting deeper than 8 levels are refused.
 // Callers hold the HDF5 lock (h5_lock.h).

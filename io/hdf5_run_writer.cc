@@ -17,6 +17,7 @@
 #include "io/segment_buffers.h"
 #include "io/segment_driver.h"
 #include "io/segment_file_writer.h"
+#include "io/segment_schema.h"
 #include "io/segment_seal.h"
 
 #ifndef TSTAT_VERSION_STRING
@@ -120,6 +121,20 @@ Status Hdf5RunWriter::RegisterTensors(const std::vector<TensorInfo>& tensors) {
     }
     if (!IsValidDType(t.dtype)) {
       return Status::InvalidArgument("tensor '" + t.name + "': invalid dtype");
+    }
+    // Stored as fixed-length strings (segment_schema.h): longer would be cut.
+    if (t.name.size() > kTensorNameChars) {
+      return Status::InvalidArgument("tensor id " + std::to_string(t.id) + ": a name of " +
+                                     std::to_string(t.name.size()) + " bytes (at most " +
+                                     std::to_string(kTensorNameChars) + ")");
+    }
+    for (const std::string& c : t.collections) {
+      if (c.size() > kCollectionNameChars) {
+        return Status::InvalidArgument("tensor id " + std::to_string(t.id) +
+                                       ": a collection name of " + std::to_string(c.size()) +
+                                       " bytes (at most " + std::to_string(kCollectionNameChars) +
+                                       ")");
+      }
     }
     auto it = registry_.find(t.id);
     if (it != registry_.end() && it->second.name != t.name) {

@@ -1,7 +1,9 @@
 // See segment_file_writer.h.
 #include "io/segment_file_writer.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <optional>
 
@@ -56,9 +58,23 @@ Status WriteCountArray(hid_t file, const char* name, const std::vector<std::uint
   return WriteArray(file, name, H5T_NATIVE_UINT64, counts, level, path, z);
 }
 
+// A table whose string members are stored as wide as `widths` says (the
+// longest value written) rather than as wide as the row struct's arrays.
+template <class Row>
+Status WriteTableOfStrings(hid_t file, const char* name, Result<H5Type> (*type_fn)(),
+                           const std::vector<StringWidth>& widths, const std::vector<Row>& rows,
+                           int level, const std::string& path) {
+  if (rows.empty()) return Status::OK();
+  TSTAT_ASSIGN_OR_RETURN(H5Type mem_type, type_fn());
+  TSTAT_ASSIGN_OR_RETURN(H5Type file_type, PackedCopyWithStringWidths(mem_type.get(), widths));
+  return WriteNewDataset(file, name, file_type.get(), mem_type.get(), {rows.size()}, rows.data(),
+                         level, path);
+}
+
 Status WriteRegistry(hid_t file, const std::vector<TensorInfo>& registry, int level,
                      const std::string& path) {
   std::vector<TensorRow> rows;
+  std::size_t name_width = 1;
   std::vector<std::int64_t> shapes;
   std::vector<std::string> collections;  // distinct, in order of first use
   std::map<std::string, std::uint32_t> collection_index;
@@ -67,7 +83,8 @@ Status WriteRegistry(hid_t file, const std::vector<TensorInfo>& registry, int le
   for (const TensorInfo& t : registry) {
     TensorRow row{};
     row.id = t.id;
-    row.name = t.name.c_str();
+    SetFixedChars(t.name, row.name);
+    name_width = std::max(name_width, std::min(t.name.size(), kTensorNameChars));
     row.kind = static_cast<std::uint8_t>(t.kind);
     SetDTypeChars(t.dtype, row.dtype);
     row.space = static_cast<std::uint8_t>(t.space);
@@ -82,15 +99,10 @@ Status WriteRegistry(hid_t file, const std::vector<TensorInfo>& registry, int le
       memberships.push_back(TensorCollectionRow{t.id, it->second});
     }
   }
-  TSTAT_ASSIGN_OR_RETURN(H5Type tensor_type, TensorRowType());
-  TSTAT_RETURN_IF_ERROR(WriteTable(file, kTensorsTable, tensor_type.get(), rows, level, path));
+  TSTAT_RETURN_IF_ERROR(WriteTableOfStrings(file, kTensorsTable, TensorRowType,
+                                            {{"name", name_width}}, rows, level, path));
   TSTAT_RETURN_IF_ERROR(WriteArray(file, kTensorShapes, H5T_NATIVE_INT64, shapes, level, path));
-  if (!collections.empty()) {
-    std::vector<const char*> names;
-    for (const std::string& c : collections) names.push_back(c.c_str());
-    TSTAT_ASSIGN_OR_RETURN(H5Type str, VlenStringType());
-    TSTAT_RETURN_IF_ERROR(WriteArray(file, kCollections, str.get(), names, level, path));
-  }
+  TSTAT_RETURN_IF_ERROR(WriteStringArray(file, kCollections, collections, level, path));
   TSTAT_ASSIGN_OR_RETURN(H5Type membership_type, TensorCollectionRowType());
   return WriteTable(file, kTensorCollectionsTable, membership_type.get(), memberships, level, path);
 }
@@ -147,15 +159,24 @@ Status WriteSegmentTables(hid_t file, const SegmentHeader& header,
   TSTAT_RETURN_IF_ERROR(
       WriteCountArray(file, kCountedCounts, b.counted_counts, level, path, streamed));
 
-  std::vector<DropRow> drops;
-  drops.reserve(b.drops.size());
-  for (const DropEntry& d : b.drops) {
-    drops.push_back(DropRow{d.key.global_step, static_cast<std::uint8_t>(d.key.mode),
-                            d.key.mode_step, d.drop.tensor_id, d.drop.kind.c_str(),
-                            d.drop.reason.c_str(), d.drop.bytes});
+  std::vector<DropRow> drops(b.drops.size());
+  std::size_t kind_width = 1, reason_width = 1;
+  for (std::size_t i = 0; i < b.drops.size(); ++i) {
+    const DropEntry& d = b.drops[i];
+    DropRow& row = drops[i];
+    row.global_step = d.key.global_step;
+    row.mode = static_cast<std::uint8_t>(d.key.mode);
+    row.mode_step = d.key.mode_step;
+    row.tensor_id = d.drop.tensor_id;
+    SetFixedChars(d.drop.kind, row.kind);
+    SetFixedChars(d.drop.reason, row.reason);
+    row.bytes = d.drop.bytes;
+    kind_width = std::max(kind_width, strnlen(row.kind, kDropKindChars));
+    reason_width = std::max(reason_width, strnlen(row.reason, kDropReasonChars));
   }
-  TSTAT_ASSIGN_OR_RETURN(H5Type drop_type, DropRowType());
-  TSTAT_RETURN_IF_ERROR(WriteTable(file, kDropsTable, drop_type.get(), drops, level, path));
+  TSTAT_RETURN_IF_ERROR(WriteTableOfStrings(file, kDropsTable, DropRowType,
+                                            {{"kind", kind_width}, {"reason", reason_width}}, drops,
+                                            level, path));
 
   TSTAT_ASSIGN_OR_RETURN(H5Type raw_type, RawIndexRowType());
   TSTAT_RETURN_IF_ERROR(

@@ -15,6 +15,7 @@
 #include "io/h5_lock.h"
 #include "io/h5_type_check.h"
 #include "io/run_layout.h"
+#include "io/segment_legacy_reader.h"
 #include "io/segment_schema.h"
 #include "io/segment_seal.h"
 
@@ -27,9 +28,11 @@ StepKey KeyOf(std::int64_t global_step, std::uint8_t mode, std::int64_t mode_ste
   return StepKey{global_step, static_cast<Mode>(mode), mode_step};
 }
 
+bool IsLegacy(std::int64_t format_version) { return format_version <= kNewestLegacyFormatVersion; }
+
+// The version is read first (an integer): it says whether the strings may be
+// variable-length, and legacy ones are read only when allowed.
 Status ReadHeader(hid_t file, const std::string& path, SegmentHeader* h) {
-  TSTAT_ASSIGN_OR_RETURN(std::string format, ReadStringAttribute(file, "format", path));
-  if (format != kFormatName) return Status::Corruption(path + ": not a tstat segment");
   TSTAT_ASSIGN_OR_RETURN(std::int64_t version, ReadInt64Attribute(file, "format_version", path));
   if (version < kOldestReadableFormatVersion || version > kFormatVersion) {
     return Status::NotSupported(path + ": format_version " + std::to_string(version) +
@@ -37,15 +40,20 @@ Status ReadHeader(hid_t file, const std::string& path, SegmentHeader* h) {
                                 std::to_string(kOldestReadableFormatVersion) + " to " +
                                 std::to_string(kFormatVersion) + ")");
   }
+  const bool legacy = IsLegacy(version);
+  if (legacy && !LegacySegmentsAllowed()) return LegacySegmentRefused(path, version);
+  TSTAT_ASSIGN_OR_RETURN(std::string format, ReadStringAttribute(file, "format", path, legacy));
+  if (format != kFormatName) return Status::Corruption(path + ": not a tstat segment");
   h->format_version = version;
   TSTAT_ASSIGN_OR_RETURN(std::int64_t rank, ReadInt64Attribute(file, "rank", path));
   TSTAT_ASSIGN_OR_RETURN(std::int64_t world, ReadInt64Attribute(file, "world_size", path));
-  TSTAT_ASSIGN_OR_RETURN(h->host, ReadStringAttribute(file, "host", path));
+  TSTAT_ASSIGN_OR_RETURN(h->host, ReadStringAttribute(file, "host", path, legacy));
   TSTAT_ASSIGN_OR_RETURN(h->segment_index, ReadInt64Attribute(file, "segment_index", path));
-  TSTAT_ASSIGN_OR_RETURN(h->tstat_version, ReadStringAttribute(file, "tstat_version", path));
+  TSTAT_ASSIGN_OR_RETURN(h->tstat_version,
+                         ReadStringAttribute(file, "tstat_version", path, legacy));
   TSTAT_ASSIGN_OR_RETURN(h->created_unix_time,
                          ReadDoubleAttribute(file, "created_unix_time", path));
-  TSTAT_ASSIGN_OR_RETURN(h->config_json, ReadStringDataset(file, kConfigDataset, path));
+  TSTAT_ASSIGN_OR_RETURN(h->config_json, ReadStringDataset(file, kConfigDataset, path, legacy));
   if (world < 1 || rank < 0 || rank >= world || world > kMaxWorldSize) {
     return Status::Corruption(path + ": invalid rank/world_size attributes");
   }
@@ -54,16 +62,21 @@ Status ReadHeader(hid_t file, const std::string& path, SegmentHeader* h) {
   return Status::OK();
 }
 
-Status ReadRegistry(hid_t file, const std::string& path, std::vector<TensorInfo>* tensors) {
-  TSTAT_ASSIGN_OR_RETURN(H5Type type, TensorRowType());
+Status ReadRegistry(hid_t file, const std::string& path, bool legacy,
+                    std::vector<TensorInfo>* tensors) {
   std::vector<TensorRow> rows;
-  TSTAT_RETURN_IF_ERROR(ReadTable(file, kTensorsTable, type.get(), &rows, path));
+  if (legacy) {
+    TSTAT_RETURN_IF_ERROR(ReadLegacyTensorRows(file, path, &rows));
+  } else {
+    TSTAT_ASSIGN_OR_RETURN(H5Type type, TensorRowType());
+    TSTAT_RETURN_IF_ERROR(ReadTable(file, kTensorsTable, type.get(), &rows, path));
+  }
   std::vector<std::int64_t> shapes;
   Status bad = ReadTable(file, kTensorShapes, H5T_NATIVE_INT64, &shapes, path);
   for (const TensorRow& r : rows) {
     TensorInfo t;
     t.id = r.id;
-    t.name = r.name ? r.name : "";
+    t.name = FixedChars(r.name);
     t.kind = r.kind == 1 ? TensorKind::kScalar : TensorKind::kTensor;
     t.space = r.space == 1 ? MemorySpace::kCuda : MemorySpace::kHost;
     if (bad.ok() && !ParseDTypeChars(r.dtype, &t.dtype)) {
@@ -78,15 +91,10 @@ Status ReadRegistry(hid_t file, const std::string& path, std::vector<TensorInfo>
     }
     tensors->push_back(std::move(t));
   }
-  ReclaimVlen(type.get(), rows.size(), rows.data());
   TSTAT_RETURN_IF_ERROR(bad);
 
-  std::vector<std::string> collections;
-  TSTAT_ASSIGN_OR_RETURN(H5Type str, VlenStringType());
-  std::vector<char*> names;
-  TSTAT_RETURN_IF_ERROR(ReadTable(file, kCollections, str.get(), &names, path));
-  for (const char* n : names) collections.emplace_back(n ? n : "");
-  ReclaimVlen(str.get(), names.size(), names.data());
+  TSTAT_ASSIGN_OR_RETURN(std::vector<std::string> collections,
+                         ReadStringArray(file, kCollections, kCollectionNameChars, path, legacy));
 
   TSTAT_ASSIGN_OR_RETURN(H5Type member_type, TensorCollectionRowType());
   std::vector<TensorCollectionRow> members;
@@ -108,55 +116,6 @@ template <class T>
 Status ReadArray(hid_t file, const char* name, hid_t type, std::vector<T>* out,
                  const std::string& path) {
   return ReadTable(file, name, type, out, path);
-}
-
-// Version 1 files written before small snapshots were packed have no
-// byte_offset and byte_count columns in raw_index.
-Result<bool> RawIndexHasPackedColumns(hid_t file, const std::string& path) {
-  TSTAT_ASSIGN_OR_RETURN(bool exists, H5LinkExists(file, kRawIndexTable, path));
-  if (!exists) return true;
-  TSTAT_ASSIGN_OR_RETURN(H5DataSet table, OpenH5Dataset(file, kRawIndexTable, path));
-  H5Type stored(H5Dget_type(table.get()));
-  if (!stored.valid() || H5Tget_class(stored.get()) != H5T_COMPOUND) {
-    TakeH5ErrorStack();
-    return Status::Corruption(path + ": raw_index is not a table");
-  }
-  const bool has = H5Tget_member_index(stored.get(), "byte_offset") >= 0 &&
-                   H5Tget_member_index(stored.get(), "byte_count") >= 0;
-  TakeH5ErrorStack();  // a missing member leaves an error on HDF5's stack
-  return has;
-}
-
-// Converts a version 1 raw_index to the rows and shapes of version 2.
-Status ReadRawIndexV1(hid_t file, const std::string& path, SegmentBuffers* b) {
-  TSTAT_ASSIGN_OR_RETURN(bool packed_columns, RawIndexHasPackedColumns(file, path));
-  TSTAT_ASSIGN_OR_RETURN(H5Type raw_type, RawIndexRowV1Type(packed_columns));
-  std::vector<RawIndexRowV1> rows;
-  TSTAT_RETURN_IF_ERROR(ReadTable(file, kRawIndexTable, raw_type.get(), &rows, path));
-  Status bad;
-  for (const RawIndexRowV1& r : rows) {
-    RawIndexRow row{};
-    row.global_step = r.global_step;
-    row.mode = r.mode;
-    row.mode_step = r.mode_step;
-    row.tensor_id = r.tensor_id;
-    const char* dataset = r.dataset ? r.dataset : "";
-    if (std::strlen(dataset) > kRawDatasetChars && bad.ok()) {
-      bad = Status::Corruption(path + ": raw_index row with a dataset name over " +
-                               std::to_string(kRawDatasetChars) + " characters");
-    }
-    std::memcpy(row.dataset, dataset, strnlen(dataset, kRawDatasetChars));
-    std::memcpy(row.dtype, r.dtype, kDTypeChars);
-    const auto* shape = static_cast<const std::int64_t*>(r.shape.p);
-    row.rank = static_cast<std::uint32_t>(shape ? r.shape.len : 0);
-    row.shape_offset = b->raw_shapes.size();
-    if (shape) b->raw_shapes.insert(b->raw_shapes.end(), shape, shape + r.shape.len);
-    row.byte_offset = packed_columns ? r.byte_offset : 0;
-    row.byte_count = packed_columns ? r.byte_count : 0;
-    b->raw_index.push_back(row);
-  }
-  ReclaimVlen(raw_type.get(), rows.size(), rows.data());
-  return bad;
 }
 
 Status ReadRawIndex(hid_t file, const std::string& path, SegmentBuffers* b) {
@@ -199,15 +158,18 @@ Status ReadTables(hid_t file, const std::string& path, std::int64_t format_versi
   TSTAT_RETURN_IF_ERROR(
       ReadArray(file, kCountedCounts, H5T_NATIVE_UINT64, &b->counted_counts, path));
 
-  TSTAT_ASSIGN_OR_RETURN(H5Type drop_type, DropRowType());
   std::vector<DropRow> drops;
-  TSTAT_RETURN_IF_ERROR(ReadTable(file, kDropsTable, drop_type.get(), &drops, path));
-  for (const DropRow& d : drops) {
-    b->drops.push_back(DropEntry{
-        KeyOf(d.global_step, d.mode, d.mode_step),
-        DropRecord{d.tensor_id, d.kind ? d.kind : "", d.reason ? d.reason : "", d.bytes}});
+  if (IsLegacy(format_version)) {
+    TSTAT_RETURN_IF_ERROR(ReadLegacyDropRows(file, path, &drops));
+  } else {
+    TSTAT_ASSIGN_OR_RETURN(H5Type drop_type, DropRowType());
+    TSTAT_RETURN_IF_ERROR(ReadTable(file, kDropsTable, drop_type.get(), &drops, path));
   }
-  ReclaimVlen(drop_type.get(), drops.size(), drops.data());
+  for (const DropRow& d : drops) {
+    b->drops.push_back(
+        DropEntry{KeyOf(d.global_step, d.mode, d.mode_step),
+                  DropRecord{d.tensor_id, FixedChars(d.kind), FixedChars(d.reason), d.bytes}});
+  }
 
   return format_version == 1 ? ReadRawIndexV1(file, path, b) : ReadRawIndex(file, path, b);
 }
@@ -302,7 +264,7 @@ Status Validate(const SegmentContents& s, const std::string& path) {
 Result<SegmentContents> ReadOpenSegment(hid_t file, const std::string& path) {
   SegmentContents s;
   TSTAT_RETURN_IF_ERROR(ReadHeader(file, path, &s.header));
-  TSTAT_RETURN_IF_ERROR(ReadRegistry(file, path, &s.tensors));
+  TSTAT_RETURN_IF_ERROR(ReadRegistry(file, path, IsLegacy(s.header.format_version), &s.tensors));
   TSTAT_RETURN_IF_ERROR(ReadTables(file, path, s.header.format_version, &s.tables));
   TSTAT_ASSIGN_OR_RETURN(H5Type counters_type, CountersRowType());
   std::vector<CountersRow> counters;

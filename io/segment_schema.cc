@@ -231,11 +231,12 @@ Result<H5Type> ScalarRowType() {
 }
 
 Result<H5Type> DropRowType() {
-  TSTAT_ASSIGN_OR_RETURN(H5Type str, VlenStringType());
+  TSTAT_ASSIGN_OR_RETURN(H5Type kind, FixedUtf8StringType(kDropKindChars));
+  TSTAT_ASSIGN_OR_RETURN(H5Type reason, FixedUtf8StringType(kDropReasonChars));
   CompoundBuilder b(sizeof(DropRow));
   AddKeys<DropRow>(b);
-  b.TSTAT_IO_MEMBER(DropRow, kind, str.get())
-      .TSTAT_IO_MEMBER(DropRow, reason, str.get())
+  b.TSTAT_IO_MEMBER(DropRow, kind, kind.get())
+      .TSTAT_IO_MEMBER(DropRow, reason, reason.get())
       .TSTAT_IO_MEMBER(DropRow, bytes, H5T_NATIVE_UINT64);
   return b.Build();
 }
@@ -271,6 +272,22 @@ std::vector<std::int64_t> RawShape(const RawIndexRow& row,
   return std::vector<std::int64_t>(first, first + row.rank);
 }
 
+void SetFixedChars(const std::string& value, char* out, std::size_t n) {
+  std::memset(out, 0, n);
+  if (value.size() <= n) {
+    std::memcpy(out, value.data(), value.size());
+    return;
+  }
+  constexpr char kCut[] = "...";
+  std::size_t keep = n - (sizeof(kCut) - 1);
+  // Back up to the first byte of a UTF-8 character.
+  while (keep > 0 && (static_cast<unsigned char>(value[keep]) & 0xC0) == 0x80) --keep;
+  std::memcpy(out, value.data(), keep);
+  std::memcpy(out + keep, kCut, sizeof(kCut) - 1);
+}
+
+std::string FixedChars(const char* in, std::size_t n) { return std::string(in, strnlen(in, n)); }
+
 void SetDTypeChars(DType t, char (&out)[kDTypeChars]) {
   std::memset(out, 0, kDTypeChars);
   std::strncpy(out, DTypeName(t), kDTypeChars);
@@ -283,7 +300,7 @@ bool ParseDTypeChars(const char (&in)[kDTypeChars], DType* out) {
 Result<H5Type> DTypeStringType() { return FixedStringType(kDTypeChars); }
 
 Result<H5Type> TensorRowType() {
-  TSTAT_ASSIGN_OR_RETURN(H5Type str, VlenStringType());
+  TSTAT_ASSIGN_OR_RETURN(H5Type str, FixedUtf8StringType(kTensorNameChars));
   TSTAT_ASSIGN_OR_RETURN(H5Type dtype, DTypeStringType());
   CompoundBuilder b(sizeof(TensorRow));
   b.TSTAT_IO_MEMBER(TensorRow, id, H5T_NATIVE_UINT32)
@@ -314,22 +331,6 @@ Result<H5Type> RawIndexRowType() {
       .TSTAT_IO_MEMBER(RawIndexRow, shape_offset, H5T_NATIVE_UINT64)
       .TSTAT_IO_MEMBER(RawIndexRow, byte_offset, H5T_NATIVE_UINT64)
       .TSTAT_IO_MEMBER(RawIndexRow, byte_count, H5T_NATIVE_UINT64);
-  return b.Build();
-}
-
-Result<H5Type> RawIndexRowV1Type(bool packed_columns) {
-  TSTAT_ASSIGN_OR_RETURN(H5Type str, VlenStringType());
-  TSTAT_ASSIGN_OR_RETURN(H5Type dtype, DTypeStringType());
-  TSTAT_ASSIGN_OR_RETURN(H5Type shape, VlenInt64Type());
-  CompoundBuilder b(sizeof(RawIndexRowV1));
-  AddKeys<RawIndexRowV1>(b);
-  b.TSTAT_IO_MEMBER(RawIndexRowV1, dataset, str.get())
-      .TSTAT_IO_MEMBER(RawIndexRowV1, dtype, dtype.get())
-      .TSTAT_IO_MEMBER(RawIndexRowV1, shape, shape.get());
-  if (packed_columns) {
-    b.TSTAT_IO_MEMBER(RawIndexRowV1, byte_offset, H5T_NATIVE_UINT64)
-        .TSTAT_IO_MEMBER(RawIndexRowV1, byte_count, H5T_NATIVE_UINT64);
-  }
   return b.Build();
 }
 

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "io/h5_handle.h"
+#include "io/stored_string_limits.h"
 #include "tstat/dtype.h"
 #include "tstat/stats.h"
 #include "tstat/status.h"
@@ -23,11 +24,15 @@
 namespace tstat::io {
 
 inline constexpr char kFormatName[] = "tstat-run";
-// Version 2 stores raw_index with fixed-size rows (shapes in raw_shapes);
-// the reader still loads version 1, whose raw_index has variable-length
-// `dataset` and `shape` members.
-inline constexpr std::int64_t kFormatVersion = 2;
+// Version 3 holds no variable-length data: every string is fixed-length
+// (attributes, config, names, collections, drop reasons). Versions 1 and 2
+// stored those as variable-length strings (version 1 also raw_index's
+// `dataset` and `shape`), which libhdf5 reads from its global heap without
+// validating a crafted file: the reader loads them only when asked
+// (segment_legacy_reader.h).
+inline constexpr std::int64_t kFormatVersion = 3;
 inline constexpr std::int64_t kOldestReadableFormatVersion = 1;
+inline constexpr std::int64_t kNewestLegacyFormatVersion = 2;
 
 // Dataset names (all at the file root, raw snapshots under "raw/").
 inline constexpr char kConfigDataset[] = "config";
@@ -172,8 +177,8 @@ struct DropRow {
   std::uint8_t mode;
   std::int64_t mode_step;
   std::uint32_t tensor_id;
-  const char* kind;
-  const char* reason;
+  char kind[kDropKindChars];
+  char reason[kDropReasonChars];
   std::uint64_t bytes;
 };
 struct CountersRow {
@@ -189,8 +194,8 @@ struct CountersRow {
 inline constexpr std::size_t kDTypeChars = 8;
 struct TensorRow {
   std::uint32_t id;
-  const char* name;   // variable-length UTF-8, verbatim
-  std::uint8_t kind;  // 0 tensor, 1 scalar
+  char name[kTensorNameChars];  // UTF-8, verbatim, NUL-padded
+  std::uint8_t kind;            // 0 tensor, 1 scalar
   char dtype[kDTypeChars];
   std::uint8_t space;  // 0 host, 1 cuda
   std::uint32_t rank;
@@ -220,20 +225,6 @@ struct RawIndexRow {
   std::uint64_t byte_offset;
   std::uint64_t byte_count;
 };
-// A format_version 1 raw_index row, read only (files written before small
-// snapshots were packed have neither byte column).
-struct RawIndexRowV1 {
-  std::int64_t global_step;
-  std::uint8_t mode;
-  std::int64_t mode_step;
-  std::uint32_t tensor_id;
-  const char* dataset;
-  char dtype[kDTypeChars];
-  hvl_t shape;  // int64
-  std::uint64_t byte_offset;
-  std::uint64_t byte_count;
-};
-
 // The HDF5 type a raw snapshot of `t` is stored as (little-endian, the bytes
 // as in memory): f32/f64 as IEEE floats, i32/i64/u8 as integers, f16/bf16 as
 // uint16 and the fp8 types as uint8 (their dataset's "dtype" attribute names
@@ -253,6 +244,19 @@ std::string RawDatasetName(const RawIndexRow& row);
 std::vector<std::int64_t> RawShape(const RawIndexRow& row,
                                    const std::vector<std::int64_t>& raw_shapes);
 
+// Fixed string fields: `value` NUL-padded into `out` (cut at a UTF-8
+// character boundary, ending in "...", when longer than `n`), and back.
+void SetFixedChars(const std::string& value, char* out, std::size_t n);
+std::string FixedChars(const char* in, std::size_t n);
+template <std::size_t N>
+void SetFixedChars(const std::string& value, char (&out)[N]) {
+  SetFixedChars(value, out, N);
+}
+template <std::size_t N>
+std::string FixedChars(const char (&in)[N]) {
+  return FixedChars(in, N);
+}
+
 // Fills a fixed dtype string field.
 void SetDTypeChars(DType t, char (&out)[kDTypeChars]);
 // Parses one (NUL-padded, possibly unterminated); false if unknown.
@@ -270,14 +274,12 @@ Result<H5Type> DeltaRowType();
 Result<H5Type> ConfusionRowType();
 Result<H5Type> ValueCountsRowType();
 Result<H5Type> ScalarRowType();
-Result<H5Type> DropRowType();
+Result<H5Type> DropRowType();  // memory type; on disk, kind and reason are
+                               // as wide as the longest of the segment
 Result<H5Type> CountersRowType();
-Result<H5Type> TensorRowType();
+Result<H5Type> TensorRowType();  // on disk, name is as wide as the longest
 Result<H5Type> TensorCollectionRowType();
 Result<H5Type> DTypeStringType();  // the fixed 8-byte dtype string
 Result<H5Type> RawIndexRowType();
-// With `packed_columns` false: without byte_offset/byte_count, for reading
-// version 1 files written before packing.
-Result<H5Type> RawIndexRowV1Type(bool packed_columns);
 
 }  // namespace tstat::io

@@ -51,7 +51,7 @@ Status RunTrial::Refresh() {
   }
   if (!io_error.ok()) return io_error;
   if (!problems_.empty()) {
-    std::string message = std::to_string(problems_.size()) + " damaged file(s) skipped: ";
+    std::string message = std::to_string(problems_.size()) + " file(s) skipped (damaged, or of a version this reader does not read): ";
     for (std::size_t i = 0; i < problems_.size(); ++i) {
       message += (i ? "; " : "") + problems_[i];
     }

@@ -100,9 +100,9 @@ import json, math, sys
 j = json.loads(out)
 hostile = "evil \"q\", n\nl\tt\x1b[1mX \u202eY \u00e9\u2192"
 long_name = ("model" + "/block" * 24)[:143] + ".weight"
-assert j["format_version"] == 2 and j["complete"] is True, j
+assert j["format_version"] == 3 and j["complete"] is True, j
 w, = j["workers"]
-assert (w["rank"], w["world_size"], w["closed"], w["format_version"]) == (0, 1, True, 2), w
+assert (w["rank"], w["world_size"], w["closed"], w["format_version"]) == (0, 1, True, 3), w
 assert j["steps"]["saved"] == 5
 assert j["steps"]["TRAIN"] == {"count": 4, "first_step": 0, "last_step": 6,
                                "first_global_step": 0, "last_global_step": 8}, j["steps"]
@@ -267,9 +267,9 @@ expect 1 'no worker 3' inspect "$run" --worker 3
 cp -r "$run" "$work/damaged"
 seg="$(ls "$work"/damaged/worker-00000/seg-*.h5 | head -1)"
 printf 'garbage' | dd of="$seg" bs=1 seek=2000 conv=notrunc 2>/dev/null
-expect 0 "warning: corruption: 1 damaged file.*seg-0+\.h5: checksum mismatch" inspect "$work/damaged"
+expect 0 "warning: corruption: 1 file\(s\) skipped \(damaged.*seg-0+\.h5: checksum mismatch" inspect "$work/damaged"
 # (the run's only segment: nothing of x is left)
-expect 1 "warning: corruption: 1 damaged file" dump "$work/damaged" --tensor x
+expect 1 "warning: corruption: 1 file\(s\) skipped" dump "$work/damaged" --tensor x
 expect 1 "no tensor or scalar 'x'" dump "$work/damaged" --tensor x
 mkdir -p "$work/empty"
 expect 1 'holds no tstat run' inspect "$work/empty"

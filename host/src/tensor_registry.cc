@@ -5,6 +5,7 @@
 #include <exception>
 #include <string>
 
+#include "io/stored_string_limits.h"
 #include "kernels/request_check.h"
 
 namespace tstat::host {
@@ -43,6 +44,9 @@ std::size_t Utf8Length(const std::string& s, std::size_t i) {
 }
 
 }  // namespace
+
+static_assert(kMaxTensorNameBytes == io::kTensorNameChars,
+              "a segment stores names up to io::kTensorNameChars bytes");
 
 Status CheckTensorName(const std::string& name) {
   if (name.empty()) return Status::InvalidArgument("tensor name is empty");

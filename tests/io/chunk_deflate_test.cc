@@ -3,6 +3,8 @@
 // filter pipeline (ReadTable), through zlib + an independent unshuffle here,
 // and through h5py (tests/io/h5py_reads_self_chunks.py). Each table is also
 // written through HDF5's own pipeline as NAME_ref for comparison.
+#include "io/chunk_deflate.h"
+
 #include <gtest/gtest.h>
 #include <hdf5.h>
 #include <zlib.h>
@@ -15,10 +17,10 @@
 #include <string>
 #include <vector>
 
-#include "io/chunk_deflate.h"
 #include "io/h5_attribute.h"
 #include "io/h5_dataset.h"
 #include "io/h5_lock.h"
+#include "io/h5_type.h"
 #include "io/segment_schema.h"
 #include "io/table_chunk_writer.h"
 #include "tests/io/io_test_util.h"
@@ -57,7 +59,8 @@ std::vector<StatsRow> MakeStatsRows(std::size_t n) {
 
 std::vector<std::uint64_t> MakeCounts(std::size_t n) {
   std::vector<std::uint64_t> v(n);
-  for (std::size_t i = 0; i < n; ++i) v[i] = (i * 2654435761u) % 1000 + (i % 97 == 0 ? 1ull << 60 : 0);
+  for (std::size_t i = 0; i < n; ++i)
+    v[i] = (i * 2654435761u) % 1000 + (i % 97 == 0 ? 1ull << 60 : 0);
   return v;
 }
 
@@ -121,12 +124,26 @@ TEST(ChunkDeflateTest, RowPackerMatchesHdf5Conversion) {
                        background.data(), H5P_DEFAULT),
             0);
   EXPECT_EQ(0, std::memcmp(ours.data(), converted.data(), ours.size()));
-  // Variable-length members cannot be packed as bytes.
+  // String members stored narrower than in memory need HDF5's conversion.
   auto tensors = TensorRowType();
   ASSERT_TRUE(tensors.ok());
   auto tensors_file = PackedCopy(tensors->get());
   ASSERT_TRUE(tensors_file.ok());
-  EXPECT_FALSE(RowPacker::Make(tensors->get(), tensors_file->get()).has_value());
+  EXPECT_TRUE(RowPacker::Make(tensors->get(), tensors_file->get()).has_value());
+  auto narrow_file = PackedCopyWithStringWidths(tensors->get(), {{"name", 12}});
+  ASSERT_TRUE(narrow_file.ok());
+  EXPECT_FALSE(RowPacker::Make(tensors->get(), narrow_file->get()).has_value());
+  // So do variable-length ones.
+  auto vlen = VlenStringType();
+  ASSERT_TRUE(vlen.ok());
+  struct VlenRow {
+    const char* name;
+  };
+  auto vlen_row = CompoundBuilder(sizeof(VlenRow)).Add("name", 0, vlen->get()).Build();
+  ASSERT_TRUE(vlen_row.ok());
+  auto vlen_file = PackedCopy(vlen_row->get());
+  ASSERT_TRUE(vlen_file.ok());
+  EXPECT_FALSE(RowPacker::Make(vlen_row->get(), vlen_file->get()).has_value());
 }
 
 class SelfChunksTest : public ::testing::Test {

@@ -76,10 +76,17 @@ def read_worker(worker_dir):
         path = os.path.join(worker_dir, n)
         check_seal(path)
         with h5py.File(path, "r") as f:
-            assert f.attrs["format"] == "tstat-run"
-            assert f.attrs["format_version"] == 2
+            # Every string is fixed-length (format_version 3): h5py gives bytes.
+            assert f.attrs["format"].decode() == "tstat-run"
+            assert f.attrs["format_version"] == 3
             assert f.attrs["rank"] == 0 and f.attrs["world_size"] == 1
-            assert f.attrs["host"] == "crash-host"
+            assert f.attrs["host"].decode() == "crash-host"
+            for name in ("tensors", "drops"):
+                if name in f:
+                    for member, (dt, _) in f[name].dtype.fields.items():
+                        info = h5py.check_string_dtype(dt)
+                        assert info is None or info.length is not None, (name, member)
+            assert h5py.check_string_dtype(f["config"].dtype).length is not None
             assert f.attrs["segment_index"] == int(n[4:16])
             assert f.userblock_size == 512
             assert f["config"][()].decode() == '{"writer": "crash_writer"}'

@@ -8,6 +8,7 @@
 
 #include "io/h5_lock.h"
 #include "io/posix_file.h"
+#include "io/segment_schema.h"
 #include "tests/io/io_test_util.h"
 #include "tstat/trial.h"
 
@@ -16,8 +17,8 @@ namespace {
 
 std::vector<std::string> HostileNames() {
   std::string long_name;
-  while (long_name.size() < 4096) long_name += "deep/../nested.level_";
-  long_name.resize(4096);
+  while (long_name.size() < kTensorNameChars) long_name += "deep/../nested.level_";
+  long_name.resize(kTensorNameChars);  // the longest a segment stores
   return {"a/b",
           "../x",
           "..",
@@ -170,6 +171,17 @@ TEST(NamesTest, RegistrationErrors) {
             StatusCode::kInvalidArgument);
   EXPECT_EQ(writer->RegisterTensors({MakeTensorInfo(1, std::string("nul\0byte", 8))}).code(),
             StatusCode::kInvalidArgument);
+  // Names and collections are stored as fixed-length strings of bounded width.
+  const Status long_name =
+      writer->RegisterTensors({MakeTensorInfo(1, std::string(kTensorNameChars + 1, 'n'))});
+  EXPECT_EQ(long_name.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(long_name.message().find("1025 bytes (at most 1024)"), std::string::npos)
+      << long_name.message();
+  EXPECT_EQ(
+      writer
+          ->RegisterTensors({MakeTensorInfo(1, "c", {std::string(kCollectionNameChars + 1, 'c')})})
+          .code(),
+      StatusCode::kInvalidArgument);
   StepBatch b = MakeBatch(0);
   b.stats.push_back(SyntheticStatsRecord(0, 7));
   const Status undeclared = writer->Write(b);

@@ -19,6 +19,7 @@
 #include "io/posix_file.h"
 #include "io/segment_schema.h"
 #include "tests/io/io_test_util.h"
+#include "tests/io/legacy_segment.h"
 #include "tstat/trial.h"
 
 namespace tstat::io::testing {
@@ -88,8 +89,8 @@ void WriteRun(const std::string& run, int raw_level) {
     b.raws.push_back(
         MakeRawSnapshot(2, DType::kFloat64, {kSmallRows, kSmallCols}, SmallRawBytes(g)));
     for (std::int64_t m = 0; m < kMedium && g < kMediumSteps; ++m) {
-      b.raws.push_back(MakeRawSnapshot(kMediumId0 + static_cast<std::uint32_t>(m),
-                                       DType::kFloat32, {kMediumElements}, MediumRawBytes(m, g)));
+      b.raws.push_back(MakeRawSnapshot(kMediumId0 + static_cast<std::uint32_t>(m), DType::kFloat32,
+                                       {kMediumElements}, MediumRawBytes(m, g)));
     }
     TSTAT_ASSERT_OK((*writer)->Write(b));
     if (g % 3 == 2) TSTAT_ASSERT_OK((*writer)->Flush({}));  // two segments
@@ -151,7 +152,8 @@ TEST(RawCompressionTest, Level0And6ReadBackBitExactThroughTrialAndH5py) {
 // A format_version 1 segment (raw_index with variable-length `dataset` and
 // `shape`, no raw_shapes), with and without the byte_offset/byte_count columns
 // of version 1 files written before small snapshots were packed: rewritten
-// so from a current segment, it still reads bit-exact, both its own-dataset
+// so from a current segment, it still reads bit-exact when legacy segments
+// are allowed, both its own-dataset
 // snapshots and (with the byte columns) its packed ones, and workers() reports
 // its version.
 TEST(RawCompressionTest, FormatVersion1SegmentsStillRead) {
@@ -179,48 +181,8 @@ TEST(RawCompressionTest, FormatVersion1SegmentsStillRead) {
       TSTAT_ASSERT_OK((*writer)->Close({}));
     }
     const std::string path = run + "/worker-00000/seg-000000000000.h5";
-    {
-      H5Lock lock;
-      H5File file(H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT));
-      ASSERT_TRUE(file.valid());
-      auto now = RawIndexRowType();
-      auto old = RawIndexRowV1Type(packed_columns);
-      TSTAT_ASSERT_OK(now);
-      TSTAT_ASSERT_OK(old);
-      std::vector<RawIndexRow> rows;
-      std::vector<std::int64_t> shapes;
-      TSTAT_ASSERT_OK(ReadTable(file.get(), kRawIndexTable, now->get(), &rows, path));
-      TSTAT_ASSERT_OK(ReadTable(file.get(), kRawShapes, H5T_NATIVE_INT64, &shapes, path));
-      ASSERT_EQ(rows.size(), packed_columns ? 6u : 3u);
-      std::vector<std::string> names;
-      for (const RawIndexRow& r : rows)
-        names.emplace_back(r.dataset, strnlen(r.dataset, kRawDatasetChars));
-      std::vector<RawIndexRowV1> v1(rows.size());
-      for (std::size_t i = 0; i < rows.size(); ++i) {
-        const RawIndexRow& r = rows[i];
-        v1[i] = RawIndexRowV1{r.global_step,
-                              r.mode,
-                              r.mode_step,
-                              r.tensor_id,
-                              names[i].c_str(),
-                              {},
-                              hvl_t{r.rank, shapes.data() + r.shape_offset},
-                              r.byte_offset,
-                              r.byte_count};
-        std::memcpy(v1[i].dtype, r.dtype, kDTypeChars);
-      }
-      for (const char* name : {kRawIndexTable, kRawShapes, "format_version"}) {
-        const herr_t deleted = std::string(name) == "format_version"
-                                   ? H5Adelete(file.get(), name)
-                                   : H5Ldelete(file.get(), name, H5P_DEFAULT);
-        ASSERT_GE(deleted, 0) << name;
-      }
-      TSTAT_ASSERT_OK(WriteNewDataset(file.get(), kRawIndexTable, old->get(), old->get(),
-                                      {v1.size()}, v1.data(), 0, path));
-      TSTAT_ASSERT_OK(WriteInt64Attribute(file.get(), "format_version", 1, path));
-      TSTAT_ASSERT_OK(CloseH5File(&file, path));
-    }
-    TSTAT_ASSERT_OK(ResealSegmentFile(path));
+    TSTAT_ASSERT_OK(RewriteAsLegacySegment(path, 1, packed_columns));
+    ScopedLegacySegments allow;
 
     auto trial = Trial::Open(run);
     TSTAT_ASSERT_OK(trial);

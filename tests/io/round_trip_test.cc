@@ -8,6 +8,7 @@
 
 #include "io/posix_file.h"
 #include "io/run_layout.h"
+#include "io/segment_schema.h"
 #include "tests/io/io_test_util.h"
 #include "tests/support/data.h"
 #include "tstat/trial.h"
@@ -305,7 +306,7 @@ TEST_F(RoundTripTest, DropsAndCounters) {
   EXPECT_EQ(w.counters.capture.step_seconds, 0.1);
   EXPECT_EQ(w.counters.capture.capture_seconds, 1.0 / 3.0);
   EXPECT_EQ(w.world_size, 1);
-  EXPECT_EQ(w.format_version, 2);
+  EXPECT_EQ(w.format_version, kFormatVersion);
   EXPECT_TRUE(trial_->loaded_all_steps());
 }
 
