@@ -2,8 +2,10 @@
 #include "io/h5_dataset.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 
+#include "io/h5_chunk_check.h"
 #include "io/h5_error.h"
 #include "io/h5_file.h"
 #include "io/h5_type_check.h"
@@ -147,10 +149,44 @@ Result<std::vector<hsize_t>> H5DatasetDims(hid_t dataset, const std::string& pat
   return dims;
 }
 
+Status CheckStorageHoldsElements(hid_t dataset, const std::string& what, std::uint64_t first,
+                                 std::uint64_t count) {
+  H5Plist dcpl(H5Dget_create_plist(dataset));
+  const H5D_layout_t layout = dcpl.valid() ? H5Pget_layout(dcpl.get()) : H5D_LAYOUT_ERROR;
+  if (layout == H5D_CHUNKED) return CheckChunksDecodeToFullSize(dataset, what, first, count);
+  // Virtual datasets read other files: a segment never has one.
+  if (layout == H5D_VIRTUAL) return Status::Corruption(what + " is a virtual dataset");
+  if (layout != H5D_COMPACT && layout != H5D_CONTIGUOUS) {
+    return H5Failure(StatusCode::kCorruption, what + ": unknown storage layout");
+  }
+  H5Space space(H5Dget_space(dataset));
+  H5Type stored(H5Dget_type(dataset));
+  const hssize_t points = space.valid() ? H5Sget_simple_extent_npoints(space.get()) : -1;
+  const std::size_t element = stored.valid() ? H5Tget_size(stored.get()) : 0;
+  if (points < 0 || element == 0) {
+    return H5Failure(StatusCode::kCorruption, what + ": cannot tell its size");
+  }
+  const auto n = static_cast<std::uint64_t>(points);
+  if (n != 0 && element > UINT64_MAX / n) {
+    return Status::Corruption(what + ": " + std::to_string(n) + " elements of " +
+                              std::to_string(element) + " bytes overflow");
+  }
+  const std::uint64_t needed = n * element;
+  const std::uint64_t storage = H5Dget_storage_size(dataset);
+  TakeH5ErrorStack();
+  if (storage < needed) {
+    return Status::Corruption(what + " needs " + std::to_string(needed) + " bytes but its " +
+                              (layout == H5D_COMPACT ? "compact" : "contiguous") +
+                              " storage holds " + std::to_string(storage));
+  }
+  return Status::OK();
+}
+
 Status ReadH5Dataset(hid_t dataset, hid_t mem_type, void* out, const std::string& path) {
   H5Type stored(H5Dget_type(dataset));
   if (!stored.valid()) return H5Failure(StatusCode::kCorruption, path + ": a dataset's type");
   TSTAT_RETURN_IF_ERROR(CheckReadableAs(stored.get(), mem_type, path + ": dataset"));
+  TSTAT_RETURN_IF_ERROR(CheckStorageHoldsElements(dataset, path + ": dataset"));
   if (H5Dread(dataset, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, out) < 0) {
     return H5Failure(StatusCode::kCorruption, path + ": reading a dataset failed");
   }
@@ -259,6 +295,7 @@ Result<std::string> ReadStringDataset(hid_t loc, const char* name, const std::st
                               " are read)");
   }
   TSTAT_RETURN_IF_ERROR(CheckRowsFitTheFile(dataset.get(), name, 1, path));
+  TSTAT_RETURN_IF_ERROR(CheckStorageHoldsElements(dataset.get(), what));
   TSTAT_ASSIGN_OR_RETURN(H5Type type, MemoryStringType(dataset.get(), width));
   std::string value(width, '\0');
   // Same class and width: HDF5 copies the bytes, no conversion.

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -71,7 +72,16 @@ Result<H5DataSet> OpenH5Dataset(hid_t loc, const char* name, const std::string& 
                                 hid_t access = H5P_DEFAULT);
 // Dimensions of an open dataset.
 Result<std::vector<hsize_t>> H5DatasetDims(hid_t dataset, const std::string& path);
-// Reads the whole dataset into `out`, converting to `mem_type`.
+// Whether the storage of a compact or contiguous `dataset` holds all its
+// elements: a crafted layout message may declare less than the dataspace
+// needs, and libhdf5 1.10.8 then copies past the end of its compact buffer.
+// Chunked ones: CheckChunksDecodeToFullSize (h5_chunk_check.h).
+// With `count` > 0, only what elements [first, first + count) of a 1-D
+// dataset need.
+Status CheckStorageHoldsElements(hid_t dataset, const std::string& what, std::uint64_t first = 0,
+                                 std::uint64_t count = 0);
+// Reads the whole dataset into `out`, converting to `mem_type` (checking the
+// types and CheckStorageHoldsElements first).
 Status ReadH5Dataset(hid_t dataset, hid_t mem_type, void* out, const std::string& path);
 // Frees the variable-length parts HDF5 allocated while reading `n` elements
 // of `mem_type` into `buffer`.

@@ -115,7 +115,25 @@ Status WriteAttributes(hid_t file, const SegmentHeader& h, const std::string& pa
   TSTAT_RETURN_IF_ERROR(WriteStringAttribute(file, "host", h.host, path));
   TSTAT_RETURN_IF_ERROR(WriteInt64Attribute(file, "segment_index", h.segment_index, path));
   TSTAT_RETURN_IF_ERROR(WriteStringAttribute(file, "tstat_version", h.tstat_version, path));
-  return WriteDoubleAttribute(file, "created_unix_time", h.created_unix_time, path);
+  TSTAT_RETURN_IF_ERROR(WriteDoubleAttribute(file, "created_unix_time", h.created_unix_time, path));
+  std::vector<HeaderRow> row(1);
+  HeaderRow& r = row[0];
+  SetFixedChars(kFormatName, r.format);
+  r.format_version = kFormatVersion;
+  r.rank = h.rank;
+  r.world_size = h.world_size;
+  SetFixedChars(h.host, r.host);
+  r.segment_index = h.segment_index;
+  SetFixedChars(h.tstat_version, r.tstat_version);
+  r.created_unix_time = h.created_unix_time;
+  const auto width = [](const char* s, std::size_t n) {
+    return std::max<std::size_t>(strnlen(s, n), 1);
+  };
+  return WriteTableOfStrings(file, kHeaderTable, HeaderRowType,
+                             {{"format", width(r.format, kHeaderFormatChars)},
+                              {"host", width(r.host, kHeaderHostChars)},
+                              {"tstat_version", width(r.tstat_version, kHeaderVersionChars)}},
+                             row, 0, path);
 }
 
 }  // namespace

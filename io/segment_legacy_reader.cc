@@ -121,12 +121,13 @@ bool LegacySegmentsAllowed() {
   return value != nullptr && std::strcmp(value, "1") == 0;
 }
 
-Status LegacySegmentRefused(const std::string& path, std::int64_t format_version) {
+Status LegacySegmentRefused(const std::string& path) {
   return Status::NotSupported(
-      path + ": format_version " + std::to_string(format_version) +
-      " stores variable-length strings, which libhdf5 reads without checking them (a crafted "
-      "file crashes the reader); set " +
-      kReadLegacySegmentsEnv + "=1 to read it if you trust where it came from");
+      path +
+      ": no header table: written before format_version 3 (or not a tstat segment); "
+      "versions 1 and 2 store variable-length strings, which libhdf5 reads without "
+      "checking them (a crafted file crashes the reader); set " +
+      std::string(kReadLegacySegmentsEnv) + "=1 to read it if you trust where it came from");
 }
 
 Status ReadLegacyTensorRows(hid_t file, const std::string& path, std::vector<TensorRow>* rows) {

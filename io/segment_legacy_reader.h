@@ -24,8 +24,9 @@ inline constexpr char kReadLegacySegmentsEnv[] = "TSTAT_READ_LEGACY_SEGMENTS";
 // Whether TSTAT_READ_LEGACY_SEGMENTS is set to 1.
 bool LegacySegmentsAllowed();
 
-// kNotSupported naming `path`, its version and the way to read it anyway.
-Status LegacySegmentRefused(const std::string& path, std::int64_t format_version);
+// kNotSupported naming `path` (a segment without a header table), why it is
+// not read and the way to read it anyway.
+Status LegacySegmentRefused(const std::string& path);
 
 // The tensors table of a version 1 or 2 segment (variable-length names) as
 // the rows of version 3.

@@ -30,30 +30,64 @@ StepKey KeyOf(std::int64_t global_step, std::uint8_t mode, std::int64_t mode_ste
 
 bool IsLegacy(std::int64_t format_version) { return format_version <= kNewestLegacyFormatVersion; }
 
-// The version is read first (an integer): it says whether the strings may be
-// variable-length, and legacy ones are read only when allowed.
-Status ReadHeader(hid_t file, const std::string& path, SegmentHeader* h) {
+// A version 3 segment's header comes from its `header` table; its
+// attributes are never opened (segment_schema.h says why). Older segments
+// have only attributes, read when legacy segments are allowed.
+Status ReadLegacyHeader(hid_t file, const std::string& path, SegmentHeader* h, std::int64_t* rank,
+                        std::int64_t* world) {
   TSTAT_ASSIGN_OR_RETURN(std::int64_t version, ReadInt64Attribute(file, "format_version", path));
-  if (version < kOldestReadableFormatVersion || version > kFormatVersion) {
-    return Status::NotSupported(path + ": format_version " + std::to_string(version) +
-                                " (this reader knows versions " +
-                                std::to_string(kOldestReadableFormatVersion) + " to " +
-                                std::to_string(kFormatVersion) + ")");
+  if (version < kOldestReadableFormatVersion || version > kNewestLegacyFormatVersion) {
+    return Status::Corruption(path + ": no header table, and format_version " +
+                              std::to_string(version) + " in its attributes");
   }
-  const bool legacy = IsLegacy(version);
-  if (legacy && !LegacySegmentsAllowed()) return LegacySegmentRefused(path, version);
-  TSTAT_ASSIGN_OR_RETURN(std::string format, ReadStringAttribute(file, "format", path, legacy));
+  TSTAT_ASSIGN_OR_RETURN(std::string format, ReadStringAttribute(file, "format", path, true));
   if (format != kFormatName) return Status::Corruption(path + ": not a tstat segment");
   h->format_version = version;
-  TSTAT_ASSIGN_OR_RETURN(std::int64_t rank, ReadInt64Attribute(file, "rank", path));
-  TSTAT_ASSIGN_OR_RETURN(std::int64_t world, ReadInt64Attribute(file, "world_size", path));
-  TSTAT_ASSIGN_OR_RETURN(h->host, ReadStringAttribute(file, "host", path, legacy));
+  TSTAT_ASSIGN_OR_RETURN(*rank, ReadInt64Attribute(file, "rank", path));
+  TSTAT_ASSIGN_OR_RETURN(*world, ReadInt64Attribute(file, "world_size", path));
+  TSTAT_ASSIGN_OR_RETURN(h->host, ReadStringAttribute(file, "host", path, true));
   TSTAT_ASSIGN_OR_RETURN(h->segment_index, ReadInt64Attribute(file, "segment_index", path));
-  TSTAT_ASSIGN_OR_RETURN(h->tstat_version,
-                         ReadStringAttribute(file, "tstat_version", path, legacy));
+  TSTAT_ASSIGN_OR_RETURN(h->tstat_version, ReadStringAttribute(file, "tstat_version", path, true));
   TSTAT_ASSIGN_OR_RETURN(h->created_unix_time,
                          ReadDoubleAttribute(file, "created_unix_time", path));
-  TSTAT_ASSIGN_OR_RETURN(h->config_json, ReadStringDataset(file, kConfigDataset, path, legacy));
+  TSTAT_ASSIGN_OR_RETURN(h->config_json, ReadStringDataset(file, kConfigDataset, path, true));
+  return Status::OK();
+}
+
+Status ReadHeader(hid_t file, const std::string& path, SegmentHeader* h) {
+  std::int64_t rank = 0, world = 0;
+  TSTAT_ASSIGN_OR_RETURN(bool has_header, H5LinkExists(file, kHeaderTable, path));
+  if (!has_header) {
+    if (!LegacySegmentsAllowed()) return LegacySegmentRefused(path);
+    TSTAT_RETURN_IF_ERROR(ReadLegacyHeader(file, path, h, &rank, &world));
+  } else {
+    TSTAT_ASSIGN_OR_RETURN(H5Type type, HeaderRowType());
+    std::vector<HeaderRow> rows;
+    TSTAT_RETURN_IF_ERROR(ReadTable(file, kHeaderTable, type.get(), &rows, path));
+    if (rows.size() != 1) {
+      return Status::Corruption(path + ": header table of " + std::to_string(rows.size()) +
+                                " rows");
+    }
+    const HeaderRow& r = rows[0];
+    if (FixedChars(r.format) != kFormatName) {
+      return Status::Corruption(path + ": not a tstat segment");
+    }
+    // Versions before 3 have no header table.
+    if (r.format_version <= kNewestLegacyFormatVersion || r.format_version > kFormatVersion) {
+      return Status::NotSupported(path + ": format_version " + std::to_string(r.format_version) +
+                                  " (this reader knows versions " +
+                                  std::to_string(kOldestReadableFormatVersion) + " to " +
+                                  std::to_string(kFormatVersion) + ")");
+    }
+    h->format_version = r.format_version;
+    rank = r.rank;
+    world = r.world_size;
+    h->host = FixedChars(r.host);
+    h->segment_index = r.segment_index;
+    h->tstat_version = FixedChars(r.tstat_version);
+    h->created_unix_time = r.created_unix_time;
+    TSTAT_ASSIGN_OR_RETURN(h->config_json, ReadStringDataset(file, kConfigDataset, path));
+  }
   if (world < 1 || rank < 0 || rank >= world || world > kMaxWorldSize) {
     return Status::Corruption(path + ": invalid rank/world_size attributes");
   }
@@ -334,6 +368,8 @@ Result<std::vector<std::uint8_t>> ReadPackedBytes(hid_t data, std::uint64_t offs
                               std::to_string(offset + count) + ")");
   }
   TSTAT_RETURN_IF_ERROR(CheckStoredCanHold(data, count, what));
+  // Only the chunks of this snapshot's range (raw/packed may be large).
+  TSTAT_RETURN_IF_ERROR(CheckStorageHoldsElements(data, what, offset, count));
   std::vector<std::uint8_t> bytes(static_cast<std::size_t>(count));
   if (count == 0) return bytes;
   H5Space file_space(H5Dget_space(data));
@@ -390,6 +426,8 @@ Result<std::vector<std::uint8_t>> ReadRawDataset(const std::string& path,
   }
   TSTAT_RETURN_IF_ERROR(
       CheckStoredCanHold(data.get(), *size, path + ": raw dataset '" + dataset + "'"));
+  TSTAT_RETURN_IF_ERROR(
+      CheckStorageHoldsElements(data.get(), path + ": raw dataset '" + dataset + "'"));
   const std::uint64_t numel = *size / DTypeSize(dtype);
   std::vector<std::uint8_t> bytes(static_cast<std::size_t>(*size));
   if (numel > 0) {

@@ -230,6 +230,22 @@ Result<H5Type> ScalarRowType() {
   return b.Build();
 }
 
+Result<H5Type> HeaderRowType() {
+  TSTAT_ASSIGN_OR_RETURN(H5Type format, FixedUtf8StringType(kHeaderFormatChars));
+  TSTAT_ASSIGN_OR_RETURN(H5Type host, FixedUtf8StringType(kHeaderHostChars));
+  TSTAT_ASSIGN_OR_RETURN(H5Type version, FixedUtf8StringType(kHeaderVersionChars));
+  CompoundBuilder b(sizeof(HeaderRow));
+  b.TSTAT_IO_MEMBER(HeaderRow, format, format.get())
+      .TSTAT_IO_MEMBER(HeaderRow, format_version, H5T_NATIVE_INT64)
+      .TSTAT_IO_MEMBER(HeaderRow, rank, H5T_NATIVE_INT64)
+      .TSTAT_IO_MEMBER(HeaderRow, world_size, H5T_NATIVE_INT64)
+      .TSTAT_IO_MEMBER(HeaderRow, host, host.get())
+      .TSTAT_IO_MEMBER(HeaderRow, segment_index, H5T_NATIVE_INT64)
+      .TSTAT_IO_MEMBER(HeaderRow, tstat_version, version.get())
+      .TSTAT_IO_MEMBER(HeaderRow, created_unix_time, H5T_NATIVE_DOUBLE);
+  return b.Build();
+}
+
 Result<H5Type> DropRowType() {
   TSTAT_ASSIGN_OR_RETURN(H5Type kind, FixedUtf8StringType(kDropKindChars));
   TSTAT_ASSIGN_OR_RETURN(H5Type reason, FixedUtf8StringType(kDropReasonChars));

@@ -61,6 +61,11 @@ inline constexpr char kCountedCounts[] = "value_counts_counts";
 inline constexpr char kScalarsTable[] = "scalars";
 inline constexpr char kDropsTable[] = "drops";
 inline constexpr char kCountersTable[] = "counters";
+// One row: what the root attributes say, for tstat's reader (h5py and h5dump
+// users may read either). The reader never opens an attribute of a version 3
+// segment: libhdf5 1.10.8 decodes a crafted attribute message without
+// checking its name's length against the message.
+inline constexpr char kHeaderTable[] = "header";
 inline constexpr char kRawGroup[] = "raw";
 inline constexpr char kRawIndexTable[] = "raw_index";
 inline constexpr char kRawShapes[] = "raw_shapes";
@@ -70,6 +75,19 @@ inline constexpr char kRawShapes[] = "raw_shapes";
 // ~1.6): raw_index gives each one's byte range in it.
 inline constexpr char kRawPackedDataset[] = "raw/packed";
 inline constexpr std::size_t kRawPackBelowBytes = 1 << 20;
+
+inline constexpr std::size_t kHeaderFormatChars = 16;
+inline constexpr std::size_t kHeaderHostChars = 256;
+inline constexpr std::size_t kHeaderVersionChars = 64;
+struct HeaderRow {
+  char format[kHeaderFormatChars];  // kFormatName
+  std::int64_t format_version;
+  std::int64_t rank, world_size;
+  char host[kHeaderHostChars];
+  std::int64_t segment_index;
+  char tstat_version[kHeaderVersionChars];
+  double created_unix_time;
+};
 
 // The stored TensorStats fields (sum, l2 and variance are derived on read).
 struct StoredStats {
@@ -263,6 +281,7 @@ void SetDTypeChars(DType t, char (&out)[kDTypeChars]);
 bool ParseDTypeChars(const char (&in)[kDTypeChars], DType* out);
 
 // Memory types of the rows above (the file type is their packed copy).
+Result<H5Type> HeaderRowType();  // on disk, the strings as wide as their values
 Result<H5Type> StepRowType();
 Result<H5Type> StatsRowType();
 Result<H5Type> ExpHistRowType();

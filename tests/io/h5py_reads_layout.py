@@ -87,6 +87,11 @@ def read_worker(worker_dir):
                         info = h5py.check_string_dtype(dt)
                         assert info is None or info.length is not None, (name, member)
             assert h5py.check_string_dtype(f["config"].dtype).length is not None
+            # The header table repeats the attributes (tstat reads the table).
+            header = f["header"][:]
+            assert len(header) == 1, header
+            for member in header.dtype.names:
+                assert header[0][member] == f.attrs[member], (member, header[0][member])
             assert f.attrs["segment_index"] == int(n[4:16])
             assert f.userblock_size == 512
             assert f["config"][()].decode() == '{"writer": "crash_writer"}'

@@ -220,6 +220,7 @@ Status RewriteAsLegacySegment(const std::string& path, int format_version, bool 
     if (format_version == 1) {
       TSTAT_RETURN_IF_ERROR(RewriteRawIndexAsV1(file.get(), str.get(), byte_columns, path));
     }
+    TSTAT_RETURN_IF_ERROR(Delete(file.get(), kHeaderTable));  // versions 1 and 2 had none
     if (H5Adelete(file.get(), "format_version") < 0) return Status::Internal("format_version");
     TSTAT_RETURN_IF_ERROR(WriteInt64Attribute(file.get(), "format_version", format_version, path));
     TSTAT_RETURN_IF_ERROR(CloseH5File(&file, path));
