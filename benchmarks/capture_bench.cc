@@ -20,7 +20,7 @@
 #include "benchmarks/bench_timing.h"
 #include "host/src/pipeline.h"
 #include "host/src/stop_state.h"
-#include "io/step_sink.h"
+#include "io/write/step_sink.h"
 #include "tstat/engine.h"
 #include "tstat/session.h"
 
@@ -98,8 +98,8 @@ Result<std::unique_ptr<Session>> OpenSession(const SessionConfig& config, const 
 
 Status CheckCounters(const PipelineCounters& c, std::uint64_t records, const char* what) {
   if (c.write_errors || c.records_lost || c.raw_dropped || c.records_written != records) {
-    return Status::Internal(std::string(what) + ": " + std::to_string(c.records_written) +
-                            " of " + std::to_string(records) + " records written, " +
+    return Status::Internal(std::string(what) + ": " + std::to_string(c.records_written) + " of " +
+                            std::to_string(records) + " records written, " +
                             std::to_string(c.records_lost) + " lost, " +
                             std::to_string(c.raw_dropped) + " raw snapshots dropped, " +
                             std::to_string(c.write_errors) + " write errors");
@@ -233,8 +233,8 @@ Status TimeWriter(const CaptureBenchCase& c, int level, const Tensors& t,
     TSTAT_RETURN_IF_ERROR(pipeline.Close());
     const double seconds = NowSeconds() - t0;
     const PipelineCounters counters = pipeline.counters();
-    TSTAT_RETURN_IF_ERROR(CheckCounters(
-        counters, static_cast<std::uint64_t>(steps * c.tensors), "writer pipeline"));
+    TSTAT_RETURN_IF_ERROR(
+        CheckCounters(counters, static_cast<std::uint64_t>(steps * c.tensors), "writer pipeline"));
     r->writer_records = counters.records_written;
     r->records_per_s = static_cast<double>(counters.records_written) / seconds;
     r->writer_step_s = static_cast<double>(c.tensors) / r->records_per_s;
@@ -244,7 +244,8 @@ Status TimeWriter(const CaptureBenchCase& c, int level, const Tensors& t,
 }
 
 // write() of `bytes` from `data`, `times` times, into a new file, then fsync.
-Status PlainWrite(const std::string& path, const void* data, std::size_t bytes, std::int64_t times) {
+Status PlainWrite(const std::string& path, const void* data, std::size_t bytes,
+                  std::int64_t times) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return Status::IoError(path + ": create: " + std::strerror(errno));
   Status failure;
@@ -318,8 +319,7 @@ std::vector<CaptureBenchCase> DefaultCaptureCases() {
   return cases;
 }
 
-Result<CaptureBenchResult> RunCaptureCase(const CaptureBenchCase& c,
-                                          const CaptureBenchOptions& o) {
+Result<CaptureBenchResult> RunCaptureCase(const CaptureBenchCase& c, const CaptureBenchOptions& o) {
   CaptureBenchResult r;
   r.spec = c;
   r.repeats = o.repeats > 0 ? o.repeats : kDefaultRepeats;

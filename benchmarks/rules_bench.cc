@@ -13,7 +13,7 @@
 #include <mutex>
 #include <thread>
 
-#include "io/step_sink.h"
+#include "io/write/step_sink.h"
 #include "rules/actions.h"
 #include "rules/findings_log.h"
 #include "rules/rule_engine.h"
@@ -84,13 +84,21 @@ SyntheticRun MakeRun(std::int64_t count) {
     t.shape = {64, kElements / 64};
     const std::string layer = "layer" + std::to_string(i);
     switch (i % 10) {
-      case 0: case 1: case 2: case 3:
+      case 0:
+      case 1:
+      case 2:
+      case 3:
         t.name = layer + ".weight", t.collections = {"weights"};
         break;
-      case 4: case 5: case 6: case 7:
+      case 4:
+      case 5:
+      case 6:
+      case 7:
         t.name = "gradient/" + layer + ".weight", t.collections = {"gradients"};
         break;
-      case 8: t.name = layer + ".bias", t.collections = {"biases"}; break;
+      case 8:
+        t.name = layer + ".bias", t.collections = {"biases"};
+        break;
       default:
         t.name = layer + ".relu_output_0", t.collections = {"activations"};
         t.shape = {kElements / kChannels, kChannels};
@@ -183,9 +191,10 @@ StepBatch& Prepare(SyntheticRun* run, std::int64_t s, double t0) {
 bool NeedsMoreThanStats(const std::string& type) {
   static const char* const kTypes[] = {
       "low_precision_range",  // exponent histogram
-      "dead_relu", "saturated_activation", "check_input_images",  // per-channel stats
-      "class_imbalance", "confusion",  // label counts, confusion matrix
-      "nlp_sequence_ratio",  // value counts
+      "dead_relu",           "saturated_activation",
+      "check_input_images",                // per-channel stats
+      "class_imbalance",     "confusion",  // label counts, confusion matrix
+      "nlp_sequence_ratio",                // value counts
   };
   for (const char* t : kTypes) {
     if (type == t) return true;
@@ -245,7 +254,8 @@ class Catalog final : public TensorCatalog {
 
 Result<std::string> TempRunDir(const std::string& tag) {
   const char* base = std::getenv("TMPDIR");
-  std::string templ = std::string(base && *base ? base : "/tmp") + "/tstat-bench-" + tag + "-XXXXXX";
+  std::string templ =
+      std::string(base && *base ? base : "/tmp") + "/tstat-bench-" + tag + "-XXXXXX";
   if (mkdtemp(templ.data()) == nullptr) return Status::IoError("cannot create " + templ);
   return templ;
 }
@@ -361,10 +371,10 @@ Result<RulesBenchResult> FollowCase(const RulesBenchOptions& o, SyntheticRun* ru
         const auto logged = Clock::now();
         std::lock_guard<std::mutex> lock(mu);
         auto it = flushed.find(e.episode.reported.global_step);
-        latencies.push_back(it == flushed.end()
-                                ? 0.0  // logged before Flush() had returned
-                                : std::max(0.0, std::chrono::duration<double>(logged - it->second)
-                                                    .count()));
+        latencies.push_back(
+            it == flushed.end()
+                ? 0.0  // logged before Flush() had returned
+                : std::max(0.0, std::chrono::duration<double>(logged - it->second).count()));
         return Status::OK();
       });
       r.cpu_seconds = ThreadCpuSeconds() - cpu0;
@@ -398,8 +408,8 @@ std::string FormatRulesJsonLine(const RulesBenchResult& r) {
                 "\"cpu_seconds\": %.4f, \"records_counted\": \"per_record\", "
                 "\"tensors\": %lld, \"steps\": %lld, \"rules\": %d, \"findings\": %llu}",
                 r.name.c_str(), static_cast<unsigned long long>(r.records), r.seconds,
-                r.records_per_s_per_core, latency, r.cpu_seconds,
-                static_cast<long long>(r.tensors), static_cast<long long>(r.steps), r.rules,
+                r.records_per_s_per_core, latency, r.cpu_seconds, static_cast<long long>(r.tensors),
+                static_cast<long long>(r.steps), r.rules,
                 static_cast<unsigned long long>(r.findings));
   return buf;
 }
@@ -432,8 +442,9 @@ Status RunRulesBench(const RulesBenchOptions& o, std::ostream& out, std::ostream
       continue;
     }
     char line[256];
-    std::snprintf(line, sizeof line, "%-11s %6lldx%-5lld %11llu records %9.3f s %14.0f records/s/core",
-                  r.name.c_str(), static_cast<long long>(r.tensors), static_cast<long long>(r.steps),
+    std::snprintf(line, sizeof line,
+                  "%-11s %6lldx%-5lld %11llu records %9.3f s %14.0f records/s/core", r.name.c_str(),
+                  static_cast<long long>(r.tensors), static_cast<long long>(r.steps),
                   static_cast<unsigned long long>(r.records), r.seconds, r.records_per_s_per_core);
     out << line;
     if (r.follow_latency_s) out << "  follow latency " << *r.follow_latency_s << " s";

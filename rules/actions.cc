@@ -14,7 +14,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "io/posix_file.h"
+#include "io/h5/posix_file.h"
 #include "tstat_rules.pb.h"
 
 namespace tstat::rules {
@@ -219,8 +219,8 @@ std::string FormatEpisode(const Episode& e) {
   if (e.steps > 1 && !e.worst.values.empty()) {
     char value[32];
     std::snprintf(value, sizeof value, "%.6g", e.worst.values.front().second);
-    line += "; worst " + e.worst.values.front().first + " " + value + " at " +
-            FormatStep(e.worst.step);
+    line +=
+        "; worst " + e.worst.values.front().first + " " + value + " at " + FormatStep(e.worst.step);
   }
   if (e.open) line += " (still open)";
   return OneLine(line);
@@ -270,7 +270,8 @@ Status ActionRunner::Handle(const EpisodeEvent& event) {
   }
   if (Stops(e.rule, e.severity) && !stop_requested_) {
     if (options_.sink == nullptr) {
-      keep(Status::FailedPrecondition("rule " + e.rule + ": cannot stop training (no action sink)"));
+      keep(
+          Status::FailedPrecondition("rule " + e.rule + ": cannot stop training (no action sink)"));
     } else {
       stop_requested_ = true;
       keep(options_.sink->RequestStop(StopRequest{e.rule, e.last, e.worker, e.opening.message}));

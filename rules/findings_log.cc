@@ -11,7 +11,7 @@
 #include <cstring>
 #include <map>
 
-#include "io/posix_file.h"
+#include "io/h5/posix_file.h"
 #include "tstat_rules.pb.h"
 
 namespace tstat::rules {
@@ -56,9 +56,12 @@ void FillFinding(const Finding& f, rulesconfig::Finding* p) {
 
 const char* EventName(EpisodeEvent::Kind k) {
   switch (k) {
-    case EpisodeEvent::Kind::kOpen: return "open";
-    case EpisodeEvent::Kind::kEscalate: return "escalate";
-    case EpisodeEvent::Kind::kClose: return "close";
+    case EpisodeEvent::Kind::kOpen:
+      return "open";
+    case EpisodeEvent::Kind::kEscalate:
+      return "escalate";
+    case EpisodeEvent::Kind::kClose:
+      return "close";
   }
   return "";
 }

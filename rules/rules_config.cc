@@ -12,7 +12,7 @@
 #include <set>
 #include <sstream>
 
-#include "io/posix_file.h"
+#include "io/h5/posix_file.h"
 #include "proto/json_schema_check.h"
 #include "proto/quoted_text.h"
 #include "rules/builtin_defaults.h"
@@ -42,9 +42,15 @@ std::string NumberText(double v) {
 // A parameter value as the string smdebug would pass.
 Status ScalarText(const Value& v, const std::string& field, std::string* out) {
   switch (v.kind_case()) {
-    case Value::kStringValue: *out = v.string_value(); return Status::OK();
-    case Value::kNumberValue: *out = NumberText(v.number_value()); return Status::OK();
-    case Value::kBoolValue: *out = v.bool_value() ? "true" : "false"; return Status::OK();
+    case Value::kStringValue:
+      *out = v.string_value();
+      return Status::OK();
+    case Value::kNumberValue:
+      *out = NumberText(v.number_value());
+      return Status::OK();
+    case Value::kBoolValue:
+      *out = v.bool_value() ? "true" : "false";
+      return Status::OK();
     default:
       return Status::InvalidArgument(field + ": must be a string, a number or a boolean");
   }
@@ -55,8 +61,8 @@ Status ParamText(const Value& v, const std::string& field, std::string* out) {
   out->clear();
   for (int i = 0; i < v.list_value().values_size(); ++i) {
     std::string item;
-    TSTAT_RETURN_IF_ERROR(ScalarText(v.list_value().values(i),
-                                     field + "[" + std::to_string(i) + "]", &item));
+    TSTAT_RETURN_IF_ERROR(
+        ScalarText(v.list_value().values(i), field + "[" + std::to_string(i) + "]", &item));
     *out += (i ? "," : "") + item;
   }
   return Status::OK();
@@ -109,13 +115,14 @@ Result<ConfiguredRule> Convert(const pb::RuleConfig& in, int index) {
   if (!in.when().empty()) {
     if (spec.type.empty()) spec.type = "expression";
     if (spec.type != "expression") {
-      return Status::InvalidArgument(at + ".when: only expression rules have a condition (type is \"" +
-                                     spec.type + "\")");
+      return Status::InvalidArgument(
+          at + ".when: only expression rules have a condition (type is \"" + spec.type + "\")");
     }
   }
   if (spec.type.empty()) {
-    return Status::InvalidArgument(at + ".type: missing (a built-in rule type, or \"when\" for "
-                                        "an expression rule)");
+    return Status::InvalidArgument(at +
+                                   ".type: missing (a built-in rule type, or \"when\" for "
+                                   "an expression rule)");
   }
   spec.name = in.name().empty() ? spec.type : in.name();
   const std::string named = at + " \"" + spec.name + "\"";
@@ -136,11 +143,12 @@ Result<ConfiguredRule> Convert(const pb::RuleConfig& in, int index) {
   }
   out.enabled = !in.has_enabled() || in.enabled();
   if (in.has_collection_names()) {
-    TSTAT_RETURN_IF_ERROR(
-        CollectionNames(in.collection_names(), named + ".collection_names", &spec.collection_names));
+    TSTAT_RETURN_IF_ERROR(CollectionNames(in.collection_names(), named + ".collection_names",
+                                          &spec.collection_names));
   }
   if (in.has_tensor_regex()) {
-    TSTAT_RETURN_IF_ERROR(TensorRegex(in.tensor_regex(), named + ".tensor_regex", &spec.tensor_regex));
+    TSTAT_RETURN_IF_ERROR(
+        TensorRegex(in.tensor_regex(), named + ".tensor_regex", &spec.tensor_regex));
   }
   for (const auto& [key, value] : in.parameters()) {
     if (key.empty()) {
@@ -150,7 +158,8 @@ Result<ConfiguredRule> Convert(const pb::RuleConfig& in, int index) {
     if (key == "collection_names" || key == "tensor_regex") {
       // smdebug passes the selection as rule parameters.
       if (in.has_collection_names() || in.has_tensor_regex()) {
-        return Status::InvalidArgument(field + ": give " + key + " either here or as a field of "
+        return Status::InvalidArgument(field + ": give " + key +
+                                       " either here or as a field of "
                                        "the rule, not both");
       }
       Status s = key == "collection_names" ? CollectionNames(value, field, &spec.collection_names)
@@ -195,8 +204,8 @@ Result<ConfiguredRule> Convert(const pb::RuleConfig& in, int index) {
   }
   // smdebug's StalledTrainingRule stops the job itself when asked to.
   auto stop = spec.parameters.find("stop_training_on_fire");
-  if (stop != spec.parameters.end() && (stop->second == "true" || stop->second == "True" ||
-                                        stop->second == "1")) {
+  if (stop != spec.parameters.end() &&
+      (stop->second == "true" || stop->second == "True" || stop->second == "1")) {
     out.actions.stop_training = true;
   }
   return out;
@@ -243,12 +252,14 @@ Result<RulesConfig> ParseRulesConfigJson(std::string_view json, const RuleRegist
     if (!rule.ok()) return rule.status().WithContext("rules config");
     if (!names.insert(rule->spec.name).second) {
       return Status::InvalidArgument("rules config: rules[" + std::to_string(i) + "].name: \"" +
-                                     rule->spec.name + "\" is used by an earlier rule (names "
+                                     rule->spec.name +
+                                     "\" is used by an earlier rule (names "
                                      "must be unique; the name defaults to the type)");
     }
     // An entry named like a default rule replaces it (or, disabled, removes it).
-    auto same = std::find_if(config.rules.begin(), config.rules.begin() + defaults,
-                             [&rule](const ConfiguredRule& r) { return r.spec.name == rule->spec.name; });
+    auto same =
+        std::find_if(config.rules.begin(), config.rules.begin() + defaults,
+                     [&rule](const ConfiguredRule& r) { return r.spec.name == rule->spec.name; });
     if (same != config.rules.begin() + defaults) {
       same->enabled = false;
     } else if (!rule->enabled && proto.defaults()) {
@@ -295,7 +306,8 @@ Result<RulesConfig> WithoutRules(RulesConfig config, const std::vector<std::stri
                            [&](const ConfiguredRule& r) { return r.spec.name == names[i]; });
     if (it == config.rules.end()) {
       std::string known;
-      for (const ConfiguredRule& r : config.rules) known += (known.empty() ? "" : ", ") + r.spec.name;
+      for (const ConfiguredRule& r : config.rules)
+        known += (known.empty() ? "" : ", ") + r.spec.name;
       return Status::InvalidArgument(field + "[" + std::to_string(i) + "]: no rule \"" + names[i] +
                                      "\" runs (the rules: " + known + ")");
     }

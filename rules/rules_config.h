@@ -13,7 +13,7 @@
 // "collection_names" / "tensor_regex" inside "parameters" are moved to the
 // rule's selection. An entry with "when" and no "type" is an expression rule.
 // Every error names the entry and the field ("rules[1] \"grad_blowup\": ...").
-// See rules/RUN_RULES.md for every rule's parameters.
+// See docs/rules.md for every rule's parameters.
 // Thread safety: pure functions.
 #pragma once
 
@@ -29,8 +29,8 @@
 namespace tstat::rules {
 
 struct RuleActions {
-  bool record = true;         // append to RUN/findings.jsonl
-  bool print = true;          // one line on the runner's output
+  bool record = true;  // append to RUN/findings.jsonl
+  bool print = true;   // one line on the runner's output
   // Ask the training process to stop when an episode opens; unset: when its
   // severity is at least the runner's stop level (ActionRunner::Options).
   std::optional<bool> stop_training;

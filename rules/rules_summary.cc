@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "io/posix_file.h"
+#include "io/h5/posix_file.h"
 #include "rules/actions.h"
 #include "tstat_rules.pb.h"
 

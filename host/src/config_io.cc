@@ -5,9 +5,9 @@
 #include <cstdlib>
 #include <string>
 
-#include "proto/json_schema_check.h"
 #include "host/src/config_proto.h"
-#include "io/posix_file.h"
+#include "io/h5/posix_file.h"
+#include "proto/json_schema_check.h"
 #include "tstat/config.h"
 
 namespace tstat {

@@ -7,8 +7,8 @@
 #include <string>
 
 #include "host/src/builtin_collections.h"
+#include "io/format/run_layout.h"
 #include "proto/quoted_text.h"
-#include "io/run_layout.h"
 #include "rules/actions.h"
 #include "rules/rules_config.h"
 #include "tstat/config.h"
@@ -134,12 +134,12 @@ Status CheckPipeline(const PipelineConfig& p) {
   // Upper bounds: a day of unflushed data or of an unnoticed stop is a
   // mistake, not a setting; more threads than any machine has, too.
   if (!(p.flush_interval_seconds > 0.0) || !(p.flush_interval_seconds <= 86400.0)) {
-    return bad("flush_interval_seconds", "must be in (0, 86400] seconds, got " +
-                                             std::to_string(p.flush_interval_seconds));
+    return bad("flush_interval_seconds",
+               "must be in (0, 86400] seconds, got " + std::to_string(p.flush_interval_seconds));
   }
   if (p.flush_interval_steps < 0 || p.flush_interval_steps > 1000000000) {
-    return bad("flush_interval_steps", "must be in [0, 1e9] (0: off), got " +
-                                           std::to_string(p.flush_interval_steps));
+    return bad("flush_interval_steps",
+               "must be in [0, 1e9] (0: off), got " + std::to_string(p.flush_interval_steps));
   }
   if (p.stop_check_interval_ms < 0 || p.stop_check_interval_ms > 86400000) {
     return bad("stop_check_interval_ms",
@@ -187,7 +187,8 @@ Status CheckRules(const InProcessRulesConfig& r) {
                                    "\" is not one of critical, error, warning, info, never");
   }
   for (std::size_t i = 0; i < r.disable.size(); ++i) {
-    if (r.disable[i].empty()) return Status::InvalidArgument(Idx("rules.disable", i) + ": empty name");
+    if (r.disable[i].empty())
+      return Status::InvalidArgument(Idx("rules.disable", i) + ": empty name");
   }
   if (r.save_interval < 1 || r.save_interval > 1000000) {
     return Status::InvalidArgument("rules.save_interval: must be in [1, 1000000], got " +

@@ -4,7 +4,7 @@
 
 #include <memory>
 
-#include "io/step_sink.h"
+#include "io/write/step_sink.h"
 
 namespace tstat::host {
 

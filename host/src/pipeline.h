@@ -38,7 +38,7 @@
 #include <vector>
 
 #include "host/src/stop_state.h"
-#include "io/step_sink.h"
+#include "io/write/step_sink.h"
 #include "tstat/config.h"
 #include "tstat/stats_record.h"
 

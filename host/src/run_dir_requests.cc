@@ -9,7 +9,7 @@
 #include <cstdio>
 #include <vector>
 
-#include "io/posix_file.h"
+#include "io/h5/posix_file.h"
 #include "rules/actions.h"
 
 namespace tstat::host {
@@ -26,7 +26,8 @@ std::int64_t WallNs() {
 }
 
 bool EndsWith(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 }  // namespace

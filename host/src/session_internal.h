@@ -1,7 +1,7 @@
 // Test and tool access to Session internals (not installed).
 //
 // CreateSessionWithDeps builds a session around injected parts: a StepSink
-// (io/testing_sinks.h MemorySink / FaultInjectionSink), a CPU backend (e.g.
+// (tests/support/testing_sinks.h MemorySink / FaultInjectionSink), a CPU backend (e.g.
 // one thread under ThreadSanitizer) and a DeviceCapture factory (a host-memory
 // fake that lets the CUDA path run without a GPU). Null members mean the
 // production part. Thread safety: as Session.
@@ -11,7 +11,7 @@
 
 #include "host/src/device_capture.h"
 #include "host/src/pipeline.h"
-#include "io/step_sink.h"
+#include "io/write/step_sink.h"
 #include "tstat/engine.h"
 #include "tstat/session.h"
 

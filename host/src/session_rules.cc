@@ -8,7 +8,7 @@
 
 #include "host/src/session_impl.h"
 #include "host/src/session_internal.h"
-#include "io/posix_file.h"
+#include "io/h5/posix_file.h"
 #include "rules/capture_needs.h"
 
 namespace tstat {
@@ -121,8 +121,8 @@ void Session::Impl::AddRulesNeeds(host::RegisteredTensor* t) {
   if (!rules || !config.rules.capture_needs) return;
   for (const host::RulesThread::RuleNeed& n : rules->NeedsOf(t->info)) {
     const std::string name = rules::NeedsCollectionName(n.needs);
-    const int index = collections->AddRulesCollection(name, n.needs, config.rules.save_interval,
-                                                      config.stats);
+    const int index =
+        collections->AddRulesCollection(name, n.needs, config.rules.save_interval, config.stats);
     auto at = std::lower_bound(t->collections.begin(), t->collections.end(), index);
     if (at == t->collections.end() || *at != index) t->collections.insert(at, index);
     rules_summary.NoteCapture(n.rule, rules::DescribeNeeds(n.needs), name, t->info.name);

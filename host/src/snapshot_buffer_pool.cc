@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "io/posix_file.h"
+#include "io/h5/posix_file.h"
 
 namespace tstat::host {
 namespace {

@@ -5,7 +5,7 @@
 #include <exception>
 #include <string>
 
-#include "io/stored_string_limits.h"
+#include "io/format/stored_string_limits.h"
 #include "kernels/request_check.h"
 
 namespace tstat::host {

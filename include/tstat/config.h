@@ -119,9 +119,9 @@ struct PipelineConfig {
   // (one copy per tensor); a tensor that does not fit gets no delta and a
   // DropRecord says so.
   std::int64_t delta_memory_cap_bytes = 256ll << 20;
-  double flush_interval_seconds = 1.0;              // flush at least this often
-  std::int64_t flush_interval_steps = 0;            // and every N steps (0 = off)
-  bool drop_stats_when_full = false;                // false: the step waits
+  double flush_interval_seconds = 1.0;    // flush at least this often
+  std::int64_t flush_interval_steps = 0;  // and every N steps (0 = off)
+  bool drop_stats_when_full = false;      // false: the step waits
   // RUN/STOP and RUN/capture/ are checked at EndStep when the last check is
   // at least this old (0: at every EndStep; one stat() each, ~1 us), and by
   // the writer thread every max(this, 100) ms (a training thread that is
@@ -129,9 +129,9 @@ struct PipelineConfig {
   std::int64_t stop_check_interval_ms = 1;
   int cpu_threads = 0;  // 0: chosen per step, SessionCpuThreads (below)
   int cuda_device = 0;
-  int cuda_inflight = 2;      // steps reducing on the GPU at once
+  int cuda_inflight = 2;  // steps reducing on the GPU at once
   // HDF5 deflate level of the stats tables. 1 (default): tstat's own
-  // deflate (io/run_length_deflate.h: runs, and each row against the same
+  // deflate (io/codec/run_length_deflate.h: runs, and each row against the same
   // row one step earlier), 1.3-2.4x less writer CPU than libdeflate's 4 on
   // statistics that change every step for 1-6% more bytes, and up to 2x
   // the (few) bytes when steps repeat each other; 2-9: libdeflate.
@@ -173,9 +173,9 @@ TSTAT_EXPORT int SessionCpuThreads(const PipelineConfig& pipeline, std::int64_t 
 // are kept).
 struct InProcessRulesConfig {
   bool enabled = false;
-  std::string config_file;  // a rules config file (JSON), or
-  std::string config_json;  // the rules config itself (JSON "config": {...});
-                            // neither: the default rule set
+  std::string config_file;           // a rules config file (JSON), or
+  std::string config_json;           // the rules config itself (JSON "config": {...});
+                                     // neither: the default rule set
   std::vector<std::string> plugins;  // shared libraries of custom rules (tstat/rule_plugin.h)
   // When training stops on its own: on episodes of this severity or above
   // ("critical": the run is wasted; "error"; "warning"; "info"), or "never".

@@ -1,7 +1,7 @@
 // Factories of the built-in tensor rules, one per rules/builtin/<rule>.cc.
 // Each reads the spec's smdebug-style parameters (unknown or mistyped ones are
 // kInvalidArgument naming them), compiles the selection and returns the rule.
-// Semantics of every rule: rules/TENSOR_RULES.md.
+// Semantics of every rule: docs/rules.md.
 #pragma once
 
 #include <memory>

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "io/run_layout.h"
-#include "io/segment_seal.h"
+#include "io/format/run_layout.h"
+#include "io/h5/segment_seal.h"
 #include "tests/fuzz/fuzz_target.h"
 #include "tstat/trial.h"
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "io/posix_file.h"
+#include "io/h5/posix_file.h"
 #include "tests/fuzz/fuzz_target.h"
 
 namespace fs = std::filesystem;

@@ -14,8 +14,8 @@
 
 #include "host/src/device_capture.h"
 #include "host/src/session_internal.h"
-#include "io/step_sink.h"
-#include "io/testing_sinks.h"
+#include "io/write/step_sink.h"
+#include "tests/support/testing_sinks.h"
 #include "tstat/session.h"
 
 namespace tstat::testing {

@@ -6,7 +6,6 @@
 #include "host/src/pipeline.h"
 
 #include <gtest/gtest.h>
-
 #include <sys/stat.h>
 
 #include <chrono>
@@ -16,9 +15,9 @@
 
 #include "host/src/null_sink.h"
 #include "host/src/stop_state.h"
-#include "io/hdf5_run_writer.h"
-#include "io/posix_file.h"
-#include "io/run_layout.h"
+#include "io/format/run_layout.h"
+#include "io/h5/posix_file.h"
+#include "io/write/hdf5_run_writer.h"
 #include "tests/host/host_test_util.h"
 #include "tests/support/compare.h"
 #include "tests/support/reference.h"

@@ -3,7 +3,7 @@
 // filter pipeline (ReadTable), through zlib + an independent unshuffle here,
 // and through h5py (tests/io/h5py_reads_self_chunks.py). Each table is also
 // written through HDF5's own pipeline as NAME_ref for comparison.
-#include "io/chunk_deflate.h"
+#include "io/codec/chunk_deflate.h"
 
 #include <gtest/gtest.h>
 #include <hdf5.h>
@@ -17,12 +17,12 @@
 #include <string>
 #include <vector>
 
-#include "io/h5_attribute.h"
-#include "io/h5_dataset.h"
-#include "io/h5_lock.h"
-#include "io/h5_type.h"
-#include "io/segment_schema.h"
-#include "io/table_chunk_writer.h"
+#include "io/format/segment_schema.h"
+#include "io/h5/h5_attribute.h"
+#include "io/h5/h5_dataset.h"
+#include "io/h5/h5_lock.h"
+#include "io/h5/h5_type.h"
+#include "io/h5/table_chunk_writer.h"
 #include "tests/io/io_test_util.h"
 
 namespace tstat::io {

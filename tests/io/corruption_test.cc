@@ -5,9 +5,9 @@
 // Each damaged segment gives kCorruption naming the file (never a crash) and
 // the rest of the run stays readable and correct.
 #include <gtest/gtest.h>
-#include <zlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include <chrono>
 #include <cstring>
@@ -17,13 +17,13 @@
 #include <random>
 #include <set>
 
-#include "io/h5_dataset.h"
-#include "io/h5_file.h"
-#include "io/h5_lock.h"
-#include "io/posix_file.h"
-#include "io/segment_reader.h"
-#include "io/segment_schema.h"
-#include "io/segment_seal.h"
+#include "io/format/segment_schema.h"
+#include "io/h5/h5_dataset.h"
+#include "io/h5/h5_file.h"
+#include "io/h5/h5_lock.h"
+#include "io/h5/posix_file.h"
+#include "io/h5/segment_seal.h"
+#include "io/read/segment_reader.h"
 #include "tests/io/io_test_util.h"
 #include "tstat/trial.h"
 
@@ -304,8 +304,8 @@ void ReplaceWithType(const std::string& path, const char* name, bool attribute, 
       if (H5Lexists(file.get(), name, H5P_DEFAULT) > 0) {
         ASSERT_GE(H5Ldelete(file.get(), name, H5P_DEFAULT), 0) << name;
       }
-      H5DataSet set(H5Dcreate2(file.get(), name, type, space.get(), H5P_DEFAULT, H5P_DEFAULT,
-                               H5P_DEFAULT));
+      H5DataSet set(
+          H5Dcreate2(file.get(), name, type, space.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
       ASSERT_TRUE(set.valid()) << name;
       ASSERT_GE(H5Dwrite(set.get(), type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data), 0) << name;
     }
@@ -341,9 +341,8 @@ TEST_F(CorruptionTest, CraftedTypesAreRefusedBeforeReading) {
     const char* note;
   };
   H5Type extra_row(H5Tcreate(H5T_COMPOUND, sizeof(ExtraRow)));
-  ASSERT_GE(H5Tinsert(extra_row.get(), "tensor_id", offsetof(ExtraRow, tensor_id),
-                      H5T_NATIVE_UINT32),
-            0);
+  ASSERT_GE(
+      H5Tinsert(extra_row.get(), "tensor_id", offsetof(ExtraRow, tensor_id), H5T_NATIVE_UINT32), 0);
   ASSERT_GE(H5Tinsert(extra_row.get(), "note", offsetof(ExtraRow, note), vlen_str.get()), 0);
   const ExtraRow extra_rows[2] = {{0, "x"}, {0, "y"}};
   // A header table of two rows.
@@ -365,10 +364,12 @@ TEST_F(CorruptionTest, CraftedTypesAreRefusedBeforeReading) {
       {kHeaderTable, false, version_row.get(), versions, 2, "header table of 2 rows"},
       {kConfigDataset, false, vlen_str.get(), &text, 0,
        "dataset 'config' holds variable-length strings"},
-      {kConfigDataset, false, H5T_NATIVE_INT64, &number, 0, "dataset 'config' does not hold strings"},
+      {kConfigDataset, false, H5T_NATIVE_INT64, &number, 0,
+       "dataset 'config' does not hold strings"},
       {kCollections, false, vlen_str.get(), strings, 3,
        "dataset 'collections' holds variable-length strings"},
-      {kTensorsTable, false, vlen_str.get(), strings, 3, "stored as a string, not readable as a compound"},
+      {kTensorsTable, false, vlen_str.get(), strings, 3,
+       "stored as a string, not readable as a compound"},
       {kStatsTable, false, bad_row.get(), rows, 2, "member 'tensor_id': stored as a string"},
       {kStatsTable, false, extra_row.get(), extra_rows, 2,
        "holds variable-length data the reader does not read"},
@@ -402,8 +403,8 @@ TEST_F(CorruptionTest, CraftedTypesAreRefusedBeforeReading) {
 TEST_F(CorruptionTest, StorageShorterThanTheRowsIsRefused) {
   struct Case {
     const char* name;
-    bool deflate;           // the chunk's filter
-    std::size_t bytes_of;   // stored (or inflating to) this many of the chunk's bytes
+    bool deflate;          // the chunk's filter
+    std::size_t bytes_of;  // stored (or inflating to) this many of the chunk's bytes
     const char* needle;
   };
   const hsize_t rows = 64;
@@ -533,18 +534,18 @@ TEST(RawShapeCorruptionTest, DimensionsFarBeyondTheStoredBytesAreCorruption) {
   TempDir dir;
   const std::string path =
       WriteOneBigSnapshot(dir, std::vector<std::uint8_t>(std::size_t{1} << 20, 7));
-  RewriteRawIndex(path, [&](hid_t file, std::vector<RawIndexRow>* rows,
-                            std::vector<std::int64_t>* shapes) {
-    ASSERT_GE(H5Ldelete(file, "raw/000000", H5P_DEFAULT), 0);
-    const hsize_t dims[2] = {512, hsize_t{1} << 31}, chunk[2] = {1, 1 << 18};
-    H5Space space(H5Screate_simple(2, dims, nullptr));
-    H5Plist dcpl(H5Pcreate(H5P_DATASET_CREATE));
-    ASSERT_GE(H5Pset_chunk(dcpl.get(), 2, chunk), 0);
-    H5DataSet empty(H5Dcreate2(file, "raw/000000", H5T_IEEE_F32LE, space.get(), H5P_DEFAULT,
-                               dcpl.get(), H5P_DEFAULT));
-    ASSERT_TRUE(empty.valid());
-    SetRawShape(&(*rows)[0], shapes, {512, std::int64_t{1} << 31});
-  });
+  RewriteRawIndex(
+      path, [&](hid_t file, std::vector<RawIndexRow>* rows, std::vector<std::int64_t>* shapes) {
+        ASSERT_GE(H5Ldelete(file, "raw/000000", H5P_DEFAULT), 0);
+        const hsize_t dims[2] = {512, hsize_t{1} << 31}, chunk[2] = {1, 1 << 18};
+        H5Space space(H5Screate_simple(2, dims, nullptr));
+        H5Plist dcpl(H5Pcreate(H5P_DATASET_CREATE));
+        ASSERT_GE(H5Pset_chunk(dcpl.get(), 2, chunk), 0);
+        H5DataSet empty(H5Dcreate2(file, "raw/000000", H5T_IEEE_F32LE, space.get(), H5P_DEFAULT,
+                                   dcpl.get(), H5P_DEFAULT));
+        ASSERT_TRUE(empty.valid());
+        SetRawShape(&(*rows)[0], shapes, {512, std::int64_t{1} << 31});
+      });
   auto trial = Trial::Open(dir.path());
   TSTAT_ASSERT_OK(trial);
   auto raw = (*trial)->raw("big", 0);
@@ -663,8 +664,7 @@ TEST(ReadRegularFileTest, HostileFilesAreRefusedWithoutBlockingOrReadingThemWhol
   auto l = ReadRegularFile(loop, 100);
   EXPECT_FALSE(l.ok());
   EXPECT_NE(l.status().message().find("loop.json"), std::string::npos) << l.status().message();
-  EXPECT_EQ(ReadRegularFile(dir.Sub("missing.json"), 100).status().code(),
-            StatusCode::kNotFound);
+  EXPECT_EQ(ReadRegularFile(dir.Sub("missing.json"), 100).status().code(), StatusCode::kNotFound);
 }
 
 }  // namespace

@@ -14,7 +14,7 @@
 #include <random>
 #include <thread>
 
-#include "io/posix_file.h"
+#include "io/h5/posix_file.h"
 #include "tests/io/crash_formula.h"
 #include "tests/io/io_test_util.h"
 #include "tstat/trial.h"

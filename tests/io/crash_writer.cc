@@ -14,7 +14,7 @@
 #include <cstring>
 #include <memory>
 
-#include "io/hdf5_run_writer.h"
+#include "io/write/hdf5_run_writer.h"
 #include "tests/io/crash_formula.h"
 
 namespace {

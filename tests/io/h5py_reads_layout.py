@@ -1,9 +1,9 @@
 #!/usr/bin/python3
-"""h5py reads a tstat run using only io/LAYOUT.md -- no tstat code.
+"""h5py reads a tstat run using only docs/storage-format.md -- no tstat code.
 
 Runs tests/io/crash_writer (path in argv[1]) twice: once to completion and
 once killed with SIGKILL after some flushes. Then, for every seg-*.h5 file
-(never *.tmp), it checks the seal as LAYOUT.md describes (zlib.crc32 over the
+(never *.tmp), it checks the seal as docs/storage-format.md describes (zlib.crc32 over the
 bytes after the 512-byte header), opens the file with plain h5py, and compares
 every table with the values crash_writer wrote -- the formulas of
 tests/io/crash_formula.h, re-implemented here.
@@ -68,7 +68,7 @@ def check_seal(path):
 
 
 def read_worker(worker_dir):
-    """Everything of one worker, per LAYOUT.md."""
+    """Everything of one worker, per docs/storage-format.md."""
     names = sorted(n for n in os.listdir(worker_dir) if re.fullmatch(r"seg-\d{12}\.h5", n))
     steps, stats, hist, scalars, raws, registry = {}, {}, {}, {}, {}, {}
     counters = None
@@ -171,7 +171,7 @@ def check_worker(worker_dir, must_have, closed):
             assert row["has_stats"] == 1
             for field, want in expected_stats(t, g).items():
                 assert row[field] == want, (g, t, field, row[field], want)
-            # Derived fields, as LAYOUT.md defines them.
+            # Derived fields, as docs/storage-format.md defines them.
             n = row["finite_count"]
             assert row["mean"] * n == (g * 0.25 + t * 0.125) * n
             np.testing.assert_array_equal(hist[(g, t)], expected_exp_hist(t, g))

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""h5py reads raw snapshots stored at raw_compression_level 0 and 6 (LAYOUT.md).
+"""h5py reads raw snapshots stored at raw_compression_level 0 and 6 (docs/storage-format.md).
 
 argv[1]: a run written by tests/io/raw_compression_test.cc at raw level 0,
 argv[2]: the same at raw level 6; both with table level 4. Checks, with h5py
@@ -117,7 +117,7 @@ def check_run(run, level):
                 seen += 1
             if "raw/packed" in f and f["raw/packed"].chunks == (CHUNK,):
                 chunked_packed += 1
-            # raw_index is a table like the others (LAYOUT.md): the tables'
+            # raw_index is a table like the others (docs/storage-format.md): the tables'
             # level once past a compact dataset, as the first segment's
             # (126 rows) is.
             ri = f["raw_index"]

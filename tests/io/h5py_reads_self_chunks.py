@@ -4,7 +4,7 @@
 argv[1]: an HDF5 file written by tests/io/chunk_deflate_test.cc holding pairs
 of datasets NAME (chunks from io/chunk_deflate.cc via H5Dwrite_chunk) and
 NAME_ref (the same rows written through HDF5's own filter pipeline). For each
-pair: the same values, and the creation properties LAYOUT.md promises
+pair: the same values, and the creation properties docs/storage-format.md promises
 (chunked with shuffle + gzip at the level in the NAME's "level" attribute,
 compact when small, contiguous at level 0). Exit status 0 on success.
 """

@@ -22,9 +22,9 @@
 #include <filesystem>
 #include <random>
 
-#include "io/h5_lock.h"
-#include "io/hdf5_run_writer.h"
-#include "io/segment_schema.h"
+#include "io/format/segment_schema.h"
+#include "io/h5/h5_lock.h"
+#include "io/write/hdf5_run_writer.h"
 #include "tstat/trial.h"
 
 namespace {

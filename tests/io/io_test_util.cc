@@ -13,8 +13,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "io/posix_file.h"
-#include "io/segment_seal.h"
+#include "io/h5/posix_file.h"
+#include "io/h5/segment_seal.h"
 #include "tests/support/data.h"
 #include "tests/support/reference.h"
 

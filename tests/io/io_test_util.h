@@ -5,7 +5,6 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/resource.h>
-
 #include <sys/types.h>
 
 #include <cstdint>
@@ -13,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "io/hdf5_run_writer.h"
+#include "io/write/hdf5_run_writer.h"
 #include "tstat/stats_record.h"
 
 namespace tstat::io::testing {

@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "io/h5_lock.h"
-#include "io/hdf5_run_writer.h"
-#include "io/segment_reader.h"
+#include "io/h5/h5_lock.h"
+#include "io/read/segment_reader.h"
+#include "io/write/hdf5_run_writer.h"
 #include "tests/io/io_test_util.h"
 #include "tests/io/legacy_segment.h"
 #include "tstat/trial.h"

@@ -6,13 +6,13 @@
 #include <cstring>
 #include <vector>
 
-#include "io/h5_attribute.h"
-#include "io/h5_dataset.h"
-#include "io/h5_file.h"
-#include "io/h5_lock.h"
-#include "io/h5_type.h"
-#include "io/segment_legacy_reader.h"
-#include "io/segment_schema.h"
+#include "io/format/segment_schema.h"
+#include "io/h5/h5_attribute.h"
+#include "io/h5/h5_dataset.h"
+#include "io/h5/h5_file.h"
+#include "io/h5/h5_lock.h"
+#include "io/h5/h5_type.h"
+#include "io/read/segment_legacy_reader.h"
 #include "tests/io/io_test_util.h"
 
 namespace tstat::io::testing {

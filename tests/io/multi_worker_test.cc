@@ -9,7 +9,7 @@
 #include <mutex>
 #include <thread>
 
-#include "io/posix_file.h"
+#include "io/h5/posix_file.h"
 #include "tests/io/io_test_util.h"
 #include "tstat/trial.h"
 

@@ -6,9 +6,9 @@
 
 #include <set>
 
-#include "io/h5_lock.h"
-#include "io/posix_file.h"
-#include "io/segment_schema.h"
+#include "io/format/segment_schema.h"
+#include "io/h5/h5_lock.h"
+#include "io/h5/posix_file.h"
 #include "tests/io/io_test_util.h"
 #include "tstat/trial.h"
 

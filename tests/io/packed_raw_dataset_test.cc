@@ -2,8 +2,8 @@
 // whatever the sizes appended -- pieces straddling chunk boundaries, totals
 // one byte either side of a chunk, one append spanning several chunks -- the
 // dataset read back through HDF5 holds exactly the bytes appended, in order,
-// with the layout and filters LAYOUT.md gives for its size and raw level.
-#include "io/packed_raw_dataset.h"
+// with the layout and filters docs/storage-format.md gives for its size and raw level.
+#include "io/write/packed_raw_dataset.h"
 
 #include <gtest/gtest.h>
 #include <hdf5.h>
@@ -13,9 +13,9 @@
 #include <string>
 #include <vector>
 
-#include "io/h5_dataset.h"
-#include "io/h5_lock.h"
-#include "io/segment_schema.h"
+#include "io/format/segment_schema.h"
+#include "io/h5/h5_dataset.h"
+#include "io/h5/h5_lock.h"
 #include "tests/io/io_test_util.h"
 
 namespace tstat::io {
@@ -129,7 +129,7 @@ TEST(PackedRawDatasetTest, ReadsBackExactlyAtEverySizeAndLevel) {
       const Stored stored = ReadPacked(path);
       ASSERT_EQ(stored.bytes.size(), written.size());
       EXPECT_TRUE(stored.bytes == written);
-      // LAYOUT.md: compact up to 8 KiB; one chunk or less: contiguous at
+      // docs/storage-format.md: compact up to 8 KiB; one chunk or less: contiguous at
       // level 0, chunked + shuffle + deflate at 1..9; more: chunks of 1 MiB.
       if (written.size() <= kCompactBytes) {
         EXPECT_EQ(stored.layout, H5D_COMPACT);

@@ -12,12 +12,12 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "io/h5_attribute.h"
-#include "io/h5_dataset.h"
-#include "io/h5_file.h"
-#include "io/h5_lock.h"
-#include "io/posix_file.h"
-#include "io/segment_schema.h"
+#include "io/format/segment_schema.h"
+#include "io/h5/h5_attribute.h"
+#include "io/h5/h5_dataset.h"
+#include "io/h5/h5_file.h"
+#include "io/h5/h5_lock.h"
+#include "io/h5/posix_file.h"
 #include "tests/io/io_test_util.h"
 #include "tests/io/legacy_segment.h"
 #include "tstat/trial.h"

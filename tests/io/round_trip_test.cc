@@ -6,9 +6,9 @@
 #include <cmath>
 #include <map>
 
-#include "io/posix_file.h"
-#include "io/run_layout.h"
-#include "io/segment_schema.h"
+#include "io/format/run_layout.h"
+#include "io/format/segment_schema.h"
+#include "io/h5/posix_file.h"
 #include "tests/io/io_test_util.h"
 #include "tests/support/data.h"
 #include "tstat/trial.h"

@@ -2,7 +2,7 @@
 // decoder HDF5's deflate filter uses: every input decodes to itself, through
 // run lengths at the length-code boundaries, block boundaries, stored and
 // dynamic blocks, and the output stays within Bound().
-#include "io/run_length_deflate.h"
+#include "io/codec/run_length_deflate.h"
 
 #include <gtest/gtest.h>
 #include <zlib.h>

@@ -3,7 +3,7 @@
 // disk, the rest to memory; whatever the mix and overlap, reads and the
 // finished file must equal the model, and the seal's CRC must be zlib's CRC-32
 // of the model's bytes [512, length).
-#include "io/segment_store.h"
+#include "io/h5/segment_store.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "io/segment_seal.h"
+#include "io/h5/segment_seal.h"
 #include "tests/io/io_test_util.h"
 
 namespace tstat::io::testing {

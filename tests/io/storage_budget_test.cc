@@ -9,7 +9,7 @@
 #include <cstdio>
 #include <random>
 
-#include "io/posix_file.h"
+#include "io/h5/posix_file.h"
 #include "tests/io/io_test_util.h"
 
 namespace tstat::io::testing {

@@ -5,7 +5,7 @@
 // uint32 and uint64 that holds them, with the chunking of a whole write. In
 // the writer: a step with a count wider than the segment's fixed width ends
 // the segment before it, and every histogram of both segments reads back.
-#include "io/streamed_counts.h"
+#include "io/write/streamed_counts.h"
 
 #include <gtest/gtest.h>
 #include <hdf5.h>
@@ -14,11 +14,11 @@
 #include <string>
 #include <vector>
 
-#include "io/h5_dataset.h"
-#include "io/h5_file.h"
-#include "io/h5_lock.h"
-#include "io/posix_file.h"
-#include "io/segment_schema.h"
+#include "io/format/segment_schema.h"
+#include "io/h5/h5_dataset.h"
+#include "io/h5/h5_file.h"
+#include "io/h5/h5_lock.h"
+#include "io/h5/posix_file.h"
 #include "tests/io/io_test_util.h"
 #include "tstat/trial.h"
 

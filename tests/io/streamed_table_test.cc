@@ -1,13 +1,13 @@
 // A table written a chunk at a time while it fills (io/streamed_table.h):
 // whatever the row count -- one row, one either side of a chunk, whole
 // chunks, several chunks and a tail -- the table read back through HDF5 holds
-// exactly the rows appended, in order, with the layout LAYOUT.md gives: a
+// exactly the rows appended, in order, with the layout docs/storage-format.md gives: a
 // table that fills a chunk at level 1..9 is chunked and extendible (rows per
 // chunk as a whole-written table of that size gets), a smaller one, and any
 // at level 0, is the fixed-size dataset of a whole write. In the writer: a
 // failing chunk write counts every lost record once, and a writer destroyed
 // with a table open leaves nothing open.
-#include "io/streamed_table.h"
+#include "io/write/streamed_table.h"
 
 #include <gtest/gtest.h>
 #include <hdf5.h>
@@ -19,13 +19,13 @@
 #include <string>
 #include <vector>
 
-#include "io/h5_attribute.h"
-#include "io/h5_dataset.h"
-#include "io/h5_file.h"
-#include "io/h5_lock.h"
-#include "io/h5_type.h"
-#include "io/posix_file.h"
-#include "io/segment_schema.h"
+#include "io/format/segment_schema.h"
+#include "io/h5/h5_attribute.h"
+#include "io/h5/h5_dataset.h"
+#include "io/h5/h5_file.h"
+#include "io/h5/h5_lock.h"
+#include "io/h5/h5_type.h"
+#include "io/h5/posix_file.h"
 #include "tests/io/io_test_util.h"
 #include "tstat/trial.h"
 

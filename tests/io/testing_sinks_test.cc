@@ -1,5 +1,5 @@
 // MemorySink and FaultInjectionSink: what pipeline tests rely on.
-#include "io/testing_sinks.h"
+#include "tests/support/testing_sinks.h"
 
 #include <gtest/gtest.h>
 

@@ -14,10 +14,10 @@
 #include <fstream>
 #include <iostream>
 
-#include "io/h5_dataset.h"
-#include "io/h5_file.h"
-#include "io/posix_file.h"
-#include "io/segment_schema.h"
+#include "io/format/segment_schema.h"
+#include "io/h5/h5_dataset.h"
+#include "io/h5/h5_file.h"
+#include "io/h5/posix_file.h"
 #include "tests/io/io_test_util.h"
 #include "tstat/trial.h"
 

@@ -1,5 +1,5 @@
 // loss_not_decreasing, overfit, overtraining, underfitting: each fires at the
-// exact step its definition (rules/RUN_RULES.md) gives, and not otherwise.
+// exact step its definition (docs/rules.md) gives, and not otherwise.
 #include <gtest/gtest.h>
 
 #include "tests/rules/run_rules_test_util.h"
@@ -38,7 +38,9 @@ using Steps = std::vector<std::int64_t>;
 // ---- the default judgement: windows against the start (baseline "start")
 
 // Minibatch-like noise: a deterministic +-`amplitude` zig-zag.
-double Noise(std::int64_t s, double amplitude) { return (s % 2 ? 1 : -1) * amplitude * ((s % 3) + 1) / 3; }
+double Noise(std::int64_t s, double amplitude) {
+  return (s % 2 ? 1 : -1) * amplitude * ((s % 3) + 1) / 3;
+}
 
 TEST(LossNotDecreasingTest, ByDefaultANetworkThatLearnsNothingFiresAfterTwoWindows) {
   LossDriver d(Spec("loss_not_decreasing"));
@@ -178,11 +180,12 @@ TEST(LossNotDecreasingTest, LossTensorsUseTheirMean) {
   Driver d(MakeRuleOrDie(Spec("loss_not_decreasing", {{"num_steps", "1"}})));
   const auto loss = d.catalog.Add("CrossEntropyLoss_output_0", {"losses"});
   const auto other = d.catalog.Add("fc1.weight", {"weights"});
-  EXPECT_TRUE(d.Step(Key(0), {}, {StatsRecord(loss, ConstantStats(2.0)),
-                                  StatsRecord(other, ConstantStats(1.0))})
-                  .empty());
-  const auto f = d.Step(Key(1), {}, {StatsRecord(loss, ConstantStats(2.5)),
-                                     StatsRecord(other, ConstantStats(0.5))});
+  EXPECT_TRUE(
+      d.Step(Key(0), {},
+             {StatsRecord(loss, ConstantStats(2.0)), StatsRecord(other, ConstantStats(1.0))})
+          .empty());
+  const auto f = d.Step(
+      Key(1), {}, {StatsRecord(loss, ConstantStats(2.5)), StatsRecord(other, ConstantStats(0.5))});
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].tensor, "CrossEntropyLoss_output_0");
   EXPECT_DOUBLE_EQ(Value(f[0], "loss"), 2.5);
@@ -202,8 +205,8 @@ TEST(LossNotDecreasingTest, ARunWithoutLossesSaysSoInsteadOfPassing) {
 }
 
 TEST(LossNotDecreasingTest, SelectionWithoutTheLossesCollection) {
-  Driver d(MakeRuleOrDie(Spec("loss_not_decreasing",
-                              {{"num_steps", "1"}, {"use_losses_collection", "false"}})));
+  Driver d(MakeRuleOrDie(
+      Spec("loss_not_decreasing", {{"num_steps", "1"}, {"use_losses_collection", "false"}})));
   // use_losses_collection=false and no selection: the scalar "loss" is ignored.
   const auto loss = d.catalog.Add("loss", {"losses"}, TensorKind::kScalar);
   d.Step(Key(0), {{loss, 1.0, 0.0}});
@@ -217,8 +220,8 @@ TEST(LossNotDecreasingTest, SelectionWithoutTheLossesCollection) {
 }
 
 TEST(LossNotDecreasingTest, IncreaseThresholdFiresBetweenChecks) {
-  LossDriver d(Spec("loss_not_decreasing",
-                    {{"num_steps", "10"}, {"increase_threshold_percent", "10"}}));
+  LossDriver d(
+      Spec("loss_not_decreasing", {{"num_steps", "10"}, {"increase_threshold_percent", "10"}}));
   // 1.0 at 0; 1.05 (+5%) is allowed; 1.2 (+20%) fires once; the check at 10 again.
   EXPECT_EQ(d.Run({{0, 1.0}, {1, 1.05}, {2, 1.2}, {3, 1.3}, {10, 0.5}}), Steps{2});
   EXPECT_NEAR(Value(d.findings[0], "increase_percent"), 20.0, 1e-9);
@@ -384,7 +387,7 @@ TEST(OvertrainingTest, FiresWhenNeitherLossImprovesForItsPatience) {
   add(d.At(3, 0.99, Mode::kEval, 1));   // val 1
   add(d.At(4, 0.96, Mode::kTrain, 2));  // train 2: but val only 1
   EXPECT_TRUE(fired.empty());
-  add(d.At(5, 0.98, Mode::kEval, 2));   // val 2: both stalled
+  add(d.At(5, 0.98, Mode::kEval, 2));  // val 2: both stalled
   EXPECT_EQ(fired, Steps{5});
   add(d.At(6, 0.97, Mode::kEval, 3));  // still stalled: once
   EXPECT_EQ(fired, Steps{5});

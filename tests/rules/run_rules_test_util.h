@@ -15,7 +15,7 @@
 #include <thread>
 #include <vector>
 
-#include "io/step_sink.h"
+#include "io/write/step_sink.h"
 #include "rules/builtin_groups.h"
 #include "rules/tick.h"
 #include "tstat/rule.h"
@@ -180,11 +180,16 @@ class LiveWriter {
  public:
   LiveWriter(std::string dir, std::vector<TensorInfo> tensors, std::vector<StepBatch> steps,
              std::vector<int> pause_ms)
-      : dir_(std::move(dir)), tensors_(std::move(tensors)), steps_(std::move(steps)),
+      : dir_(std::move(dir)),
+        tensors_(std::move(tensors)),
+        steps_(std::move(steps)),
         pause_ms_(std::move(pause_ms)) {}
   ~LiveWriter() { (void)Join(); }
   void Start() {
-    thread_ = std::thread([this] { status_ = Write(); closed = true; });
+    thread_ = std::thread([this] {
+      status_ = Write();
+      closed = true;
+    });
     while (!opened && !closed) std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
   Status Join() {
@@ -221,8 +226,8 @@ class LiveWriter {
 
 }  // namespace tstat::rules::runtest
 
-#define TSTAT_RR_ASSERT_OK(expr)                               \
-  do {                                                         \
-    const ::tstat::Status tstat_rr_s_ = (expr);                \
-    ASSERT_TRUE(tstat_rr_s_.ok()) << tstat_rr_s_.ToString();   \
+#define TSTAT_RR_ASSERT_OK(expr)                             \
+  do {                                                       \
+    const ::tstat::Status tstat_rr_s_ = (expr);              \
+    ASSERT_TRUE(tstat_rr_s_.ok()) << tstat_rr_s_.ToString(); \
   } while (0)

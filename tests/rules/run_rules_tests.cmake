@@ -1,6 +1,6 @@
 # Tests of the run-level rules (rules/builtin_run/), the rules config, the
 # findings log, the actions, the trial runner and the `tstat rules` / `tstat
-# check` commands (rules/RUN_RULES.md).
+# check` commands (docs/rules.md).
 tstat_add_test(rules run_rules
                SOURCES loss_rules_test.cc label_rules_test.cc run_level_rules_test.cc
                LIBS tstat_rules tstat_io_test_util)

@@ -6,7 +6,7 @@ namespace tstat::cli {
 
 void AddRulesSourceOptions(CLI::App* app, RulesSourceFlags* flags) {
   app->add_option("--config", flags->config,
-                  "Rules config (JSON; see rules/RUN_RULES.md). Default: the default rule set")
+                  "Rules config (JSON; see docs/rules.md). Default: the default rule set")
       ->check(CLI::ExistingFile);
   app->add_option("--plugin", flags->plugins,
                   "A shared library of custom rule types (tstat/rule_plugin.h); repeatable")

@@ -16,35 +16,15 @@
 
 #include "host/src/device_capture.h"
 #include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/cuda_device_guard.h"
 #include "kernels/cuda/device_memory_check.h"
 
 namespace tstat::host {
 namespace {
 
-Status CudaStatus(cudaError_t e, const char* what) {
-  if (e == cudaSuccess) return Status::OK();
-  (void)cudaGetLastError();  // clear a non-sticky error
-  return Status::CudaError(std::string(what) + ": " + cudaGetErrorString(e));
-}
+#define TSTAT_CUDA_TRY(expr, what) TSTAT_RETURN_IF_ERROR(kernels::CudaCallStatus((expr), (what)))
 
-#define TSTAT_CUDA_TRY(expr, what) TSTAT_RETURN_IF_ERROR(CudaStatus((expr), (what)))
-
-// Makes `device` current for the scope and restores the previous one.
-class DeviceGuard {
- public:
-  explicit DeviceGuard(int device) {
-    if (cudaGetDevice(&previous_) != cudaSuccess) previous_ = -1;
-    if (previous_ != device) status_ = CudaStatus(cudaSetDevice(device), "cudaSetDevice");
-  }
-  ~DeviceGuard() {
-    if (previous_ >= 0) (void)cudaSetDevice(previous_);
-  }
-  const Status& status() const { return status_; }
-
- private:
-  int previous_ = -1;
-  Status status_;
-};
+using Guard = kernels::CudaDeviceGuard;
 
 constexpr std::size_t kAlign = 256;
 
@@ -54,14 +34,14 @@ class CudaDeviceCapture final : public DeviceCapture {
       : device_(device), backend_(std::move(backend)) {}
 
   ~CudaDeviceCapture() override {
-    DeviceGuard guard(device_);
+    Guard guard(device_);
     if (staging_ != nullptr) (void)cudaFree(staging_);
     if (event_ != nullptr) (void)cudaEventDestroy(event_);
     if (copy_stream_ != nullptr) (void)cudaStreamDestroy(copy_stream_);
   }
 
   Status Init() {
-    DeviceGuard guard(device_);
+    Guard guard(device_);
     TSTAT_RETURN_IF_ERROR(guard.status());
     TSTAT_CUDA_TRY(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming), "cudaEventCreate");
     TSTAT_CUDA_TRY(cudaStreamCreateWithFlags(&copy_stream_, cudaStreamNonBlocking),
@@ -71,7 +51,7 @@ class CudaDeviceCapture final : public DeviceCapture {
 
   Status Enqueue(const std::vector<ReductionRequest>& requests, const std::vector<TensorView>& raws,
                  CUstream_st* stream) override {
-    DeviceGuard guard(device_);
+    Guard guard(device_);
     TSTAT_RETURN_IF_ERROR(guard.status());
     cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
     TSTAT_CUDA_TRY(cudaStreamIsCapturing(stream, &capture), "cudaStreamIsCapturing");
@@ -114,20 +94,20 @@ class CudaDeviceCapture final : public DeviceCapture {
     raw_check_.Reset();
     status->clear();
     if (raws.empty()) return;
-    DeviceGuard guard(device_);
+    Guard guard(device_);
     for (const TensorView& v : raws) {
       const std::size_t bytes = static_cast<std::size_t>(v.numel) * DTypeSize(v.dtype);
-      status->push_back(v.device == device_ ? raw_check_.Check(v.data, bytes, device_)
-                                            : Status::InvalidArgument(
-                                                  "tensor.device is " + std::to_string(v.device) +
-                                                  ", not the session's CUDA device " +
-                                                  std::to_string(device_)));
+      status->push_back(v.device == device_
+                            ? raw_check_.Check(v.data, bytes, device_)
+                            : Status::InvalidArgument(
+                                  "tensor.device is " + std::to_string(v.device) +
+                                  ", not the session's CUDA device " + std::to_string(device_)));
     }
   }
 
   Status Collect(std::vector<ReductionResult>* results,
                  std::vector<std::vector<std::uint8_t>>* raws) override {
-    DeviceGuard guard(device_);
+    Guard guard(device_);
     TSTAT_RETURN_IF_ERROR(guard.status());
     results->clear();
     Status s;

@@ -1,0 +1,130 @@
+// See chunk_deflate.h.
+#include "io/codec/chunk_deflate.h"
+
+#include <libdeflate.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>  // part of every x86-64 CPU
+#endif
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+namespace tstat::io {
+
+ChunkDeflater::~ChunkDeflater() {
+  if (compressor_) libdeflate_free_compressor(compressor_);
+}
+
+namespace {
+
+#if defined(__SSE2__)
+// Columns [j, j + 8) of elements [i, i + 16): sixteen 8-byte loads, an SSE2
+// byte transpose (unpack 8 -> 16 -> 32 -> 64 bits), eight 16-byte stores.
+inline void Transpose16x8(const std::uint8_t* in, std::size_t element_size, std::size_t i,
+                          std::size_t j, std::size_t n, std::uint8_t* out) {
+  const std::uint8_t* p = in + i * element_size + j;
+  __m128i r[16];
+  for (int e = 0; e < 16; ++e) {
+    r[e] = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + e * element_size));
+  }
+  __m128i c[2][4];
+  for (int h = 0; h < 2; ++h) {  // elements 0..7, then 8..15
+    const __m128i* q = r + 8 * h;
+    const __m128i a0 = _mm_unpacklo_epi8(q[0], q[1]);
+    const __m128i a1 = _mm_unpacklo_epi8(q[2], q[3]);
+    const __m128i a2 = _mm_unpacklo_epi8(q[4], q[5]);
+    const __m128i a3 = _mm_unpacklo_epi8(q[6], q[7]);
+    const __m128i b0 = _mm_unpacklo_epi16(a0, a1);  // columns 0..3 of elements 0..3
+    const __m128i b1 = _mm_unpackhi_epi16(a0, a1);  // columns 4..7 of elements 0..3
+    const __m128i b2 = _mm_unpacklo_epi16(a2, a3);  // columns 0..3 of elements 4..7
+    const __m128i b3 = _mm_unpackhi_epi16(a2, a3);
+    c[h][0] = _mm_unpacklo_epi32(b0, b2);  // column 0 | column 1, elements 0..7
+    c[h][1] = _mm_unpackhi_epi32(b0, b2);  // column 2 | column 3
+    c[h][2] = _mm_unpacklo_epi32(b1, b3);  // column 4 | column 5
+    c[h][3] = _mm_unpackhi_epi32(b1, b3);  // column 6 | column 7
+  }
+  std::uint8_t* d = out + j * n + i;
+  for (int k = 0; k < 4; ++k) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(d + (2 * k) * n),
+                     _mm_unpacklo_epi64(c[0][k], c[1][k]));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(d + (2 * k + 1) * n),
+                     _mm_unpackhi_epi64(c[0][k], c[1][k]));
+  }
+}
+#endif
+
+}  // namespace
+
+void ShuffleBytes(const std::uint8_t* in, std::size_t bytes, std::size_t element_size,
+                  std::uint8_t* out) {
+  const std::size_t n = element_size ? bytes / element_size : 0;
+  if (element_size <= 1 || n <= 1) {
+    if (bytes) std::memcpy(out, in, bytes);
+    return;
+  }
+  // Whole groups of 16 elements x 8 columns by SSE2; the last element_size % 8
+  // columns and the last n % 16 elements byte by byte.
+#if defined(__SSE2__)
+  const std::size_t n16 = n / 16 * 16;
+  const std::size_t j8 = element_size / 8 * 8;
+#else
+  const std::size_t n16 = n / 16 * 16;
+  const std::size_t j8 = 0;
+#endif
+  for (std::size_t i = 0; i < n16; i += 16) {
+#if defined(__SSE2__)
+    for (std::size_t j = 0; j < j8; j += 8) Transpose16x8(in, element_size, i, j, n, out);
+#endif
+    for (std::size_t j = j8; j < element_size; ++j) {
+      for (std::size_t e = i; e < i + 16; ++e) out[j * n + e] = in[e * element_size + j];
+    }
+  }
+  for (std::size_t e = n16; e < n; ++e) {
+    for (std::size_t j = 0; j < element_size; ++j) out[j * n + e] = in[e * element_size + j];
+  }
+  const std::size_t tail = bytes - n * element_size;  // left as is by HDF5
+  if (tail) std::memcpy(out + n * element_size, in + n * element_size, tail);
+}
+
+Result<ChunkDeflater::Output> ChunkDeflater::ShuffleDeflate(const void* data, std::size_t bytes,
+                                                            std::size_t element_size, int level,
+                                                            std::size_t period) {
+  if (shuffled_.size() < bytes) shuffled_.resize(bytes);
+  ShuffleBytes(static_cast<const std::uint8_t*>(data), bytes, element_size, shuffled_.data());
+  // A shuffled plane holds one byte per element: `period` elements apart
+  // are `period` bytes apart.
+  return Deflate(shuffled_.data(), bytes, level, period);
+}
+
+std::uint8_t* ChunkDeflater::InputBuffer(std::size_t bytes) {
+  if (input_.size() < bytes) input_.resize(bytes);
+  return input_.data();
+}
+
+Result<ChunkDeflater::Output> ChunkDeflater::Deflate(const void* shuffled, std::size_t bytes,
+                                                     int level, std::size_t period) {
+  if (level < 1 || level > 9) {
+    return Status::InvalidArgument("deflate level " + std::to_string(level) + " is not 1..9");
+  }
+  if (level == 1) {
+    const std::size_t bound = RunLengthDeflater::Bound(bytes);
+    if (out_.size() < bound) out_.resize(bound);
+    const auto* in = static_cast<const std::uint8_t*>(shuffled);
+    return Output{out_.data(), run_length_.Compress(in, bytes, out_.data(), period)};
+  }
+  if (compressor_ == nullptr || level_ != level) {
+    if (compressor_) libdeflate_free_compressor(compressor_);
+    compressor_ = libdeflate_alloc_compressor(level);
+    level_ = compressor_ ? level : -1;
+    if (compressor_ == nullptr) return Status::ResourceExhausted("libdeflate: out of memory");
+  }
+  const std::size_t bound = libdeflate_zlib_compress_bound(compressor_, bytes);
+  if (out_.size() < bound) out_.resize(bound);
+  const std::size_t size =
+      libdeflate_zlib_compress(compressor_, shuffled, bytes, out_.data(), out_.size());
+  if (size == 0) return Status::Internal("libdeflate: compressed chunk exceeds its bound");
+  return Output{out_.data(), size};
+}
+
+}  // namespace tstat::io

@@ -1,0 +1,439 @@
+// See segment_reader.h.
+#include "io/read/segment_reader.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "io/format/run_layout.h"
+#include "io/format/segment_schema.h"
+#include "io/h5/h5_attribute.h"
+#include "io/h5/h5_dataset.h"
+#include "io/h5/h5_error.h"
+#include "io/h5/h5_file.h"
+#include "io/h5/h5_lock.h"
+#include "io/h5/h5_type_check.h"
+#include "io/h5/segment_seal.h"
+#include "io/read/segment_legacy_reader.h"
+
+namespace tstat::io {
+namespace {
+
+bool ValidMode(std::uint8_t m) { return m >= 1 && m <= 4; }
+
+StepKey KeyOf(std::int64_t global_step, std::uint8_t mode, std::int64_t mode_step) {
+  return StepKey{global_step, static_cast<Mode>(mode), mode_step};
+}
+
+bool IsLegacy(std::int64_t format_version) { return format_version <= kNewestLegacyFormatVersion; }
+
+// A version 3 segment's header comes from its `header` table; its
+// attributes are never opened (segment_schema.h says why). Older segments
+// have only attributes, read when legacy segments are allowed.
+Status ReadLegacyHeader(hid_t file, const std::string& path, SegmentHeader* h, std::int64_t* rank,
+                        std::int64_t* world) {
+  TSTAT_ASSIGN_OR_RETURN(std::int64_t version, ReadInt64Attribute(file, "format_version", path));
+  if (version < kOldestReadableFormatVersion || version > kNewestLegacyFormatVersion) {
+    return Status::Corruption(path + ": no header table, and format_version " +
+                              std::to_string(version) + " in its attributes");
+  }
+  TSTAT_ASSIGN_OR_RETURN(std::string format, ReadStringAttribute(file, "format", path, true));
+  if (format != kFormatName) return Status::Corruption(path + ": not a tstat segment");
+  h->format_version = version;
+  TSTAT_ASSIGN_OR_RETURN(*rank, ReadInt64Attribute(file, "rank", path));
+  TSTAT_ASSIGN_OR_RETURN(*world, ReadInt64Attribute(file, "world_size", path));
+  TSTAT_ASSIGN_OR_RETURN(h->host, ReadStringAttribute(file, "host", path, true));
+  TSTAT_ASSIGN_OR_RETURN(h->segment_index, ReadInt64Attribute(file, "segment_index", path));
+  TSTAT_ASSIGN_OR_RETURN(h->tstat_version, ReadStringAttribute(file, "tstat_version", path, true));
+  TSTAT_ASSIGN_OR_RETURN(h->created_unix_time,
+                         ReadDoubleAttribute(file, "created_unix_time", path));
+  TSTAT_ASSIGN_OR_RETURN(h->config_json, ReadStringDataset(file, kConfigDataset, path, true));
+  return Status::OK();
+}
+
+Status ReadHeader(hid_t file, const std::string& path, SegmentHeader* h) {
+  std::int64_t rank = 0, world = 0;
+  TSTAT_ASSIGN_OR_RETURN(bool has_header, H5LinkExists(file, kHeaderTable, path));
+  if (!has_header) {
+    if (!LegacySegmentsAllowed()) return LegacySegmentRefused(path);
+    TSTAT_RETURN_IF_ERROR(ReadLegacyHeader(file, path, h, &rank, &world));
+  } else {
+    TSTAT_ASSIGN_OR_RETURN(H5Type type, HeaderRowType());
+    std::vector<HeaderRow> rows;
+    TSTAT_RETURN_IF_ERROR(ReadTable(file, kHeaderTable, type.get(), &rows, path));
+    if (rows.size() != 1) {
+      return Status::Corruption(path + ": header table of " + std::to_string(rows.size()) +
+                                " rows");
+    }
+    const HeaderRow& r = rows[0];
+    if (FixedChars(r.format) != kFormatName) {
+      return Status::Corruption(path + ": not a tstat segment");
+    }
+    // Versions before 3 have no header table.
+    if (r.format_version <= kNewestLegacyFormatVersion || r.format_version > kFormatVersion) {
+      return Status::NotSupported(path + ": format_version " + std::to_string(r.format_version) +
+                                  " (this reader knows versions " +
+                                  std::to_string(kOldestReadableFormatVersion) + " to " +
+                                  std::to_string(kFormatVersion) + ")");
+    }
+    h->format_version = r.format_version;
+    rank = r.rank;
+    world = r.world_size;
+    h->host = FixedChars(r.host);
+    h->segment_index = r.segment_index;
+    h->tstat_version = FixedChars(r.tstat_version);
+    h->created_unix_time = r.created_unix_time;
+    TSTAT_ASSIGN_OR_RETURN(h->config_json, ReadStringDataset(file, kConfigDataset, path));
+  }
+  if (world < 1 || rank < 0 || rank >= world || world > kMaxWorldSize) {
+    return Status::Corruption(path + ": invalid rank/world_size attributes");
+  }
+  h->rank = static_cast<int>(rank);
+  h->world_size = static_cast<int>(world);
+  return Status::OK();
+}
+
+Status ReadRegistry(hid_t file, const std::string& path, bool legacy,
+                    std::vector<TensorInfo>* tensors) {
+  std::vector<TensorRow> rows;
+  if (legacy) {
+    TSTAT_RETURN_IF_ERROR(ReadLegacyTensorRows(file, path, &rows));
+  } else {
+    TSTAT_ASSIGN_OR_RETURN(H5Type type, TensorRowType());
+    TSTAT_RETURN_IF_ERROR(ReadTable(file, kTensorsTable, type.get(), &rows, path));
+  }
+  std::vector<std::int64_t> shapes;
+  Status bad = ReadTable(file, kTensorShapes, H5T_NATIVE_INT64, &shapes, path);
+  for (const TensorRow& r : rows) {
+    TensorInfo t;
+    t.id = r.id;
+    t.name = FixedChars(r.name);
+    t.kind = r.kind == 1 ? TensorKind::kScalar : TensorKind::kTensor;
+    t.space = r.space == 1 ? MemorySpace::kCuda : MemorySpace::kHost;
+    if (bad.ok() && !ParseDTypeChars(r.dtype, &t.dtype)) {
+      bad = Status::Corruption(path + ": tensor '" + t.name + "' has an unknown dtype");
+    }
+    if (bad.ok() && (r.shape_offset > shapes.size() || r.rank > shapes.size() - r.shape_offset)) {
+      bad = Status::Corruption(path + ": tensor '" + t.name + "' shape outside tensor_shapes");
+    }
+    if (bad.ok()) {
+      const auto first = shapes.begin() + static_cast<std::ptrdiff_t>(r.shape_offset);
+      t.shape.assign(first, first + r.rank);
+    }
+    tensors->push_back(std::move(t));
+  }
+  TSTAT_RETURN_IF_ERROR(bad);
+
+  TSTAT_ASSIGN_OR_RETURN(std::vector<std::string> collections,
+                         ReadStringArray(file, kCollections, kCollectionNameChars, path, legacy));
+
+  TSTAT_ASSIGN_OR_RETURN(H5Type member_type, TensorCollectionRowType());
+  std::vector<TensorCollectionRow> members;
+  TSTAT_RETURN_IF_ERROR(
+      ReadTable(file, kTensorCollectionsTable, member_type.get(), &members, path));
+  std::unordered_map<std::uint32_t, std::size_t> by_id;
+  for (std::size_t i = 0; i < tensors->size(); ++i) by_id[(*tensors)[i].id] = i;
+  for (const TensorCollectionRow& m : members) {
+    auto it = by_id.find(m.tensor_id);
+    if (it == by_id.end() || m.collection >= collections.size()) {
+      return Status::Corruption(path + ": tensor_collections row outside the registry");
+    }
+    (*tensors)[it->second].collections.push_back(collections[m.collection]);
+  }
+  return Status::OK();
+}
+
+template <class T>
+Status ReadArray(hid_t file, const char* name, hid_t type, std::vector<T>* out,
+                 const std::string& path) {
+  return ReadTable(file, name, type, out, path);
+}
+
+Status ReadRawIndex(hid_t file, const std::string& path, SegmentBuffers* b) {
+  TSTAT_ASSIGN_OR_RETURN(H5Type raw_type, RawIndexRowType());
+  TSTAT_RETURN_IF_ERROR(ReadTable(file, kRawIndexTable, raw_type.get(), &b->raw_index, path));
+  return ReadTable(file, kRawShapes, H5T_NATIVE_INT64, &b->raw_shapes, path);
+}
+
+Status ReadTables(hid_t file, const std::string& path, std::int64_t format_version,
+                  SegmentBuffers* b) {
+#define TSTAT_IO_READ(name, type_fn, rows)                              \
+  do {                                                                  \
+    TSTAT_ASSIGN_OR_RETURN(H5Type t, type_fn());                        \
+    TSTAT_RETURN_IF_ERROR(ReadTable(file, name, t.get(), &rows, path)); \
+  } while (0)
+  TSTAT_IO_READ(kStepsTable, StepRowType, b->steps);
+  TSTAT_IO_READ(kStatsTable, StatsRowType, b->stats);
+  TSTAT_IO_READ(kExpHistTable, ExpHistRowType, b->exp_hist);
+  TSTAT_IO_READ(kLinearHistTable, LinearHistRowType, b->linear_hist);
+  TSTAT_IO_READ(kChannelsTable, ChannelRowType, b->channels);
+  TSTAT_IO_READ(kLabelsTable, LabelRowType, b->labels);
+  TSTAT_IO_READ(kSamplesTable, SampleRowType, b->samples);
+  TSTAT_IO_READ(kDeltaTable, DeltaRowType, b->delta);
+  TSTAT_IO_READ(kConfusionTable, ConfusionRowType, b->confusion);
+  TSTAT_IO_READ(kValueCountsTable, ValueCountsRowType, b->value_counts);
+  TSTAT_IO_READ(kScalarsTable, ScalarRowType, b->scalars);
+#undef TSTAT_IO_READ
+  TSTAT_RETURN_IF_ERROR(
+      ReadArray(file, kExpHistCounts, H5T_NATIVE_UINT64, &b->exp_hist_counts, path));
+  TSTAT_RETURN_IF_ERROR(
+      ReadArray(file, kLinearHistCounts, H5T_NATIVE_UINT64, &b->linear_hist_counts, path));
+  TSTAT_RETURN_IF_ERROR(ReadArray(file, kLabelCounts, H5T_NATIVE_UINT64, &b->label_counts, path));
+  TSTAT_RETURN_IF_ERROR(
+      ReadArray(file, kSamplePositions, H5T_NATIVE_INT64, &b->sample_positions, path));
+  TSTAT_RETURN_IF_ERROR(ReadArray(file, kSampleValues, H5T_NATIVE_DOUBLE, &b->sample_values, path));
+  TSTAT_RETURN_IF_ERROR(
+      ReadArray(file, kConfusionCounts, H5T_NATIVE_UINT64, &b->confusion_counts, path));
+  TSTAT_RETURN_IF_ERROR(
+      ReadArray(file, kCountedValues, H5T_NATIVE_INT64, &b->counted_values, path));
+  TSTAT_RETURN_IF_ERROR(
+      ReadArray(file, kCountedCounts, H5T_NATIVE_UINT64, &b->counted_counts, path));
+
+  std::vector<DropRow> drops;
+  if (IsLegacy(format_version)) {
+    TSTAT_RETURN_IF_ERROR(ReadLegacyDropRows(file, path, &drops));
+  } else {
+    TSTAT_ASSIGN_OR_RETURN(H5Type drop_type, DropRowType());
+    TSTAT_RETURN_IF_ERROR(ReadTable(file, kDropsTable, drop_type.get(), &drops, path));
+  }
+  for (const DropRow& d : drops) {
+    b->drops.push_back(
+        DropEntry{KeyOf(d.global_step, d.mode, d.mode_step),
+                  DropRecord{d.tensor_id, FixedChars(d.kind), FixedChars(d.reason), d.bytes}});
+  }
+
+  return format_version == 1 ? ReadRawIndexV1(file, path, b) : ReadRawIndex(file, path, b);
+}
+
+// Cross-checks rows against each other and the registry.
+Status Validate(const SegmentContents& s, const std::string& path) {
+  std::unordered_set<std::uint32_t> ids;
+  for (const TensorInfo& t : s.tensors) ids.insert(t.id);
+  const SegmentBuffers& b = s.tables;
+  auto bad = [&](const char* what) { return Status::Corruption(path + ": " + what); };
+  auto fits = [](std::uint64_t offset, std::uint64_t n, std::size_t size) {
+    return offset <= size && n <= size - offset;
+  };
+  for (const StepRow& r : b.steps)
+    if (!ValidMode(r.mode)) return bad("steps: invalid mode");
+#define TSTAT_IO_CHECK_KEYS(rows, table)                                              \
+  for (const auto& r : rows) {                                                        \
+    if (!ValidMode(r.mode)) return bad(table ": invalid mode");                       \
+    if (!ids.count(r.tensor_id)) return bad(table ": tensor id not in the registry"); \
+  }
+  TSTAT_IO_CHECK_KEYS(b.stats, "stats")
+  TSTAT_IO_CHECK_KEYS(b.exp_hist, "exp_hist")
+  TSTAT_IO_CHECK_KEYS(b.linear_hist, "linear_hist")
+  TSTAT_IO_CHECK_KEYS(b.channels, "channels")
+  TSTAT_IO_CHECK_KEYS(b.labels, "labels")
+  TSTAT_IO_CHECK_KEYS(b.samples, "samples")
+  TSTAT_IO_CHECK_KEYS(b.delta, "delta")
+  TSTAT_IO_CHECK_KEYS(b.confusion, "confusion")
+  TSTAT_IO_CHECK_KEYS(b.value_counts, "value_counts")
+#undef TSTAT_IO_CHECK_KEYS
+  for (const ScalarRow& r : b.scalars) {
+    if (!ValidMode(r.mode) || !ids.count(r.scalar_id)) return bad("scalars: invalid row");
+  }
+  for (const RawIndexRow& r : b.raw_index) {
+    if (!ValidMode(r.mode) || !ids.count(r.tensor_id)) return bad("raw_index: invalid row");
+    if (!fits(r.shape_offset, r.rank, b.raw_shapes.size())) {
+      return bad("raw_index: row with a shape outside raw_shapes");
+    }
+    DType dtype;
+    if (!ParseDTypeChars(r.dtype, &dtype)) return bad("raw_index: row with an unknown dtype");
+    if (RawDatasetName(r) == kRawPackedDataset) {
+      if (r.byte_count % DTypeSize(dtype) != 0 || r.byte_offset > UINT64_MAX - r.byte_count) {
+        return bad("raw_index: packed byte range does not hold whole elements");
+      }
+      const std::vector<std::int64_t> shape = RawShape(r, b.raw_shapes);
+      if (!shape.empty()) {
+        const std::optional<std::uint64_t> shape_bytes = ShapeBytes(shape, DTypeSize(dtype));
+        if (!shape_bytes) return bad("raw_index: negative or overflowing shape");
+        if (*shape_bytes != r.byte_count) {
+          return bad("raw_index: packed byte count does not match the shape");
+        }
+      }
+    } else if (r.byte_offset != 0 || r.byte_count != 0) {
+      return bad("raw_index: byte range on a dataset that is not packed");
+    }
+  }
+  for (const ExpHistRow& r : b.exp_hist) {
+    if (r.first_bin + r.num_bins > kExpHistBins ||
+        !fits(r.offset, r.num_bins, b.exp_hist_counts.size()))
+      return bad("exp_hist: bins outside exp_hist_counts");
+  }
+  for (const LinearHistRow& r : b.linear_hist) {
+    if (!fits(r.offset, r.num_bins, b.linear_hist_counts.size()))
+      return bad("linear_hist: bins outside linear_hist_counts");
+  }
+  for (const LabelRow& r : b.labels) {
+    if (!fits(r.offset, r.num_classes, b.label_counts.size()))
+      return bad("labels: counts outside label_counts");
+  }
+  if (b.sample_positions.size() != b.sample_values.size()) {
+    return bad("sample_positions and sample_values differ in length");
+  }
+  for (const ConfusionRow& r : b.confusion) {
+    const std::uint64_t cells = static_cast<std::uint64_t>(r.classes) * r.classes;
+    if (r.classes > (1u << 16) || !fits(r.offset, cells, b.confusion_counts.size()))
+      return bad("confusion: counts outside confusion_counts");
+  }
+  if (b.counted_values.size() != b.counted_counts.size()) {
+    return bad("value_counts_values and value_counts_counts differ in length");
+  }
+  for (const ValueCountsRow& r : b.value_counts) {
+    if (!fits(r.offset, r.num_values, b.counted_values.size()))
+      return bad("value_counts: values outside value_counts_values");
+  }
+  for (const SampleRow& r : b.samples) {
+    if (!fits(r.offset, r.num_values, b.sample_values.size()))
+      return bad("samples: values outside sample_values");
+  }
+  return Status::OK();
+}
+
+Result<SegmentContents> ReadOpenSegment(hid_t file, const std::string& path) {
+  SegmentContents s;
+  TSTAT_RETURN_IF_ERROR(ReadHeader(file, path, &s.header));
+  TSTAT_RETURN_IF_ERROR(ReadRegistry(file, path, IsLegacy(s.header.format_version), &s.tensors));
+  TSTAT_RETURN_IF_ERROR(ReadTables(file, path, s.header.format_version, &s.tables));
+  TSTAT_ASSIGN_OR_RETURN(H5Type counters_type, CountersRowType());
+  std::vector<CountersRow> counters;
+  TSTAT_RETURN_IF_ERROR(ReadTable(file, kCountersTable, counters_type.get(), &counters, path));
+  if (!counters.empty()) {
+    const CountersRow& c = counters.back();
+    PipelineCounters& p = s.counters.emplace();
+    p.steps_captured = c.steps_captured;
+    p.records_written = c.records_written;
+    p.bytes_written = c.bytes_written;
+    p.raw_dropped = c.raw_dropped;
+    p.raw_dropped_bytes = c.raw_dropped_bytes;
+    p.records_lost = c.records_lost;
+    p.write_errors = c.write_errors;
+    p.stats_waits = c.stats_waits;
+    p.stats_wait_seconds = c.stats_wait_seconds;
+    p.queue_high_water = c.queue_high_water;
+    p.queue_high_water_bytes = c.queue_high_water_bytes;
+    p.segments_written = c.segments_written;
+    p.capture = CaptureTotals{c.capture_steps, c.capture_steps_saved, c.capture_step_seconds,
+                              c.capture_seconds};
+  }
+  TSTAT_RETURN_IF_ERROR(Validate(s, path));
+  return s;
+}
+
+}  // namespace
+
+Result<SegmentContents> ReadSegment(const std::string& path) {
+  TSTAT_RETURN_IF_ERROR(VerifySegmentSeal(path));
+  H5Lock lock;
+  TSTAT_ASSIGN_OR_RETURN(H5File file, OpenH5FileReadOnly(path));
+  Result<SegmentContents> contents = ReadOpenSegment(file.get(), path);
+  Status closed = CloseH5File(&file, path);
+  if (!contents.ok()) return contents.status();
+  if (!closed.ok()) return Status::Corruption(closed.message());
+  return contents;
+}
+
+namespace {
+
+// Damaged dimensions or byte ranges must not make the reader allocate what
+// the file cannot hold: deflate expands at most ~1032x, so `bytes` read from
+// `data` can be at most that over its stored bytes (uncompressed layouts
+// store exactly their size). kCorruption naming `what` otherwise.
+Status CheckStoredCanHold(hid_t data, std::uint64_t bytes, const std::string& what) {
+  const std::uint64_t storage = H5Dget_storage_size(data);
+  if (bytes <= std::max<std::uint64_t>(storage, 1) * 1100) return Status::OK();
+  return Status::Corruption(what + " claims " + std::to_string(bytes) + " bytes but stores " +
+                            std::to_string(storage));
+}
+
+// Bytes [offset, offset + count) of the 1-D uint8 kRawPackedDataset.
+Result<std::vector<std::uint8_t>> ReadPackedBytes(hid_t data, std::uint64_t offset,
+                                                  std::uint64_t count, const std::string& path) {
+  const std::string what = path + ": " + kRawPackedDataset;
+  TSTAT_ASSIGN_OR_RETURN(std::vector<hsize_t> dims, H5DatasetDims(data, path));
+  H5Type stored(H5Dget_type(data));
+  if (dims.size() != 1 || !stored.valid() || H5Tget_size(stored.get()) != 1) {
+    TakeH5ErrorStack();
+    return Status::Corruption(what + " is not a 1-D byte dataset");
+  }
+  TSTAT_RETURN_IF_ERROR(CheckReadableAs(stored.get(), H5T_NATIVE_UINT8, what));
+  if (offset > dims[0] || count > dims[0] - offset) {
+    return Status::Corruption(what + " holds " + std::to_string(dims[0]) +
+                              " bytes; raw_index names bytes [" + std::to_string(offset) + ", " +
+                              std::to_string(offset + count) + ")");
+  }
+  TSTAT_RETURN_IF_ERROR(CheckStoredCanHold(data, count, what));
+  // Only the chunks of this snapshot's range (raw/packed may be large).
+  TSTAT_RETURN_IF_ERROR(CheckStorageHoldsElements(data, what, offset, count));
+  std::vector<std::uint8_t> bytes(static_cast<std::size_t>(count));
+  if (count == 0) return bytes;
+  H5Space file_space(H5Dget_space(data));
+  const hsize_t start[1] = {offset}, n[1] = {count};
+  H5Space memory_space(H5Screate_simple(1, n, nullptr));
+  if (!file_space.valid() || !memory_space.valid() ||
+      H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start, nullptr, n, nullptr) < 0 ||
+      H5Dread(data, H5T_NATIVE_UINT8, memory_space.get(), file_space.get(), H5P_DEFAULT,
+              bytes.data()) < 0) {
+    return H5Failure(StatusCode::kCorruption, what + ": reading bytes failed");
+  }
+  return bytes;
+}
+
+}  // namespace
+
+Result<std::vector<std::uint8_t>> ReadRawDataset(const std::string& path,
+                                                 const std::string& dataset, DType dtype,
+                                                 const std::vector<std::int64_t>& shape,
+                                                 std::uint64_t byte_offset,
+                                                 std::uint64_t byte_count) {
+  H5Lock lock;
+  TSTAT_ASSIGN_OR_RETURN(H5File file, OpenH5FileReadOnly(path));
+  if (dataset == kRawPackedDataset) {
+    // No chunk cache: a snapshot's bytes are read alone, not the whole 1 MiB
+    // chunk around them (+50 us per 4 KB read, unfiltered, with the cache).
+    H5Plist access(H5Pcreate(H5P_DATASET_ACCESS));
+    if (!access.valid() || H5Pset_chunk_cache(access.get(), H5D_CHUNK_CACHE_NSLOTS_DEFAULT, 0,
+                                              H5D_CHUNK_CACHE_W0_DEFAULT) < 0) {
+      return H5Failure(StatusCode::kInternal, path + ": dataset access list");
+    }
+    TSTAT_ASSIGN_OR_RETURN(H5DataSet data,
+                           OpenH5Dataset(file.get(), kRawPackedDataset, path, access.get()));
+    return ReadPackedBytes(data.get(), byte_offset, byte_count, path);
+  }
+  TSTAT_ASSIGN_OR_RETURN(H5DataSet data, OpenH5Dataset(file.get(), dataset.c_str(), path));
+  TSTAT_ASSIGN_OR_RETURN(std::vector<hsize_t> dims, H5DatasetDims(data.get(), path));
+  std::vector<std::int64_t> stored_shape;
+  for (hsize_t d : dims) {
+    stored_shape.push_back(d > static_cast<hsize_t>(INT64_MAX) ? -1 : static_cast<std::int64_t>(d));
+  }
+  const std::optional<std::uint64_t> size = ShapeBytes(stored_shape, DTypeSize(dtype));
+  if (!size) {
+    return Status::Corruption(path + ": raw dataset '" + dataset + "' has impossible dimensions");
+  }
+  if (!shape.empty() && ShapeBytes(shape, DTypeSize(dtype)) != size) {
+    return Status::Corruption(path + ": raw dataset '" + dataset +
+                              "' does not match the shape in raw_index");
+  }
+  H5Type stored(H5Dget_type(data.get()));
+  if (!stored.valid() || H5Tget_size(stored.get()) != DTypeSize(dtype)) {
+    TakeH5ErrorStack();
+    return Status::Corruption(path + ": raw dataset '" + dataset + "' has the wrong element size");
+  }
+  TSTAT_RETURN_IF_ERROR(
+      CheckStoredCanHold(data.get(), *size, path + ": raw dataset '" + dataset + "'"));
+  TSTAT_RETURN_IF_ERROR(
+      CheckStorageHoldsElements(data.get(), path + ": raw dataset '" + dataset + "'"));
+  const std::uint64_t numel = *size / DTypeSize(dtype);
+  std::vector<std::uint8_t> bytes(static_cast<std::size_t>(*size));
+  if (numel > 0) {
+    TSTAT_RETURN_IF_ERROR(ReadH5Dataset(data.get(), RawStorageType(dtype), bytes.data(), path));
+  }
+  return bytes;
+}
+
+}  // namespace tstat::io

@@ -1,0 +1,44 @@
+// Reads one sealed segment file back into memory (everything but the raw
+// snapshot bytes, which are read on demand with ReadRawDataset).
+//
+// ReadSegment verifies the seal (segment_seal.h) before HDF5 sees the file,
+// then reads the attributes and every table, and checks the rows against each
+// other (offsets inside their payload arrays, bins inside the histogram,
+// modes valid, tensor ids declared in the segment's registry). Any failure is
+// kCorruption naming the file (kNotSupported for a newer format_version,
+// kIoError when the file cannot be read at all).
+// Thread safety: takes the HDF5 lock itself; callable from any thread.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "io/format/segment_buffers.h"
+#include "io/format/segment_header.h"
+#include "tstat/stats_record.h"
+#include "tstat/status.h"
+
+namespace tstat::io {
+
+struct SegmentContents {
+  SegmentHeader header;
+  std::vector<TensorInfo> tensors;  // the full registry as of this segment
+  SegmentBuffers tables;            // drops and raw_index included
+  std::optional<PipelineCounters> counters;
+};
+
+Result<SegmentContents> ReadSegment(const std::string& path);
+
+// Reads raw snapshot `dataset` of the segment at `path`: its bytes, checked
+// against `dtype` and the element count of `shape` (empty shape: any). For
+// kRawPackedDataset, bytes [byte_offset, byte_offset + byte_count) of it (the
+// row's shape and dtype were checked against byte_count by ReadSegment).
+Result<std::vector<std::uint8_t>> ReadRawDataset(const std::string& path,
+                                                 const std::string& dataset, DType dtype,
+                                                 const std::vector<std::int64_t>& shape,
+                                                 std::uint64_t byte_offset = 0,
+                                                 std::uint64_t byte_count = 0);
+
+}  // namespace tstat::io

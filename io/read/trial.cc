@@ -1,0 +1,218 @@
+// RunTrial loading and waiting (see trial_impl.h); the queries are in
+// trial_queries.cc.
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
+#include "io/format/closed_marker.h"
+#include "io/format/run_layout.h"
+#include "io/format/segment_schema.h"
+#include "io/h5/posix_file.h"
+#include "io/read/segment_reader.h"
+#include "io/read/trial_impl.h"
+
+namespace tstat {
+
+Result<std::unique_ptr<Trial>> Trial::Open(const std::string& run_dir) {
+  if (!io::IsDirectory(run_dir)) {
+    return Status::NotFound(run_dir + ": no such run directory");
+  }
+  auto trial = std::make_unique<io::RunTrial>(run_dir);
+  Status loaded = trial->Refresh();
+  // Damaged segments are reported again by every Refresh(); the rest of the
+  // run is readable, so the Trial still opens.
+  if (!loaded.ok() && loaded.code() != StatusCode::kCorruption) return loaded;
+  if (trial->workers().empty()) {
+    return Status::NotFound(run_dir + ": holds no tstat run (no worker-* directory)");
+  }
+  return std::unique_ptr<Trial>(std::move(trial));
+}
+
+}  // namespace tstat
+
+namespace tstat::io {
+
+Status RunTrial::Refresh() {
+  Result<std::vector<std::string>> names = ListDir(run_dir_);
+  if (!names.ok()) return Status::IoError(names.status().message());
+  for (const std::string& name : names.value()) {
+    int rank = 0;
+    if (ParseWorkerDirName(name, &rank) && !workers_.count(rank) &&
+        IsDirectory(JoinPath(run_dir_, name))) {
+      workers_.emplace(rank, WorkerState(rank));
+    }
+  }
+  Status io_error;
+  for (auto& entry : workers_) {
+    Status s = RefreshWorker(&entry.second);
+    if (!s.ok() && io_error.ok()) io_error = s;
+  }
+  if (!io_error.ok()) return io_error;
+  if (!problems_.empty()) {
+    std::string message = std::to_string(problems_.size()) +
+                          " file(s) skipped (damaged, or of a version this reader does not read): ";
+    for (std::size_t i = 0; i < problems_.size(); ++i) {
+      message += (i ? "; " : "") + problems_[i];
+    }
+    return Status::Corruption(message);
+  }
+  return Status::OK();
+}
+
+Status RunTrial::RefreshWorker(WorkerState* state) {
+  WorkerIndex& index = state->index;
+  if (index.closed) return Status::OK();  // nothing can change any more
+  const std::string dir = JoinPath(run_dir_, WorkerDirName(index.rank));
+  const std::string marker_path = JoinPath(dir, kClosedFileName);
+  // The marker is read BEFORE the listing: Close() renames it into place only
+  // after the last segment, so every segment is in the listing that follows.
+  // lstat: anything named CLOSED (a symlink loop too) is a marker, read only
+  // if it is a small regular file; one that cannot be read is reported like
+  // a damaged one, and the segments stay readable.
+  struct stat marker_stat;
+  if (!state->marker_seen && ::lstat(marker_path.c_str(), &marker_stat) == 0) {
+    Result<std::string> text = ReadRegularFile(marker_path, kMaxClosedMarkerBytes);
+    // kNotFound: removed since the lstat, or a link to nothing: looked at
+    // again at the next refresh; the segments are listed all the same.
+    if (text.ok() || text.status().code() != StatusCode::kNotFound) {
+      Result<ClosedMarker> marker =
+          text.ok() ? ParseClosedMarker(text.value(), marker_path)
+                    : Result<ClosedMarker>(Status::Corruption(text.status().message()));
+      state->marker_seen = true;
+      if (marker.ok()) {
+        state->marker_segments = marker->segments;
+        index.counters = marker->counters;
+        index.world_size = marker->world_size;
+        if (index.format_version == 0) index.format_version = marker->format_version;
+        if (index.host.empty()) index.host = marker->host;
+      } else {
+        problems_.push_back(marker.status().message());
+      }
+    }
+  }
+  Result<std::vector<std::string>> names = ListDir(dir);
+  if (!names.ok()) return Status::IoError(names.status().message());
+  std::vector<std::int64_t> fresh;
+  for (const std::string& name : names.value()) {
+    std::int64_t seg = 0;
+    if (ParseSegmentFileName(name, &seg) && !state->attempted.count(seg)) fresh.push_back(seg);
+  }
+  std::sort(fresh.begin(), fresh.end());
+  for (std::int64_t seg : fresh) {
+    const std::string path = JoinPath(dir, SegmentFileName(seg));
+    Result<SegmentContents> contents = ReadSegment(path);
+    if (!contents.ok()) {
+      const StatusCode code = contents.status().code();
+      if (code != StatusCode::kCorruption && code != StatusCode::kNotSupported) {
+        return Status::IoError(contents.status().message());  // retried by the next Refresh
+      }
+      problems_.push_back(contents.status().message());
+      state->attempted.insert(seg);
+      continue;
+    }
+    const SegmentHeader& header = contents->header;
+    if (header.segment_index != seg || header.rank != index.rank) {
+      // A copy under another number (or from another worker) would give
+      // every row twice.
+      problems_.push_back(path + ": holds segment " + std::to_string(header.segment_index) +
+                          " of rank " + std::to_string(header.rank) +
+                          " (a copied or renamed file?): skipped, its rows would be duplicates");
+      state->attempted.insert(seg);
+      continue;
+    }
+    Result<std::uint64_t> size = FileSize(path);
+    const bool closed_counters = state->marker_seen && state->marker_segments >= 0;
+    const PipelineCounters final_counters = index.counters;
+    index.AddSegment(contents.value(), path, size.ok() ? size.value() : 0);
+    if (closed_counters) index.counters = final_counters;  // CLOSED's are the final ones
+    state->attempted.insert(seg);
+  }
+  if (state->marker_seen) {
+    index.closed = true;
+    if (state->marker_segments > static_cast<std::int64_t>(state->attempted.size())) {
+      problems_.push_back(dir + ": CLOSED records " + std::to_string(state->marker_segments) +
+                          " segments but only " + std::to_string(state->attempted.size()) +
+                          " exist");
+    }
+  }
+  return Status::OK();
+}
+
+bool RunTrial::loaded_all_steps() const {
+  int world = 0;
+  for (const auto& entry : workers_) world = std::max(world, entry.second.index.world_size);
+  if (world == 0) return false;
+  for (int rank = 0; rank < world; ++rank) {
+    auto it = workers_.find(rank);
+    if (it == workers_.end() || !it->second.index.closed) return false;
+  }
+  return true;
+}
+
+bool RunTrial::HasStep(std::int64_t step, Mode mode) const {
+  for (const auto& entry : workers_) {
+    if (entry.second.index.GlobalStep(step, mode)) return true;
+  }
+  return false;
+}
+
+bool RunTrial::PassedStep(std::int64_t step, Mode mode) const {
+  if (loaded_all_steps()) return true;
+  int world = 0;
+  for (const auto& entry : workers_) world = std::max(world, entry.second.index.world_size);
+  if (world == 0) return false;
+  for (int rank = 0; rank < world; ++rank) {
+    auto it = workers_.find(rank);
+    if (it == workers_.end()) return false;
+    const WorkerIndex& w = it->second.index;
+    if (!w.closed && !w.PassedStep(step, mode)) return false;
+  }
+  return true;
+}
+
+Status RunTrial::WaitForStep(std::int64_t step, Mode mode, double timeout_s) {
+  using Clock = std::chrono::steady_clock;
+  const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                           std::chrono::duration<double>(std::max(timeout_s, 0.0)));
+  for (;;) {
+    Status refreshed = Refresh();
+    if (refreshed.code() == StatusCode::kIoError) return refreshed;
+    if (HasStep(step, mode)) return Status::OK();
+    const std::string what =
+        std::string("step ") + std::to_string(step) + " of mode " + ModeName(mode);
+    if (PassedStep(step, mode)) {
+      // The missing step may have been in a damaged segment: say so.
+      if (!refreshed.ok()) return refreshed.WithContext(what + " not found");
+      return Status::StepUnavailable(what + " was not saved (" + run_dir_ + ")");
+    }
+    const auto now = Clock::now();
+    if (now >= deadline) {
+      return Status::Unavailable(what + " not available after " + std::to_string(timeout_s) +
+                                 " s (" + run_dir_ + ")");
+    }
+    std::this_thread::sleep_for(
+        std::min<Clock::duration>(deadline - now, std::chrono::milliseconds(20)));
+  }
+}
+
+std::vector<WorkerSummary> RunTrial::workers() const {
+  std::vector<WorkerSummary> out;
+  for (const auto& entry : workers_) {
+    const WorkerIndex& w = entry.second.index;
+    WorkerSummary s;
+    s.rank = w.rank;
+    s.world_size = w.world_size;
+    s.format_version = static_cast<int>(w.format_version);
+    s.host = w.host;
+    s.closed = w.closed;
+    s.segments = w.segments;
+    s.bytes = w.bytes;
+    s.counters = w.counters;
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+}  // namespace tstat::io

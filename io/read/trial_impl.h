@@ -1,0 +1,98 @@
+// RunTrial: the Trial (tstat/trial.h) over a run directory of sealed HDF5
+// segments (see hdf5_run_writer.h and docs/storage-format.md).
+//
+// Loading: Refresh() lists RUN/worker-*/, reads each worker's CLOSED marker
+// (before listing its segments, so that a worker is "closed" only once every
+// segment it wrote has been seen), then loads the seg-*.h5 files it has not
+// attempted yet, in index order, into that worker's WorkerIndex. .tmp files
+// are never read.
+//
+// Damaged data: a segment that fails its seal check or cannot be parsed is
+// skipped (never retried) and the rest of the run stays readable; every
+// Refresh() then returns kCorruption naming each skipped file (and a worker
+// whose CLOSED marker records more segments than exist). A Trial opened on
+// such a run still opens. loaded_all_steps() counts a skipped segment as
+// attempted, so it does not wait forever for data that cannot be read.
+// kIoError (a directory or file that cannot be read right now) leaves the
+// affected segments to be retried by the next Refresh().
+//
+// Step queries follow trial.h: kStepUnavailable when the data can no longer
+// come -- for a given worker: it saved that step without the data, saved a
+// later step of that mode, or closed; for worker = -1: every rank of the
+// world has passed the step that way -- else kUnavailable (it may still
+// come). WaitForStep polls Refresh() every 20 ms; when the run has passed the
+// step without it and segments were skipped as damaged, it returns that
+// kCorruption instead of kStepUnavailable (the step may have been in them).
+// Thread safety: one thread at a time (Trial contract); HDF5 reads take the
+// process-wide HDF5 lock, so a writer may run in another thread.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "io/read/worker_index.h"
+#include "tstat/trial.h"
+
+namespace tstat::io {
+
+class RunTrial final : public Trial {
+ public:
+  explicit RunTrial(std::string run_dir) : run_dir_(std::move(run_dir)) {}
+
+  Status Refresh() override;
+  Status WaitForStep(std::int64_t step, Mode mode, double timeout_s) override;
+  bool loaded_all_steps() const override;
+
+  std::vector<WorkerSummary> workers() const override;
+  std::vector<std::string> tensor_names(const TensorQuery& query) const override;
+  std::vector<std::string> scalar_names() const override;
+  std::vector<std::string> collections() const override;
+  Result<TensorInfo> tensor_info(const std::string& name, int worker) const override;
+  std::vector<StepKey> steps(Mode mode) const override;
+  std::string config_json(int worker) const override;
+
+  Result<TensorStatsRecord> record(const std::string& name, std::int64_t step, Mode mode,
+                                   int worker) const override;
+  Result<TensorStats> stats(const std::string& name, std::int64_t step, Mode mode,
+                            int worker) const override;
+  Result<std::vector<SeriesPoint>> series(const std::string& name, StatField field, Mode mode,
+                                          int worker) const override;
+  Result<std::vector<SeriesPoint>> scalar_series(const std::string& name, Mode mode,
+                                                 int worker) const override;
+  Result<RawTensor> raw(const std::string& name, std::int64_t step, Mode mode,
+                        int worker) const override;
+  std::vector<StepKey> raw_steps(const std::string& name, int worker) const override;
+  Result<std::vector<TensorStatsRecord>> step_records(int worker,
+                                                      std::int64_t global_step) const override;
+  std::vector<DropRecord> drops(int worker) const override;
+
+ private:
+  struct WorkerState {
+    explicit WorkerState(int rank) : index(rank) {}
+    WorkerIndex index;
+    std::set<std::int64_t> attempted;  // segment indices loaded or skipped
+    bool marker_seen = false;
+    std::int64_t marker_segments = -1;
+  };
+
+  Status RefreshWorker(WorkerState* state);
+  // Workers to search: all, in rank order (worker < 0), or that one.
+  Result<std::vector<const WorkerIndex*>> Candidates(int worker) const;
+  // Whether `step` of `mode` is loaded for any worker.
+  bool HasStep(std::int64_t step, Mode mode) const;
+  // Whether no worker can still add `step` of `mode`.
+  bool PassedStep(std::int64_t step, Mode mode) const;
+  // The error for data missing at `step` of `mode`: kStepUnavailable when
+  // no worker (worker < 0), or that worker, can still write it, else
+  // kUnavailable.
+  Status MissingRecord(int worker, const std::string& what, std::int64_t step, Mode mode) const;
+
+  std::string run_dir_;
+  std::map<int, WorkerState> workers_;
+  std::vector<std::string> problems_;  // persistent corruption reports
+};
+
+}  // namespace tstat::io

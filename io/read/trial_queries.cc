@@ -1,0 +1,285 @@
+// RunTrial queries (see trial_impl.h). "worker = -1" searches the workers in
+// rank order and answers from the first that has the data; drops(-1)
+// concatenates every worker's drops in rank order.
+#include <re2/re2.h>
+
+#include <algorithm>
+#include <set>
+
+#include "io/read/segment_reader.h"
+#include "io/read/trial_impl.h"
+
+namespace tstat::io {
+namespace {
+
+std::string StepText(std::int64_t step, Mode mode) {
+  return std::string(mode == Mode::kGlobal ? "global step " : "step ") + std::to_string(step) +
+         (mode == Mode::kGlobal ? "" : std::string(" of mode ") + ModeName(mode));
+}
+
+bool ModeMatches(const StepKey& key, Mode mode) {
+  return mode == Mode::kGlobal || key.mode == mode;
+}
+
+void SortBySteps(std::vector<SeriesPoint>* points) {
+  std::stable_sort(points->begin(), points->end(), [](const SeriesPoint& a, const SeriesPoint& b) {
+    return a.step.global_step < b.step.global_step;
+  });
+}
+
+}  // namespace
+
+Result<std::vector<const WorkerIndex*>> RunTrial::Candidates(int worker) const {
+  std::vector<const WorkerIndex*> out;
+  if (worker >= 0) {
+    auto it = workers_.find(worker);
+    if (it == workers_.end()) {
+      return Status::NotFound(run_dir_ + ": no worker " + std::to_string(worker));
+    }
+    out.push_back(&it->second.index);
+    return out;
+  }
+  for (const auto& entry : workers_) out.push_back(&entry.second.index);
+  return out;
+}
+
+Status RunTrial::MissingRecord(int worker, const std::string& what, std::int64_t step,
+                               Mode mode) const {
+  bool passed = false;
+  if (worker < 0) {
+    passed = PassedStep(step, mode);
+  } else {
+    // A saved step is complete (segments hold whole steps), so a worker that
+    // saved the step without the data will not add it later.
+    const WorkerIndex& w = workers_.at(worker).index;
+    passed = w.closed || w.GlobalStep(step, mode) || w.PassedStep(step, mode);
+  }
+  if (!passed)
+    return Status::Unavailable(what + ": " + StepText(step, mode) + " is not available yet");
+  return Status::StepUnavailable(what + ": " + StepText(step, mode) + " was not saved");
+}
+
+std::vector<std::string> RunTrial::tensor_names(const TensorQuery& query) const {
+  std::unique_ptr<RE2> regex;
+  if (!query.regex.empty()) {
+    regex = std::make_unique<RE2>(query.regex, RE2::Quiet);
+    if (!regex->ok()) return {};  // an invalid pattern matches nothing
+  }
+  std::set<std::string> names;
+  for (const auto& entry : workers_) {
+    const WorkerIndex& w = entry.second.index;
+    for (const auto& t : w.tensors) {
+      const TensorInfo& info = t.second;
+      if (info.kind != TensorKind::kTensor) continue;
+      if (regex && !RE2::PartialMatch(info.name, *regex)) continue;
+      if (!query.collection.empty() && std::find(info.collections.begin(), info.collections.end(),
+                                                 query.collection) == info.collections.end()) {
+        continue;
+      }
+      if (query.mode != Mode::kGlobal) {
+        const TensorSeries* ts = w.FindSeries(info.id);
+        if (!ts || std::none_of(ts->keys.begin(), ts->keys.end(),
+                                [&](const StepKey& k) { return k.mode == query.mode; })) {
+          continue;
+        }
+      }
+      names.insert(info.name);
+    }
+  }
+  return std::vector<std::string>(names.begin(), names.end());
+}
+
+std::vector<std::string> RunTrial::scalar_names() const {
+  std::set<std::string> names;
+  for (const auto& entry : workers_) {
+    for (const auto& t : entry.second.index.tensors) {
+      if (t.second.kind == TensorKind::kScalar) names.insert(t.second.name);
+    }
+  }
+  return std::vector<std::string>(names.begin(), names.end());
+}
+
+std::vector<std::string> RunTrial::collections() const {
+  std::set<std::string> names;
+  for (const auto& entry : workers_) {
+    for (const auto& t : entry.second.index.tensors) {
+      names.insert(t.second.collections.begin(), t.second.collections.end());
+    }
+  }
+  return std::vector<std::string>(names.begin(), names.end());
+}
+
+Result<TensorInfo> RunTrial::tensor_info(const std::string& name, int worker) const {
+  TSTAT_ASSIGN_OR_RETURN(std::vector<const WorkerIndex*> searched, Candidates(worker));
+  for (const WorkerIndex* w : searched) {
+    if (const TensorInfo* t = w->FindTensor(name)) return *t;
+  }
+  return Status::NotFound("no tensor '" + name + "' in " + run_dir_);
+}
+
+std::vector<StepKey> RunTrial::steps(Mode mode) const {
+  std::map<std::int64_t, StepKey> all;
+  for (const auto& entry : workers_) {
+    for (const auto& s : entry.second.index.steps) {
+      if (ModeMatches(s.second.key, mode)) all.emplace(s.first, s.second.key);
+    }
+  }
+  std::vector<StepKey> out;
+  out.reserve(all.size());
+  for (const auto& s : all) out.push_back(s.second);
+  return out;
+}
+
+std::string RunTrial::config_json(int worker) const {
+  auto it = workers_.find(worker);
+  return it == workers_.end() ? std::string() : it->second.index.config_json;
+}
+
+Result<TensorStatsRecord> RunTrial::record(const std::string& name, std::int64_t step, Mode mode,
+                                           int worker) const {
+  TSTAT_ASSIGN_OR_RETURN(std::vector<const WorkerIndex*> searched, Candidates(worker));
+  std::vector<const WorkerIndex*> knowing;
+  for (const WorkerIndex* w : searched) {
+    const TensorInfo* t = w->FindTensor(name);
+    if (!t) continue;
+    knowing.push_back(w);
+    const std::optional<std::int64_t> g = w->GlobalStep(step, mode);
+    const TensorSeries* ts = w->FindSeries(t->id);
+    if (!g || !ts) continue;
+    const std::ptrdiff_t row = ts->Find(*g);
+    if (row >= 0) return w->MakeRecord(t->id, *ts, static_cast<std::size_t>(row));
+  }
+  if (knowing.empty()) return Status::NotFound("no tensor '" + name + "' in " + run_dir_);
+  return MissingRecord(worker, "tensor '" + name + "'", step, mode);
+}
+
+Result<TensorStats> RunTrial::stats(const std::string& name, std::int64_t step, Mode mode,
+                                    int worker) const {
+  TSTAT_ASSIGN_OR_RETURN(TensorStatsRecord r, record(name, step, mode, worker));
+  if (!r.has_stats) {
+    return Status::NotFound("tensor '" + name + "' has no stat set at " + StepText(step, mode) +
+                            " (label counts only)");
+  }
+  return r.stats;
+}
+
+Result<std::vector<SeriesPoint>> RunTrial::series(const std::string& name, StatField field,
+                                                  Mode mode, int worker) const {
+  TSTAT_ASSIGN_OR_RETURN(std::vector<const WorkerIndex*> searched, Candidates(worker));
+  bool known = false;
+  for (const WorkerIndex* w : searched) {
+    const TensorInfo* t = w->FindTensor(name);
+    if (!t) continue;
+    known = true;
+    const TensorSeries* ts = w->FindSeries(t->id);
+    if (!ts || ts->keys.empty()) continue;
+    std::vector<SeriesPoint> points;
+    points.reserve(ts->keys.size());
+    for (std::size_t i = 0; i < ts->keys.size(); ++i) {
+      if (!ts->has_stats[i] || !ModeMatches(ts->keys[i], mode)) continue;
+      points.push_back(SeriesPoint{ts->keys[i], StatValue(ts->stats[i], field)});
+    }
+    if (points.empty()) continue;  // this worker has no such data: try the next
+    if (!ts->sorted) SortBySteps(&points);
+    return points;
+  }
+  if (!known) return Status::NotFound("no tensor '" + name + "' in " + run_dir_);
+  return std::vector<SeriesPoint>();
+}
+
+Result<std::vector<SeriesPoint>> RunTrial::scalar_series(const std::string& name, Mode mode,
+                                                         int worker) const {
+  TSTAT_ASSIGN_OR_RETURN(std::vector<const WorkerIndex*> searched, Candidates(worker));
+  bool known = false;
+  for (const WorkerIndex* w : searched) {
+    const TensorInfo* t = w->FindTensor(name);
+    if (!t || t->kind != TensorKind::kScalar) continue;
+    known = true;
+    auto it = w->scalars.find(t->id);
+    if (it == w->scalars.end() || it->second.empty()) continue;
+    std::vector<SeriesPoint> points;
+    for (const ScalarPoint& p : it->second) {
+      if (ModeMatches(p.key, mode)) points.push_back(SeriesPoint{p.key, p.value});
+    }
+    if (points.empty()) continue;
+    SortBySteps(&points);
+    return points;
+  }
+  if (!known) return Status::NotFound("no scalar '" + name + "' in " + run_dir_);
+  return std::vector<SeriesPoint>();
+}
+
+Result<RawTensor> RunTrial::raw(const std::string& name, std::int64_t step, Mode mode,
+                                int worker) const {
+  TSTAT_ASSIGN_OR_RETURN(std::vector<const WorkerIndex*> searched, Candidates(worker));
+  std::vector<const WorkerIndex*> knowing;
+  for (const WorkerIndex* w : searched) {
+    const TensorInfo* t = w->FindTensor(name);
+    if (!t) continue;
+    knowing.push_back(w);
+    const std::optional<std::int64_t> g = w->GlobalStep(step, mode);
+    auto it = w->raws.find(t->id);
+    if (!g || it == w->raws.end()) continue;
+    for (const RawRef& ref : it->second) {
+      if (ref.key.global_step != *g) continue;
+      TSTAT_ASSIGN_OR_RETURN(std::vector<std::uint8_t> bytes,
+                             ReadRawDataset(ref.file, ref.dataset, ref.dtype, ref.shape,
+                                            ref.byte_offset, ref.byte_count));
+      RawTensor out;
+      out.dtype = ref.dtype;
+      out.shape = ref.shape;
+      out.bytes = std::move(bytes);
+      return out;
+    }
+  }
+  if (knowing.empty()) return Status::NotFound("no tensor '" + name + "' in " + run_dir_);
+  return MissingRecord(worker, "raw snapshot of '" + name + "'", step, mode);
+}
+
+std::vector<StepKey> RunTrial::raw_steps(const std::string& name, int worker) const {
+  Result<std::vector<const WorkerIndex*>> searched = Candidates(worker);
+  if (!searched.ok()) return {};
+  for (const WorkerIndex* w : searched.value()) {
+    const TensorInfo* t = w->FindTensor(name);
+    if (!t) continue;
+    auto it = w->raws.find(t->id);
+    if (it == w->raws.end() || it->second.empty()) continue;
+    std::vector<StepKey> keys;
+    for (const RawRef& ref : it->second) keys.push_back(ref.key);
+    std::stable_sort(keys.begin(), keys.end(), [](const StepKey& a, const StepKey& b) {
+      return a.global_step < b.global_step;
+    });
+    return keys;
+  }
+  return {};
+}
+
+Result<std::vector<TensorStatsRecord>> RunTrial::step_records(int worker,
+                                                              std::int64_t global_step) const {
+  TSTAT_ASSIGN_OR_RETURN(std::vector<const WorkerIndex*> searched, Candidates(worker));
+  if (worker < 0) return Status::InvalidArgument("step_records needs a worker rank");
+  const WorkerIndex* w = searched.front();
+  auto it = w->steps.find(global_step);
+  if (it == w->steps.end()) {
+    return MissingRecord(worker, "worker " + std::to_string(worker), global_step, Mode::kGlobal);
+  }
+  std::vector<TensorStatsRecord> out;
+  out.reserve(it->second.records.size());
+  for (const auto& [id, row] : it->second.records) {
+    const TensorSeries* ts = w->FindSeries(id);
+    if (ts && row < ts->keys.size()) out.push_back(w->MakeRecord(id, *ts, row));
+  }
+  return out;
+}
+
+std::vector<DropRecord> RunTrial::drops(int worker) const {
+  Result<std::vector<const WorkerIndex*>> searched = Candidates(worker);
+  if (!searched.ok()) return {};
+  std::vector<DropRecord> out;
+  for (const WorkerIndex* w : searched.value()) {
+    out.insert(out.end(), w->drops.begin(), w->drops.end());
+  }
+  return out;
+}
+
+}  // namespace tstat::io

@@ -1,0 +1,234 @@
+// See worker_index.h.
+#include "io/read/worker_index.h"
+
+#include <algorithm>
+
+namespace tstat::io {
+namespace {
+
+StepKey KeyOf(std::int64_t global_step, std::uint8_t mode, std::int64_t mode_step) {
+  return StepKey{global_step, static_cast<Mode>(mode), mode_step};
+}
+
+struct PairHash {
+  std::size_t operator()(const std::pair<std::int64_t, std::uint32_t>& p) const {
+    // Unsigned: a crafted segment's global step may be any int64, and a
+    // signed product would overflow.
+    return std::hash<std::uint64_t>()(static_cast<std::uint64_t>(p.first) * 1000003u + p.second);
+  }
+};
+
+}  // namespace
+
+std::ptrdiff_t TensorSeries::Find(std::int64_t global_step) const {
+  if (sorted) {
+    auto it = std::lower_bound(keys.begin(), keys.end(), global_step,
+                               [](const StepKey& k, std::int64_t g) { return k.global_step < g; });
+    if (it != keys.end() && it->global_step == global_step) return it - keys.begin();
+    return -1;
+  }
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    if (keys[i].global_step == global_step) return static_cast<std::ptrdiff_t>(i);
+  }
+  return -1;
+}
+
+void WorkerIndex::AddSegment(const SegmentContents& s, const std::string& path,
+                             std::uint64_t file_bytes) {
+  world_size = s.header.world_size;
+  host = s.header.host;
+  format_version = s.header.format_version;
+  if (!have_config) {
+    config_json = s.header.config_json;
+    have_config = true;
+  }
+  ++segments;
+  bytes += file_bytes;
+  if (s.counters) counters = *s.counters;
+  for (const TensorInfo& t : s.tensors) {
+    tensors[t.id] = t;
+    by_name.emplace(t.name, t.id);
+  }
+
+  const SegmentBuffers& b = s.tables;
+  for (const StepRow& r : b.steps) {
+    StepEntry& e = steps[r.global_step];
+    e.key = KeyOf(r.global_step, r.mode, r.mode_step);
+    e.wall_time = r.wall_time;
+    e.step_seconds = r.step_seconds;
+    e.capture_seconds = r.capture_seconds;
+    mode_to_global[e.key.mode][r.mode_step] = r.global_step;
+  }
+
+  // (global step, tensor id) -> row of this segment's stats, for the extras.
+  std::unordered_map<std::pair<std::int64_t, std::uint32_t>, std::size_t, PairHash> rows;
+  rows.reserve(b.stats.size());
+  for (const StatsRow& r : b.stats) {
+    TensorSeries& ts = series[r.tensor_id];
+    const StepKey key = KeyOf(r.global_step, r.mode, r.mode_step);
+    if (!ts.keys.empty() && ts.keys.back().global_step >= key.global_step) ts.sorted = false;
+    const std::size_t row = ts.keys.size();
+    ts.keys.push_back(key);
+    ts.stats.push_back(FromStored(r.s));
+    ts.has_stats.push_back(r.has_stats);
+    ts.exp.emplace_back();
+    rows[{r.global_step, r.tensor_id}] = row;
+    auto [step, added] = steps.try_emplace(r.global_step);
+    if (added) step->second.key = key;  // a stats row without its steps row
+    step->second.records.emplace_back(r.tensor_id, row);
+  }
+  auto row_of = [&](std::int64_t g, std::uint32_t id) -> std::ptrdiff_t {
+    auto it = rows.find({g, id});
+    return it == rows.end() ? -1 : static_cast<std::ptrdiff_t>(it->second);
+  };
+  for (const ExpHistRow& r : b.exp_hist) {
+    const std::ptrdiff_t row = row_of(r.global_step, r.tensor_id);
+    if (row < 0) continue;
+    ExpHistRef& ref = series[r.tensor_id].exp[static_cast<std::size_t>(row)];
+    ref.present = true;
+    ref.first = r.first_bin;
+    ref.num = r.num_bins;
+    ref.offset = exp_pool.size();
+    exp_pool.insert(exp_pool.end(),
+                    b.exp_hist_counts.begin() + static_cast<std::ptrdiff_t>(r.offset),
+                    b.exp_hist_counts.begin() + static_cast<std::ptrdiff_t>(r.offset + r.num_bins));
+  }
+  for (const LinearHistRow& r : b.linear_hist) {
+    const std::ptrdiff_t row = row_of(r.global_step, r.tensor_id);
+    if (row < 0) continue;
+    LinearHistogram h;
+    h.lo = r.lo;
+    h.hi = r.hi;
+    h.below = r.below;
+    h.above = r.above;
+    auto first = b.linear_hist_counts.begin() + static_cast<std::ptrdiff_t>(r.offset);
+    h.counts.assign(first, first + r.num_bins);
+    series[r.tensor_id].extras[static_cast<std::size_t>(row)].linear = std::move(h);
+  }
+  for (const ChannelRow& r : b.channels) {
+    const std::ptrdiff_t row = row_of(r.global_step, r.tensor_id);
+    if (row < 0) continue;
+    auto& pc = series[r.tensor_id].extras[static_cast<std::size_t>(row)].channels;
+    if (!pc) pc.emplace();
+    pc->axis = r.axis;
+    if (pc->channels.size() <= r.channel)
+      pc->channels.resize(static_cast<std::size_t>(r.channel) + 1);
+    pc->channels[r.channel] = FromStored(r.s);
+  }
+  for (const LabelRow& r : b.labels) {
+    const std::ptrdiff_t row = row_of(r.global_step, r.tensor_id);
+    if (row < 0) continue;
+    LabelCounts l;
+    l.out_of_range = r.out_of_range;
+    auto first = b.label_counts.begin() + static_cast<std::ptrdiff_t>(r.offset);
+    l.counts.assign(first, first + r.num_classes);
+    series[r.tensor_id].extras[static_cast<std::size_t>(row)].labels = std::move(l);
+  }
+  for (const SampleRow& r : b.samples) {
+    const std::ptrdiff_t row = row_of(r.global_step, r.tensor_id);
+    if (row < 0) continue;
+    ElementSample e;
+    const auto off = static_cast<std::ptrdiff_t>(r.offset);
+    const auto n = static_cast<std::ptrdiff_t>(r.num_values);
+    e.positions.assign(b.sample_positions.begin() + off, b.sample_positions.begin() + off + n);
+    e.values.assign(b.sample_values.begin() + off, b.sample_values.begin() + off + n);
+    series[r.tensor_id].extras[static_cast<std::size_t>(row)].sample = std::move(e);
+  }
+  for (const DeltaRow& r : b.delta) {
+    const std::ptrdiff_t row = row_of(r.global_step, r.tensor_id);
+    if (row < 0) continue;
+    series[r.tensor_id].extras[static_cast<std::size_t>(row)].delta =
+        DeltaStats{r.count, r.changed_count, r.nonfinite_pairs, r.l1, r.l2, r.amax};
+  }
+  for (const ConfusionRow& r : b.confusion) {
+    const std::ptrdiff_t row = row_of(r.global_step, r.tensor_id);
+    if (row < 0) continue;
+    ConfusionMatrix m;
+    m.classes = static_cast<int>(r.classes);
+    m.invalid = r.invalid;
+    auto first = b.confusion_counts.begin() + static_cast<std::ptrdiff_t>(r.offset);
+    m.counts.assign(first, first + static_cast<std::ptrdiff_t>(r.classes) * r.classes);
+    series[r.tensor_id].extras[static_cast<std::size_t>(row)].confusion = std::move(m);
+  }
+  for (const ValueCountsRow& r : b.value_counts) {
+    const std::ptrdiff_t row = row_of(r.global_step, r.tensor_id);
+    if (row < 0) continue;
+    RecordExtras& e = series[r.tensor_id].extras[static_cast<std::size_t>(row)];
+    const auto off = static_cast<std::ptrdiff_t>(r.offset);
+    e.count_values.assign(b.counted_values.begin() + off,
+                          b.counted_values.begin() + off + r.num_values);
+    e.value_counts.assign(b.counted_counts.begin() + off,
+                          b.counted_counts.begin() + off + r.num_values);
+  }
+  for (const ScalarRow& r : b.scalars) {
+    scalars[r.scalar_id].push_back(
+        ScalarPoint{KeyOf(r.global_step, r.mode, r.mode_step), r.value, r.wall_time});
+  }
+  for (const RawIndexRow& r : b.raw_index) {  // checked by ReadSegment
+    DType dtype = DType::kFloat32;
+    ParseDTypeChars(r.dtype, &dtype);
+    raws[r.tensor_id].push_back(RawRef{KeyOf(r.global_step, r.mode, r.mode_step), path,
+                                       RawDatasetName(r), dtype, RawShape(r, b.raw_shapes),
+                                       r.byte_offset, r.byte_count});
+  }
+  for (const DropEntry& d : b.drops) drops.push_back(d.drop);
+}
+
+const TensorInfo* WorkerIndex::FindTensor(const std::string& name) const {
+  auto it = by_name.find(name);
+  if (it == by_name.end()) return nullptr;
+  auto t = tensors.find(it->second);
+  return t == tensors.end() ? nullptr : &t->second;
+}
+
+const TensorSeries* WorkerIndex::FindSeries(std::uint32_t id) const {
+  auto it = series.find(id);
+  return it == series.end() ? nullptr : &it->second;
+}
+
+std::optional<std::int64_t> WorkerIndex::GlobalStep(std::int64_t step, Mode mode) const {
+  if (mode == Mode::kGlobal) {
+    if (steps.count(step)) return step;
+    return std::nullopt;
+  }
+  auto m = mode_to_global.find(mode);
+  if (m == mode_to_global.end()) return std::nullopt;
+  auto it = m->second.find(step);
+  if (it == m->second.end()) return std::nullopt;
+  return it->second;
+}
+
+bool WorkerIndex::PassedStep(std::int64_t step, Mode mode) const {
+  if (mode == Mode::kGlobal) return !steps.empty() && steps.rbegin()->first > step;
+  auto m = mode_to_global.find(mode);
+  return m != mode_to_global.end() && !m->second.empty() && m->second.rbegin()->first > step;
+}
+
+TensorStatsRecord WorkerIndex::MakeRecord(std::uint32_t id, const TensorSeries& ts,
+                                          std::size_t row) const {
+  TensorStatsRecord r;
+  r.tensor_id = id;
+  r.has_stats = ts.has_stats[row] != 0;
+  r.stats = ts.stats[row];
+  const ExpHistRef& e = ts.exp[row];
+  if (e.present) {
+    ExponentBins& h = r.exponent_histogram.emplace();
+    h.first_bin = static_cast<int>(e.first);
+    h.counts.assign(exp_pool.begin() + static_cast<std::ptrdiff_t>(e.offset),
+                    exp_pool.begin() + static_cast<std::ptrdiff_t>(e.offset + e.num));
+  }
+  auto it = ts.extras.find(row);
+  if (it != ts.extras.end()) {
+    r.linear_histogram = it->second.linear;
+    r.per_channel = it->second.channels;
+    r.label_counts = it->second.labels;
+    r.sample = it->second.sample;
+    r.delta = it->second.delta;
+    r.confusion = it->second.confusion;
+    r.count_values = it->second.count_values;
+    r.value_counts = it->second.value_counts;
+  }
+  return r;
+}
+
+}  // namespace tstat::io

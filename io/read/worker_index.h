@@ -1,0 +1,117 @@
+// WorkerIndex: everything a Trial knows about one worker, built from its
+// segments as they are loaded, organised for the Trial queries.
+//
+// Per tensor id, a TensorSeries holds the saved steps and their stats as
+// parallel vectors (keys[i], stats[i], ...), so a series is one vector walk
+// and a step lookup one binary search (rows arrive in step order; if a run's
+// steps ever go backwards the series is marked unsorted and searched
+// linearly). Exponent histograms stay compact (first bin, count, offset into a
+// shared pool); the rarer extras (linear histogram, per-channel stats, label
+// counts, samples) are kept per row in a side map. Steps map mode steps to
+// global steps both ways, per mode.
+// Thread safety: none; owned by one Trial.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "io/read/segment_reader.h"
+#include "tstat/stats_record.h"
+
+namespace tstat::io {
+
+struct ExpHistRef {
+  std::uint64_t offset = 0;  // into WorkerIndex::exp_pool
+  std::uint16_t first = 0, num = 0;
+  bool present = false;
+};
+
+struct RecordExtras {
+  std::optional<LinearHistogram> linear;
+  std::optional<PerChannelStats> channels;
+  std::optional<LabelCounts> labels;
+  std::optional<ElementSample> sample;
+  std::optional<DeltaStats> delta;
+  std::optional<ConfusionMatrix> confusion;
+  std::vector<std::int64_t> count_values;
+  std::vector<std::uint64_t> value_counts;
+};
+
+struct TensorSeries {
+  std::vector<StepKey> keys;
+  std::vector<TensorStats> stats;
+  std::vector<std::uint8_t> has_stats;
+  std::vector<ExpHistRef> exp;
+  std::unordered_map<std::size_t, RecordExtras> extras;  // by row
+  bool sorted = true;                                    // keys ascending by global step
+  // The row of `global_step`, or -1.
+  std::ptrdiff_t Find(std::int64_t global_step) const;
+};
+
+struct StepEntry {
+  StepKey key;
+  double wall_time = 0, step_seconds = 0, capture_seconds = 0;
+  std::vector<std::pair<std::uint32_t, std::size_t>> records;  // (tensor id, row), capture order
+};
+
+struct ScalarPoint {
+  StepKey key;
+  double value = 0, wall_time = 0;
+};
+
+struct RawRef {
+  StepKey key;
+  std::string file;     // segment path
+  std::string dataset;  // "raw/000000", or kRawPackedDataset
+  DType dtype = DType::kFloat32;
+  std::vector<std::int64_t> shape;
+  std::uint64_t byte_offset = 0;  // within kRawPackedDataset
+  std::uint64_t byte_count = 0;
+};
+
+struct WorkerIndex {
+  explicit WorkerIndex(int r) : rank(r) {}
+
+  // Adds a loaded (validated) segment.
+  void AddSegment(const SegmentContents& segment, const std::string& path,
+                  std::uint64_t file_bytes);
+
+  const TensorInfo* FindTensor(const std::string& name) const;
+  const TensorSeries* FindSeries(std::uint32_t id) const;
+  // The global step of `step` of `mode` (kGlobal: `step` itself) if this
+  // worker saved that step.
+  std::optional<std::int64_t> GlobalStep(std::int64_t step, Mode mode) const;
+  // True when a later step of `mode` (kGlobal: any later step) is loaded, so
+  // `step` will never appear in this worker's data.
+  bool PassedStep(std::int64_t step, Mode mode) const;
+  // The full record of row `row` of tensor `id`.
+  TensorStatsRecord MakeRecord(std::uint32_t id, const TensorSeries& series, std::size_t row) const;
+
+  int rank;
+  int world_size = 0;  // 0: not known yet
+  std::string host;
+  std::string config_json;
+  bool have_config = false;
+  std::int64_t segments = 0;
+  std::int64_t format_version = 0;  // of the latest segment or CLOSED marker read (0: none)
+  std::uint64_t bytes = 0;
+  PipelineCounters counters;
+  bool closed = false;  // CLOSED read and every segment listed after it attempted
+
+  std::map<std::uint32_t, TensorInfo> tensors;
+  std::unordered_map<std::string, std::uint32_t> by_name;
+  std::unordered_map<std::uint32_t, TensorSeries> series;
+  std::map<std::int64_t, StepEntry> steps;
+  std::map<Mode, std::map<std::int64_t, std::int64_t>> mode_to_global;
+  std::unordered_map<std::uint32_t, std::vector<ScalarPoint>> scalars;
+  std::unordered_map<std::uint32_t, std::vector<RawRef>> raws;
+  std::vector<DropRecord> drops;
+  std::vector<std::uint64_t> exp_pool;
+};
+
+}  // namespace tstat::io

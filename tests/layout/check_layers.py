@@ -1,0 +1,121 @@
+#!/usr/bin/env python3
+"""Fails on an #include that points up or across the layers of the tree.
+
+The stages, bottom to top (docs/architecture.md draws them): the public
+headers (include/tstat), proto, kernels, io, rules, host, benchmarks, tools.
+A file may include its own stage and those below it. Inside io the folders
+are layered too: codec and h5 at the bottom (h5 may use codec), then format,
+then write and read side by side (neither includes the other).
+
+Usage: check_layers.py SOURCE_DIR   (exit 1 and one line per violation)
+       check_layers.py --self-test    (the check catches what it should)
+"""
+import os
+import re
+import sys
+
+STAGES = ["tstat", "proto", "kernels", "io", "rules", "host", "benchmarks", "tools"]
+IO_ALLOWED = {  # folder -> the io folders its files may include
+    "codec": {"codec"},
+    "h5": {"codec", "h5"},
+    "format": {"codec", "h5", "format"},
+    "write": {"codec", "h5", "format", "write"},
+    "read": {"codec", "h5", "format", "read"},
+}
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+SOURCES = (".h", ".cc", ".cu", ".cuh")
+
+
+def stage_of_file(rel):
+    top = rel.split("/", 1)[0]
+    if top == "include":
+        return "tstat"
+    return top if top in STAGES else None
+
+
+def stage_of_include(path):
+    top = path.split("/", 1)[0]
+    return top if top in STAGES else None
+
+
+def check(root):
+    problems = []
+    checked = 0
+    for stage_dir in ["include"] + STAGES[1:]:
+        base = os.path.join(root, stage_dir)
+        for dirpath, _, names in os.walk(base):
+            for name in names:
+                if not name.endswith(SOURCES):
+                    continue
+                path = os.path.join(dirpath, name)
+                rel = os.path.relpath(path, root)
+                stage = stage_of_file(rel)
+                with open(path, encoding="utf-8", errors="replace") as f:
+                    text = f.read()
+                checked += 1
+                for inc in INCLUDE.findall(text):
+                    target = stage_of_include(inc)
+                    if target is None:
+                        continue  # a system or third-party header, or tests/
+                    if STAGES.index(target) > STAGES.index(stage):
+                        problems.append(f"{rel}: includes {inc} ({target} is above {stage})")
+                        continue
+                    if stage == "io" and target == "io":
+                        parts_from, parts_to = rel.split("/"), inc.split("/")
+                        if len(parts_from) < 3 or len(parts_to) < 3:
+                            problems.append(f"{rel}: includes {inc} (io files live in its folders)")
+                            continue
+                        src, dst = parts_from[1], parts_to[1]
+                        if src not in IO_ALLOWED:
+                            problems.append(f"{rel}: io/{src} is not a known io folder")
+                        elif dst not in IO_ALLOWED[src]:
+                            problems.append(f"{rel}: includes {inc} (io/{src} may not use io/{dst})")
+    return checked, problems
+
+
+def self_test():
+    """A tree with known violations, and one without."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as root:
+        def put(rel, text=""):
+            path = os.path.join(root, rel)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "w") as f:
+                f.write(text)
+
+        for i in range(100):
+            put(f"rules/filler_{i}.cc", '#include "io/read/trial_impl.h"\n#include <vector>\n')
+        put("io/read/reader.cc", '#include "io/write/writer.h"\n#include "io/format/x.h"\n')
+        put("io/h5/wrap.cc", '#include "io/format/schema.h"\n')
+        put("kernels/k.cc", '#include "host/src/session.h"\n')
+        put("include/tstat/api.h", '#include "io/read/trial_impl.h"\n')
+        put("io/loose.cc", '#include "io/h5/h.h"\n')
+        _, problems = check(root)
+        want = ["io/read/reader.cc: includes io/write/writer.h", "io/h5/wrap.cc: includes io/format",
+                "kernels/k.cc: includes host/src/session.h", "include/tstat/api.h: includes io/",
+                "io/loose.cc: includes io/h5/h.h"]
+        missing = [w for w in want if not any(p.startswith(w) for p in problems)]
+        if missing or len(problems) != len(want):
+            print("self-test failed: missing", missing, "got", problems)
+            return 1
+    print("self-test: every planted violation found, nothing else")
+    return 0
+
+
+def main():
+    if sys.argv[1:] == ["--self-test"]:
+        return self_test()
+    root = sys.argv[1] if len(sys.argv) > 1 else "."
+    checked, problems = check(root)
+    for p in problems:
+        print("layer violation:", p)
+    if checked < 100:
+        print(f"only {checked} files found under {root}: wrong directory?")
+        return 1
+    print(f"{checked} files checked, {len(problems)} violation(s)")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
