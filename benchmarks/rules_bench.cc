@@ -14,11 +14,11 @@
 #include <thread>
 
 #include "io/write/step_sink.h"
-#include "rules/actions.h"
-#include "rules/findings_log.h"
-#include "rules/rule_engine.h"
-#include "rules/rules_config.h"
-#include "rules/trial_runner.h"
+#include "rules/engine/rule_engine.h"
+#include "rules/engine/rules_config.h"
+#include "rules/runtime/actions.h"
+#include "rules/runtime/findings_log.h"
+#include "rules/runtime/trial_runner.h"
 #include "tstat/rule.h"
 
 namespace tstat::bench {

@@ -138,7 +138,7 @@ sc, = j["scalars_latest"]
 assert sc == {"name": "loss", "step": 8, "mode": "TRAIN", "mode_step": 6, "value": 1 / 9}, sc
 '
 
-# ---- findings: RUN/findings.jsonl (the format of rules/findings_log.h), counted per rule
+# ---- findings: RUN/findings.jsonl (the format of rules/runtime/findings_log.h), counted per rule
 cat >"$run/findings.jsonl" <<'EOF_FINDINGS'
 {"rule":"grad_blowup","type":"expression","step":"4","mode":"TRAIN","mode_step":"4","worker":0,"tensor":"x","values":{"l2":27.4},"message":"l2 above 20","time":1700000000.25}
 {"rule":"grad_blowup","type":"expression","step":"8","mode":"TRAIN","mode_step":"6","worker":0,"tensor":"x","values":{"l2":49.3},"message":"l2 above 20","time":1700000001.25}

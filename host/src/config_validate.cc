@@ -9,8 +9,8 @@
 #include "host/src/builtin_collections.h"
 #include "io/format/run_layout.h"
 #include "proto/quoted_text.h"
-#include "rules/actions.h"
-#include "rules/rules_config.h"
+#include "rules/engine/rules_config.h"
+#include "rules/runtime/actions.h"
 #include "tstat/config.h"
 
 namespace tstat {

@@ -6,8 +6,8 @@
 #include <iostream>
 
 #include "host/src/background_thread.h"
-#include "rules/rules_config.h"
-#include "rules/tick.h"
+#include "rules/engine/rules_config.h"
+#include "rules/engine/tick.h"
 
 namespace tstat::host {
 
@@ -68,8 +68,8 @@ Result<std::shared_ptr<RulesThread>> RulesThread::Start(Options options) {
   Result<std::vector<std::unique_ptr<Rule>>> created = rules::CreateRules(*t->registry_, config);
   if (!created.ok()) return created.status().WithContext(field);
   t->rule_count_ = created->size();
-  t->engine_ = std::make_unique<rules::RuleEngine>(std::move(created).value(),
-                                                   rules::EngineOptions{1});
+  t->engine_ =
+      std::make_unique<rules::RuleEngine>(std::move(created).value(), rules::EngineOptions{1});
   for (const auto& rule : t->engine_->rules()) t->rule_list_.push_back(rule.get());
   if (!t->options_.findings_path.empty()) {
     TSTAT_ASSIGN_OR_RETURN(t->log_, rules::FindingsLogWriter::Open(t->options_.findings_path));
@@ -204,8 +204,9 @@ void RulesThread::Loop() {
           engine_->Tick(rules::WallClockNow(), &found);
         } catch (...) {
           broken_ = true;
-          KeepError(Status::Internal("a rule threw while ticking; the rules are not evaluated "
-                                     "any more"));
+          KeepError(
+              Status::Internal("a rule threw while ticking; the rules are not evaluated "
+                               "any more"));
         }
       }
       Deliver(&found);

@@ -5,8 +5,8 @@
 // batches once collected) - no file round trip. A thread of its own feeds
 // them to a rules::RuleEngine over this worker's steps (world_size 1 for the
 // engine: each worker judges its own steps), ticks the rules that watch the
-// clock (rules/tick.h) about once a second, and applies the actions of each
-// episode event (rules/episodes.h) through an ActionRunner: record
+// clock (rules/engine/tick.h) about once a second, and applies the actions of each
+// episode event (rules/engine/episodes.h) through an ActionRunner: record
 // (RUN/findings.jsonl, the format of the out-of-process runners), print (one
 // line per episode on `print`), stop and raw capture (the ActionSink: the
 // session). NeedsOf() tells the session what the rules need captured.
@@ -34,10 +34,10 @@
 #include <vector>
 
 #include "host/src/pipeline.h"
-#include "rules/actions.h"
-#include "rules/findings_log.h"
-#include "rules/plugin_loader.h"
-#include "rules/rule_engine.h"
+#include "rules/engine/plugin_loader.h"
+#include "rules/engine/rule_engine.h"
+#include "rules/runtime/actions.h"
+#include "rules/runtime/findings_log.h"
 #include "tstat/config.h"
 #include "tstat/rule.h"
 
@@ -130,15 +130,15 @@ class RulesThread final : public BatchObserver {
   std::size_t rule_count_ = 0;
   std::vector<RuleInfo> rule_infos_;
   std::vector<const Rule*> rule_list_;  // the engine's rules, for NeedsOf
-  bool broken_ = false;               // rules thread only: a rule threw
+  bool broken_ = false;                 // rules thread only: a rule threw
 
   mutable std::mutex mu_;
   std::condition_variable work_cv_;  // events, or finishing
   std::condition_variable done_cv_;  // a batch was evaluated, or the thread ended
   std::deque<Event> events_;
   bool finishing_ = false;
-  bool ended_ = false;        // the thread left its loop
-  bool gave_up_ = false;      // a wait timed out: no more waiting
+  bool ended_ = false;           // the thread left its loop
+  bool gave_up_ = false;         // a wait timed out: no more waiting
   std::uint64_t handed_ = 0;     // batches handed in
   std::uint64_t evaluated_ = 0;  // batches evaluated and acted on
   std::vector<Finding> findings_;

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "io/h5/posix_file.h"
-#include "rules/actions.h"
+#include "rules/runtime/actions.h"
 
 namespace tstat::host {
 namespace {

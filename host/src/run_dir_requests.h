@@ -1,5 +1,5 @@
 // RunDirRequests: the training side of the out-of-process actions of
-// `tstat rules --follow` (rules/actions.h, RunDirActionSink): RUN/STOP makes
+// `tstat rules --follow` (rules/runtime/actions.h, RunDirActionSink): RUN/STOP makes
 // ShouldStop() true; each RUN/capture/*.json asks for raw snapshots of some
 // tensors at the next K steps.
 //

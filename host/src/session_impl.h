@@ -24,7 +24,7 @@
 #include "host/src/snapshot_buffer_pool.h"
 #include "host/src/stop_state.h"
 #include "host/src/tensor_registry.h"
-#include "rules/rules_summary.h"
+#include "rules/runtime/rules_summary.h"
 #include "tstat/engine.h"
 #include "tstat/session.h"
 

@@ -9,7 +9,7 @@
 #include "host/src/session_impl.h"
 #include "host/src/session_internal.h"
 #include "io/h5/posix_file.h"
-#include "rules/capture_needs.h"
+#include "rules/engine/capture_needs.h"
 
 namespace tstat {
 namespace {

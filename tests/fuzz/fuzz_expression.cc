@@ -4,7 +4,7 @@
 #include <limits>
 #include <string>
 
-#include "rules/expression.h"
+#include "rules/engine/expression.h"
 #include "tests/fuzz/fuzz_target.h"
 
 namespace {

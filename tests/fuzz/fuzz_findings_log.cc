@@ -3,7 +3,7 @@
 #include <string>
 #include <string_view>
 
-#include "rules/findings_log.h"
+#include "rules/runtime/findings_log.h"
 #include "tests/fuzz/fuzz_target.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

@@ -1,6 +1,6 @@
 // Fuzz target: the rules config (JSON), parsed and turned into rules as the
 // in-process rules thread and `tstat check --config` do.
-#include "rules/rules_config.h"
+#include "rules/engine/rules_config.h"
 #include "tests/fuzz/fuzz_target.h"
 #include "tstat/rule.h"
 

@@ -4,6 +4,8 @@
 // to .bad with one warning, and the stop file's reason; hostile files (a
 // FIFO, a link to /dev/zero, a directory, a symlink loop, a huge file) as
 // STOP or as a capture request never block or flood the training thread.
+#include "host/src/run_dir_requests.h"
+
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -14,8 +16,7 @@
 #include <utility>
 #include <vector>
 
-#include "host/src/run_dir_requests.h"
-#include "rules/actions.h"
+#include "rules/runtime/actions.h"
 #include "tests/io/io_test_util.h"
 
 namespace tstat::host {

@@ -3,9 +3,10 @@
 
 The stages, bottom to top (docs/architecture.md draws them): the public
 headers (include/tstat), proto, kernels, io, rules, host, benchmarks, tools.
-A file may include its own stage and those below it. Inside io the folders
-are layered too: codec and h5 at the bottom (h5 may use codec), then format,
-then write and read side by side (neither includes the other).
+A file may include its own stage and those below it. Inside io and rules the
+folders are layered too: io's codec and h5 at the bottom (h5 may use codec),
+then format, then write and read side by side (neither includes the other);
+rules' engine, then tensor and run side by side, then runtime.
 
 Usage: check_layers.py SOURCE_DIR   (exit 1 and one line per violation)
        check_layers.py --self-test    (the check catches what it should)
@@ -15,12 +16,20 @@ import re
 import sys
 
 STAGES = ["tstat", "proto", "kernels", "io", "rules", "host", "benchmarks", "tools"]
-IO_ALLOWED = {  # folder -> the io folders its files may include
-    "codec": {"codec"},
-    "h5": {"codec", "h5"},
-    "format": {"codec", "h5", "format"},
-    "write": {"codec", "h5", "format", "write"},
-    "read": {"codec", "h5", "format", "read"},
+FOLDERS = {  # stage -> {folder: the folders of the stage its files may include}
+    "io": {
+        "codec": {"codec"},
+        "h5": {"codec", "h5"},
+        "format": {"codec", "h5", "format"},
+        "write": {"codec", "h5", "format", "write"},
+        "read": {"codec", "h5", "format", "read"},
+    },
+    "rules": {
+        "engine": {"engine"},
+        "tensor": {"engine", "tensor"},
+        "run": {"engine", "run"},
+        "runtime": {"engine", "tensor", "run", "runtime"},
+    },
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 SOURCES = (".h", ".cc", ".cu", ".cuh")
@@ -60,16 +69,19 @@ def check(root):
                     if STAGES.index(target) > STAGES.index(stage):
                         problems.append(f"{rel}: includes {inc} ({target} is above {stage})")
                         continue
-                    if stage == "io" and target == "io":
+                    if stage in FOLDERS and target == stage:
+                        allowed = FOLDERS[stage]
                         parts_from, parts_to = rel.split("/"), inc.split("/")
                         if len(parts_from) < 3 or len(parts_to) < 3:
-                            problems.append(f"{rel}: includes {inc} (io files live in its folders)")
+                            problems.append(
+                                f"{rel}: includes {inc} ({stage} files live in its folders)")
                             continue
                         src, dst = parts_from[1], parts_to[1]
-                        if src not in IO_ALLOWED:
-                            problems.append(f"{rel}: io/{src} is not a known io folder")
-                        elif dst not in IO_ALLOWED[src]:
-                            problems.append(f"{rel}: includes {inc} (io/{src} may not use io/{dst})")
+                        if src not in allowed:
+                            problems.append(f"{rel}: {stage}/{src} is not a known folder")
+                        elif dst not in allowed[src]:
+                            problems.append(
+                                f"{rel}: includes {inc} ({stage}/{src} may not use {stage}/{dst})")
     return checked, problems
 
 
@@ -91,10 +103,14 @@ def self_test():
         put("kernels/k.cc", '#include "host/src/session.h"\n')
         put("include/tstat/api.h", '#include "io/read/trial_impl.h"\n')
         put("io/loose.cc", '#include "io/h5/h.h"\n')
+        put("rules/engine/e.cc", '#include "rules/runtime/actions.h"\n')
+        put("rules/tensor/t.cc", '#include "rules/run/loss.h"\n#include "rules/engine/e.h"\n')
         _, problems = check(root)
         want = ["io/read/reader.cc: includes io/write/writer.h", "io/h5/wrap.cc: includes io/format",
                 "kernels/k.cc: includes host/src/session.h", "include/tstat/api.h: includes io/",
-                "io/loose.cc: includes io/h5/h.h"]
+                "io/loose.cc: includes io/h5/h.h",
+                "rules/engine/e.cc: includes rules/runtime/actions.h",
+                "rules/tensor/t.cc: includes rules/run/loss.h"]
         missing = [w for w in want if not any(p.startswith(w) for p in problems)]
         if missing or len(problems) != len(want):
             print("self-test failed: missing", missing, "got", problems)

@@ -1,7 +1,7 @@
-// EpisodeTracker (rules/episodes.h): findings of consecutive judged steps
+// EpisodeTracker (rules/engine/episodes.h): findings of consecutive judged steps
 // become one episode that opens after its rule's confirm_steps, extends,
 // escalates, and closes when its tensor is judged without a finding.
-#include "rules/episodes.h"
+#include "rules/engine/episodes.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "rules/expression.h"
+#include "rules/engine/expression.h"
 
 #include <gtest/gtest.h>
 
@@ -89,7 +89,8 @@ TEST(ExpressionTest, SyntaxErrorsPointAtTheOffendingCharacter) {
     auto e = Expression::Parse(c.text);
     ASSERT_FALSE(e.ok()) << c.text;
     EXPECT_EQ(e.status().code(), StatusCode::kInvalidArgument);
-    EXPECT_NE(e.status().message().find("column " + std::to_string(c.column) + ":"), std::string::npos)
+    EXPECT_NE(e.status().message().find("column " + std::to_string(c.column) + ":"),
+              std::string::npos)
         << c.text << " -> " << e.status().message();
     EXPECT_NE(e.status().message().find(c.fragment), std::string::npos)
         << c.text << " -> " << e.status().message();

@@ -2,7 +2,6 @@
 // run-directory action sink (STOP, capture requests), the ActionRunner, and a
 // Session noticing a STOP file written by the sink.
 #include <gtest/gtest.h>
-
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -12,8 +11,8 @@
 #include <sstream>
 #include <thread>
 
-#include "rules/actions.h"
-#include "rules/findings_log.h"
+#include "rules/runtime/actions.h"
+#include "rules/runtime/findings_log.h"
 #include "tests/io/io_test_util.h"
 #include "tests/rules/run_rules_test_util.h"
 #include "tstat/session.h"
@@ -78,8 +77,8 @@ TEST(FindingsLogTest, OneJsonLinePerFindingRoundTrips) {
   const std::string line = FindingToJson(Sample(12));
   EXPECT_EQ(line.find('\n'), std::string::npos);
   for (const char* field : {"\"rule\":", "\"type\":", "\"step\":", "\"mode\":\"TRAIN\"",
-                            "\"mode_step\":", "\"worker\":2", "\"tensor\":", "\"values\":",
-                            "\"message\":", "\"time\":"}) {
+                            "\"mode_step\":", "\"worker\":2",
+                            "\"tensor\":", "\"values\":", "\"message\":", "\"time\":"}) {
     EXPECT_NE(line.find(field), std::string::npos) << field << " in " << line;
   }
   Result<Finding> back = FindingFromJson(line);
@@ -138,7 +137,8 @@ TEST(FindingsLogTest, TruncatedLastLineIsToleratedCorruptLineIsNamed) {
   EXPECT_EQ(s.code(), StatusCode::kCorruption);
   EXPECT_NE(s.message().find("line 3"), std::string::npos) << s.message();
   EXPECT_NE(s.message().find(path), std::string::npos) << s.message();
-  std::ofstream(path) << R"({"rule":"r","mode":"TRAINING"})" << "\n";
+  std::ofstream(path) << R"({"rule":"r","mode":"TRAINING"})"
+                      << "\n";
   EXPECT_EQ(ReadFindingsLog(path).status().code(), StatusCode::kCorruption);
 }
 
@@ -226,11 +226,12 @@ TEST(FindingsLogTest, EpisodeEventsRoundTripIntoEpisodes) {
   auto w = FindingsLogWriter::Open(path);
   ASSERT_TRUE(w.ok());
   TSTAT_RR_ASSERT_OK(w.value()->Append(Event(EpisodeEvent::Kind::kOpen, SampleEpisode(1, 10, 10))));
-  TSTAT_RR_ASSERT_OK(w.value()->Append(Event(EpisodeEvent::Kind::kOpen, SampleEpisode(2, 11, 11, Severity::kWarning, "b"))));
-  TSTAT_RR_ASSERT_OK(w.value()->Append(Event(EpisodeEvent::Kind::kEscalate,
-                                             SampleEpisode(1, 10, 14, Severity::kCritical))));
-  TSTAT_RR_ASSERT_OK(w.value()->Append(Event(EpisodeEvent::Kind::kClose,
-                                             SampleEpisode(1, 10, 17, Severity::kCritical))));
+  TSTAT_RR_ASSERT_OK(w.value()->Append(
+      Event(EpisodeEvent::Kind::kOpen, SampleEpisode(2, 11, 11, Severity::kWarning, "b"))));
+  TSTAT_RR_ASSERT_OK(w.value()->Append(
+      Event(EpisodeEvent::Kind::kEscalate, SampleEpisode(1, 10, 14, Severity::kCritical))));
+  TSTAT_RR_ASSERT_OK(w.value()->Append(
+      Event(EpisodeEvent::Kind::kClose, SampleEpisode(1, 10, 17, Severity::kCritical))));
   TSTAT_RR_ASSERT_OK(w.value()->Close());
   auto log = ReadFindingsLog(path);
   ASSERT_TRUE(log.ok()) << log.status().ToString();
@@ -281,7 +282,8 @@ TEST(FindingsLogTest, OlderLogsOfOneLinePerFindingReadAsOneStepEpisodes) {
   EXPECT_FALSE(log->episodes[1].open);
   EXPECT_EQ(log->findings.size(), 2u);
   // An unknown event is damage.
-  std::ofstream(path) << R"({"rule":"r","mode":"TRAIN","event":"reopen","episode":"1"})" << "\n";
+  std::ofstream(path) << R"({"rule":"r","mode":"TRAIN","event":"reopen","episode":"1"})"
+                      << "\n";
   EXPECT_EQ(ReadFindingsLog(path).status().code(), StatusCode::kCorruption);
 }
 
@@ -331,8 +333,9 @@ TEST(ActionRunnerTest, AppliesEachRulesActionsOncePerEpisode) {
   // Without a sink, stop and capture cannot happen: an error, not silence.
   ActionRunner::Options none;
   none.actions["grad_blowup"] = RuleActions{false, false, true, 0};
-  EXPECT_EQ(ActionRunner(none).Handle(Event(EpisodeEvent::Kind::kOpen, SampleEpisode(1, 1, 1))).code(),
-            StatusCode::kFailedPrecondition);
+  EXPECT_EQ(
+      ActionRunner(none).Handle(Event(EpisodeEvent::Kind::kOpen, SampleEpisode(1, 1, 1))).code(),
+      StatusCode::kFailedPrecondition);
 }
 
 TEST(ActionRunnerTest, TrainingStopsAtTheStopLevelUnlessTheRuleSaysOtherwise) {
@@ -384,7 +387,8 @@ TEST(ActionRunnerTest, EpisodeLinesSayFirstLastCountAndWorst) {
   EXPECT_NE(FormatEpisode(e).find("(still open)"), std::string::npos);
   Finding global = Sample(4);
   global.step = Key(4);
-  EXPECT_EQ(FormatFinding(global).rfind("step 4 worker 2: grad_blowup", 0), 0u) << FormatFinding(global);
+  EXPECT_EQ(FormatFinding(global).rfind("step 4 worker 2: grad_blowup", 0), 0u)
+      << FormatFinding(global);
 }
 
 TEST(StopFileTest, ASessionStopsWithinAStepOfTheStopFile) {

@@ -1,5 +1,5 @@
 # Tests of in-process rules, out-of-process stop and rule plugins
-# (host/src/rules_thread.h, host/src/run_dir_requests.h, rules/plugin_loader.h).
+# (host/src/rules_thread.h, host/src/run_dir_requests.h, rules/engine/plugin_loader.h).
 # The test plugins link no tstat library (--no-undefined proves it needs none).
 add_library(tstat_test_rule_plugin MODULE test_rule_plugin.cc)
 target_link_libraries(tstat_test_rule_plugin PRIVATE tstat_headers tstat_warnings)

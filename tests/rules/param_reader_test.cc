@@ -1,4 +1,4 @@
-#include "rules/param_reader.h"
+#include "rules/engine/param_reader.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "rules/rule_engine.h"
+#include "rules/engine/rule_engine.h"
 
 #include <gtest/gtest.h>
 

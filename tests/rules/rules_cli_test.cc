@@ -9,8 +9,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "rules/actions.h"
-#include "rules/findings_log.h"
+#include "rules/runtime/actions.h"
+#include "rules/runtime/findings_log.h"
 #include "tests/io/io_test_util.h"
 #include "tests/rules/run_rules_test_util.h"
 
@@ -95,14 +95,16 @@ TEST_F(RulesCliTest, CheckIsAUnitTestForARun) {
   EXPECT_NE(found.output.find("step 5 worker 0: loss_not_decreasing [error] loss:"),
             std::string::npos)
       << found.output;
-  EXPECT_NE(found.output.find("step 8 worker 0: grad_blowup (expression) [error] gradient/fc1.weight"),
-            std::string::npos)
+  EXPECT_NE(
+      found.output.find("step 8 worker 0: grad_blowup (expression) [error] gradient/fc1.weight"),
+      std::string::npos)
       << found.output;
   // smdebug's loss checks at 5, 10, 15 (each its own episode: the steps
   // between are not judged), the blowup at 8.
   EXPECT_NE(found.output.find("4 episode(s)"), std::string::npos) << found.output;
   // --fail-on: only episodes of that severity or above fail.
-  EXPECT_EQ(Tstat("check " + Quote(bad) + " --config " + Quote(cfg) + " --fail-on critical").code, 0);
+  EXPECT_EQ(Tstat("check " + Quote(bad) + " --config " + Quote(cfg) + " --fail-on critical").code,
+            0);
   EXPECT_EQ(Tstat("check " + Quote(bad) + " --config " + Quote(cfg) + " --fail-on fatal").code, 2);
   // check writes and does nothing: no log, no STOP.
   EXPECT_FALSE(std::filesystem::exists(bad + "/" + kFindingsFileName));
@@ -125,9 +127,13 @@ TEST_F(RulesCliTest, UsageAndConfigErrorsExit2NamingTheProblem) {
     std::vector<std::string> mentions;
   };
   const std::vector<Case> cases = {
-      {R"({"rules": [{"name": "x", "type": "vanishing_gradiant"}]})", "", {"rules[0] \"x\"", "unknown rule type"}},
+      {R"({"rules": [{"name": "x", "type": "vanishing_gradiant"}]})",
+       "",
+       {"rules[0] \"x\"", "unknown rule type"}},
       {R"({"rules": [{"type": "overfit", "parameters": {"patiense": 2}}]})", "", {"patiense"}},
-      {R"({"rules": [{"type": "overfit", "parameters": {"patience": "two"}}]})", "", {"patience", "two"}},
+      {R"({"rules": [{"type": "overfit", "parameters": {"patience": "two"}}]})",
+       "",
+       {"patience", "two"}},
       {R"({"rules": [{"type": "overfit", "colection_names": "x"}]})", "", {"colection_names"}},
       {R"({"rules": [{"name": "e", "when": "l2 >> 3"}]})", "", {"\"e\"", "when", "^"}},
       {R"({"rules": [{"type": "overfit", "tensor_regex": "(("}]})", "", {"tensor_regex"}},
@@ -155,7 +161,8 @@ TEST_F(RulesCliTest, StrictTurnsWarningsIntoFailures) {
   Catalog c;
   const auto w = c.Add("fc1.weight", {"weights"});
   std::vector<StepBatch> steps;
-  for (int s = 0; s < 3; ++s) steps.push_back(Batch(Key(s), {}, {StatsRecord(w, ConstantStats(1))}));
+  for (int s = 0; s < 3; ++s)
+    steps.push_back(Batch(Key(s), {}, {StatsRecord(w, ConstantStats(1))}));
   ASSERT_TRUE(WriteRun(dir_.Sub("noloss"), c.All(), steps).ok());
   CliResult r = Tstat("check " + Quote(dir_.Sub("noloss")));
   EXPECT_EQ(r.code, 0) << r.output;
@@ -173,9 +180,11 @@ TEST_F(RulesCliTest, RulesLogsFindingsAndActs) {
   ASSERT_TRUE(log.ok()) << log.status().ToString();
   std::vector<std::pair<std::string, std::int64_t>> got;
   for (const Finding& f : log->findings) got.emplace_back(f.rule, f.step.global_step);
-  EXPECT_EQ(got, (std::vector<std::pair<std::string, std::int64_t>>{
-                     {"loss_not_decreasing", 5}, {"grad_blowup", 8}, {"loss_not_decreasing", 10},
-                     {"grad_blowup", 13}, {"loss_not_decreasing", 15}}));
+  EXPECT_EQ(got, (std::vector<std::pair<std::string, std::int64_t>>{{"loss_not_decreasing", 5},
+                                                                    {"grad_blowup", 8},
+                                                                    {"loss_not_decreasing", 10},
+                                                                    {"grad_blowup", 13},
+                                                                    {"loss_not_decreasing", 15}}));
   std::ifstream stop(run + "/" + kStopFileName);
   std::string line;
   ASSERT_TRUE(std::getline(stop, line));
@@ -199,7 +208,8 @@ TEST_F(RulesCliTest, FollowsALiveRunUntilItIsClosed) {
   ASSERT_TRUE(writer.opened) << writer.Join().ToString();
   const std::string cfg =
       Config(R"({"rules": [{"type": "loss_not_decreasing", "parameters": {"num_steps": 4}}]})");
-  CliResult r = Tstat("rules " + Quote(run) + " --follow --poll-interval 0.02 --config " + Quote(cfg));
+  CliResult r =
+      Tstat("rules " + Quote(run) + " --follow --poll-interval 0.02 --config " + Quote(cfg));
   const bool closed_before_exit = writer.closed.load();
   ASSERT_TRUE(writer.Join().ok());
   EXPECT_EQ(r.code, 0) << r.output;

@@ -1,11 +1,10 @@
 // The rules config: parsing (protobuf JSON mapping), conversion to RuleSpecs
 // and actions, and rule creation errors that name the entry and the field.
-#include "rules/rules_config.h"
+#include "rules/engine/rules_config.h"
 
 #include <gtest/gtest.h>
 
 #include <chrono>
-
 #include <fstream>
 
 #include "tests/io/io_test_util.h"
@@ -88,37 +87,38 @@ TEST(RulesConfigTest, SmdebugStyleSelectionInsideParameters) {
   EXPECT_EQ(c->rules[0].spec.tensor_regex, "(?:a)|(?:b)");
   EXPECT_TRUE(c->rules[0].spec.parameters.empty());
   ExpectError(ParseRulesConfigJson(R"({"rules": [{"type": "t", "collection_names": "x",
-      "parameters": {"collection_names": "y"}}]})").status(), {"rules[0]", "collection_names"});
+      "parameters": {"collection_names": "y"}}]})")
+                  .status(),
+              {"rules[0]", "collection_names"});
 }
 
 TEST(RulesConfigTest, StructuralErrorsNameTheField) {
   ExpectError(ParseRulesConfigJson(R"({"rulez": []})").status(), {"rulez"});
   ExpectError(ParseRulesConfigJson(R"({"rules": [{"type": "t", "paramters": {}}]})").status(),
               {"rules[0]", "paramters"});
-  ExpectError(ParseRulesConfigJson(R"({"rules": [{"when": "l2 > 1", "for_steps": "three"}]})")
-                  .status(),
-              {"for_steps"});
-  ExpectError(ParseRulesConfigJson(R"({"rules": [{"type": "t", "actions": {"stop": true}}]})")
-                  .status(),
-              {"actions", "stop"});
-  ExpectError(ParseRulesConfigJson(R"({"rules": [{"type": "t", "modes": ["TRAINING"]}]})")
-                  .status(),
+  ExpectError(
+      ParseRulesConfigJson(R"({"rules": [{"when": "l2 > 1", "for_steps": "three"}]})").status(),
+      {"for_steps"});
+  ExpectError(
+      ParseRulesConfigJson(R"({"rules": [{"type": "t", "actions": {"stop": true}}]})").status(),
+      {"actions", "stop"});
+  ExpectError(ParseRulesConfigJson(R"({"rules": [{"type": "t", "modes": ["TRAINING"]}]})").status(),
               {"rules[0]", "modes[0]", "TRAINING"});
-  ExpectError(ParseRulesConfigJson(R"({"rules": [{"name": "a"}]})").status(),
-              {"rules[0]", "type"});
+  ExpectError(ParseRulesConfigJson(R"({"rules": [{"name": "a"}]})").status(), {"rules[0]", "type"});
   ExpectError(ParseRulesConfigJson(R"({"rules": [{"type": "t"}, {"type": "t"}]})").status(),
               {"rules[1]", "unique"});
-  ExpectError(ParseRulesConfigJson(R"({"rules": [{"type": "overfit", "when": "l2 > 1"}]})")
-                  .status(),
-              {"rules[0]", "when"});
-  ExpectError(ParseRulesConfigJson(R"({"rules": [{"type": "t", "parameters": {"x": {"a": 1}}}]})")
-                  .status(),
-              {"rules[0]", "parameters.x"});
-  ExpectError(ParseRulesConfigJson(R"({"rules": [{"type": "t", "collection_names": 3}]})")
-                  .status(),
+  ExpectError(
+      ParseRulesConfigJson(R"({"rules": [{"type": "overfit", "when": "l2 > 1"}]})").status(),
+      {"rules[0]", "when"});
+  ExpectError(
+      ParseRulesConfigJson(R"({"rules": [{"type": "t", "parameters": {"x": {"a": 1}}}]})").status(),
+      {"rules[0]", "parameters.x"});
+  ExpectError(ParseRulesConfigJson(R"({"rules": [{"type": "t", "collection_names": 3}]})").status(),
               {"collection_names"});
   ExpectError(ParseRulesConfigJson(R"({"rules": [{"type": "t",
-      "actions": {"capture_raw_steps": -1}}]})").status(), {"capture_raw_steps"});
+      "actions": {"capture_raw_steps": -1}}]})")
+                  .status(),
+              {"capture_raw_steps"});
   ExpectError(ParseRulesConfigJson("{\"rules\": [").status(), {"rules config"});
 }
 
@@ -127,22 +127,24 @@ TEST(RulesConfigTest, StructuralErrorsNameTheField) {
 TEST(RulesConfigTest, StrictJsonWithLineAndColumn) {
   ExpectError(ParseRulesConfigJson("{\"rules\": [\n  {\"type\": \"overfit\",}\n]}").status(),
               {"rules config", "not valid JSON", "line 2, column"});
-  ExpectError(ParseRulesConfigJson("{\"rules\": [").status(), {"line 1, column 12", "unexpected end of input"});
+  ExpectError(ParseRulesConfigJson("{\"rules\": [").status(),
+              {"line 1, column 12", "unexpected end of input"});
   // A list where a rule belongs used to parse as no rules at all.
   ExpectError(ParseRulesConfigJson(R"({"rules": [[]]})").status(),
               {"rules[0]", "expected an object, got an array"});
   ExpectError(ParseRulesConfigJson(R"({"rules": []})").status(), {"no rules", "defaults"});
   ExpectError(ParseRulesConfigJson("{}").status(), {"no rules"});
   ExpectError(ParseRulesConfigJson("[]").status(), {"must be a JSON object"});
-  ExpectError(ParseRulesConfigJson(R"({"rules": [{"type": "overfit", "type": "dead_relu"}]})")
-                  .status(),
-              {"type", "appears twice"});
+  ExpectError(
+      ParseRulesConfigJson(R"({"rules": [{"type": "overfit", "type": "dead_relu"}]})").status(),
+      {"type", "appears twice"});
   ExpectError(ParseRulesConfigJson(R"({"rules": [{"type": "overfit",
-      "actions": {"stop_training": "yes"}}]})").status(),
-              {"rules[0].actions.stop_training", "expected true or false", "\"yes\""});
-  ExpectError(ParseRulesConfigJson(R"({"rules": [{"type": "overfit", "parameters": {"": 1}}]})")
+      "actions": {"stop_training": "yes"}}]})")
                   .status(),
-              {"rules[0] \"overfit\".parameters", "parameter name is empty"});
+              {"rules[0].actions.stop_training", "expected true or false", "\"yes\""});
+  ExpectError(
+      ParseRulesConfigJson(R"({"rules": [{"type": "overfit", "parameters": {"": 1}}]})").status(),
+      {"rules[0] \"overfit\".parameters", "parameter name is empty"});
   // A 10 MB value is not echoed back.
   const std::string huge(10 << 20, 'x');
   const Status long_key = ParseRulesConfigJson("{\"rules\": [{\"" + huge + "\": 1}]}").status();
@@ -156,11 +158,14 @@ TEST(RulesConfigTest, RuleCreationErrorsNameTheRuleAndField) {
   EXPECT_EQ(unknown.code(), StatusCode::kNotFound);
   ExpectError(unknown, {"rules[0] \"a\"", "vanishing_gradiant", "known:", "vanishing_gradient"});
   ExpectError(CreateFrom(R"({"rules": [{"name": "b", "type": "loss_not_decreasing",
-      "parameters": {"num_step": 3}}]})"), {"rules[0] \"b\"", "num_step"});
+      "parameters": {"num_step": 3}}]})"),
+              {"rules[0] \"b\"", "num_step"});
   ExpectError(CreateFrom(R"({"rules": [{"name": "c", "type": "loss_not_decreasing",
-      "parameters": {"num_steps": "three"}}]})"), {"\"c\"", "num_steps", "three"});
+      "parameters": {"num_steps": "three"}}]})"),
+              {"\"c\"", "num_steps", "three"});
   ExpectError(CreateFrom(R"({"rules": [{"name": "d", "type": "overfit",
-      "tensor_regex": "loss("}]})"), {"\"d\"", "tensor_regex", "loss("});
+      "tensor_regex": "loss("}]})"),
+              {"\"d\"", "tensor_regex", "loss("});
   const Status syntax = CreateFrom(R"({"rules": [{"type": "vanishing_gradient"},
       {"name": "grad_blowup", "when": "l2 >> 3"}]})");
   ExpectError(syntax, {"rules[1] \"grad_blowup\"", "when", "column", "^"});
@@ -258,14 +263,16 @@ TEST(RulesConfigTest, DefaultsPlusChangesSeverityConfirmationAndDisabledRules) {
   ASSERT_TRUE(c.ok());
   EXPECT_TRUE(c->rules.empty());
   // Errors name the field.
-  ExpectError(ParseRulesConfigJson(R"({"rules": [{"type": "overfit", "severity": "fatal"}]})").status(),
-              {"rules[0]", "severity", "fatal"});
-  ExpectError(ParseRulesConfigJson(R"({"rules": [{"type": "overfit", "confirm_steps": 0}]})").status(),
-              {"confirm_steps", "[1, 1000000]"});
   ExpectError(
-      ParseRulesConfigJson(R"({"defaults": true, "rules": [{"type": "no_such", "enabled": false}]})")
-          .status(),
-      {"no_such", "no default rule"});
+      ParseRulesConfigJson(R"({"rules": [{"type": "overfit", "severity": "fatal"}]})").status(),
+      {"rules[0]", "severity", "fatal"});
+  ExpectError(
+      ParseRulesConfigJson(R"({"rules": [{"type": "overfit", "confirm_steps": 0}]})").status(),
+      {"confirm_steps", "[1, 1000000]"});
+  ExpectError(ParseRulesConfigJson(
+                  R"({"defaults": true, "rules": [{"type": "no_such", "enabled": false}]})")
+                  .status(),
+              {"no_such", "no default rule"});
   // Disabling by name from a session config (InProcessRulesConfig::disable).
   Result<RulesConfig> without =
       WithoutRules(DefaultRulesConfig(Registry()), {"overfit", "all_zero"}, "rules.disable");

@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "rules/actions.h"
-#include "rules/findings_log.h"
+#include "rules/runtime/actions.h"
+#include "rules/runtime/findings_log.h"
 #include "tests/io/io_test_util.h"
 #include "tstat/session.h"
 #include "tstat/trial.h"
@@ -42,8 +42,7 @@ SessionConfig RulesConfig(const std::string& run, const std::string& rules_json)
 }
 
 std::string Contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) == std::string::npos ? "\"" + needle + "\" not in: " + haystack
-                                                    : "";
+  return haystack.find(needle) == std::string::npos ? "\"" + needle + "\" not in: " + haystack : "";
 }
 
 // A training loop over one gradient that holds a NaN at the steps `nan_at`
@@ -71,8 +70,8 @@ std::unique_ptr<Session> Create(const SessionConfig& c) {
 }
 
 Status Register(Session& s, Loop& loop, const std::string& name = "fc1.weight_grad") {
-  return s.RegisterTensor({name, TensorView::Host(loop.grad.data(), DType::kFloat32, 8),
-                           {"gradients"}})
+  return s
+      .RegisterTensor({name, TensorView::Host(loop.grad.data(), DType::kFloat32, 8), {"gradients"}})
       .status();
 }
 
@@ -146,8 +145,8 @@ std::string PluginRules(const std::string& extra) {
 // waits (counted), and the stop still comes exactly in time.
 TEST(InProcessRulesTest, ASlowRulesThreadStillStopsInTimeAndTheWaitsAreCounted) {
   TempDir dir;
-  SessionConfig c = RulesConfig(dir.Sub("run"), PluginRules(
-                                                    R"({"type": "sleeps", "parameters": {"ms": 30}})"));
+  SessionConfig c =
+      RulesConfig(dir.Sub("run"), PluginRules(R"({"type": "sleeps", "parameters": {"ms": 30}})"));
   c.rules.plugins = {TSTAT_TEST_RULE_PLUGIN};
   auto session = Create(c);
   ASSERT_NE(session, nullptr);
@@ -176,11 +175,14 @@ TEST(InProcessRulesTest, CaptureRawStepsSnapshotsTheNextKSteps) {
   ASSERT_NE(session, nullptr);
   Loop loop;
   ASSERT_TRUE(Register(*session, loop).ok());
-  loop.Run(*session, 9, [](int k) { return k == 4; }, /*break_on_stop=*/false);
+  loop.Run(
+      *session, 9, [](int k) { return k == 4; }, /*break_on_stop=*/false);
   rules::RunDirActionSink sink(run);
-  ASSERT_TRUE(sink.RequestRawCapture({"outside", StepKey{8, Mode::kGlobal, 8}, {"fc1.weight_grad"}, 2})
-                  .ok());
-  loop.Run(*session, 3, [](int) { return false; }, false);  // steps 9, 10, 11 (values 0, 1, 2)
+  ASSERT_TRUE(
+      sink.RequestRawCapture({"outside", StepKey{8, Mode::kGlobal, 8}, {"fc1.weight_grad"}, 2})
+          .ok());
+  loop.Run(
+      *session, 3, [](int) { return false; }, false);  // steps 9, 10, 11 (values 0, 1, 2)
   ASSERT_TRUE(session->Close().ok()) << session->status().ToString();
   EXPECT_FALSE(session->ShouldStop());
   auto left = rules::ListCaptureRequests(run);
@@ -190,7 +192,8 @@ TEST(InProcessRulesTest, CaptureRawStepsSnapshotsTheNextKSteps) {
   auto trial = Trial::Open(run);
   ASSERT_TRUE(trial.ok()) << trial.status().ToString();
   std::vector<std::int64_t> steps;
-  for (const StepKey& k : trial.value()->raw_steps("fc1.weight_grad")) steps.push_back(k.global_step);
+  for (const StepKey& k : trial.value()->raw_steps("fc1.weight_grad"))
+    steps.push_back(k.global_step);
   EXPECT_EQ(steps, (std::vector<std::int64_t>{5, 6, 7, 9, 10}));
   for (std::int64_t s : steps) {
     auto raw = trial.value()->raw("fc1.weight_grad", s);
@@ -213,7 +216,8 @@ TEST(InProcessRulesTest, PluginRuleFiresAtItsStep) {
   ASSERT_NE(session, nullptr);
   Loop loop;
   ASSERT_TRUE(Register(*session, loop).ok());
-  loop.Run(*session, 12, [](int) { return false; }, false);
+  loop.Run(
+      *session, 12, [](int) { return false; }, false);
   ASSERT_TRUE(session->Close().ok());
   const std::vector<Finding> found = session->findings();
   ASSERT_EQ(found.size(), 1u);
@@ -237,7 +241,8 @@ TEST(InProcessRulesTest, AnEmptyRulesSectionRunsTheDefaultSet) {
   ASSERT_NE(session, nullptr);
   Loop loop;
   ASSERT_TRUE(Register(*session, loop).ok());
-  loop.Run(*session, 4, [](int k) { return k == 2; }, false);
+  loop.Run(
+      *session, 4, [](int k) { return k == 2; }, false);
   ASSERT_TRUE(session->Close().ok());
   bool exploded = false;
   for (const Finding& f : session->findings()) {
@@ -249,14 +254,16 @@ TEST(InProcessRulesTest, AnEmptyRulesSectionRunsTheDefaultSet) {
 
   // "stop_on": "never": the same findings, no stop.
   TempDir dir2;
-  parsed = ParseConfigJson(R"({"out_dir": ")" + dir2.Sub("run") +
-                           R"(", "save_config": {"save_interval": 1}, "rules": {"stop_on": "never"}})");
+  parsed =
+      ParseConfigJson(R"({"out_dir": ")" + dir2.Sub("run") +
+                      R"(", "save_config": {"save_interval": 1}, "rules": {"stop_on": "never"}})");
   ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
   session = Create(parsed.value());
   ASSERT_NE(session, nullptr);
   Loop loop2;
   ASSERT_TRUE(Register(*session, loop2).ok());
-  loop2.Run(*session, 4, [](int k) { return k == 2; }, false);
+  loop2.Run(
+      *session, 4, [](int k) { return k == 2; }, false);
   ASSERT_TRUE(session->Close().ok());
   EXPECT_FALSE(session->ShouldStop());
   EXPECT_FALSE(session->episodes().empty());
@@ -337,8 +344,9 @@ TEST(InProcessRulesBadInputTest, ConfigErrorsNameTheField) {
   // The JSON form: unknown fields inside the section and inside the rules.
   auto typo = ParseConfigJson(R"({"rules": {"confg": {}}})");
   ASSERT_FALSE(typo.ok());
-  EXPECT_EQ(Contains(typo.status().message(), "rules.confg: unknown field (did you mean \"config\"?)"),
-            "");
+  EXPECT_EQ(
+      Contains(typo.status().message(), "rules.confg: unknown field (did you mean \"config\"?)"),
+      "");
   auto inner = ParseConfigJson(R"({"rules": {"config": {"rules": [{"actoins": {}}]}}})");
   ASSERT_FALSE(inner.ok());
   EXPECT_EQ(Contains(inner.status().message(), "rules.config.rules[0].actoins: unknown field"), "");
@@ -389,8 +397,8 @@ TEST(InProcessRulesBadInputTest, BadPluginsAreClearErrors) {
 // status() reports it, the other rules stop being evaluated.
 TEST(InProcessRulesBadInputTest, ARuleThatThrowsDoesNotStopTraining) {
   TempDir dir;
-  SessionConfig c = RulesConfig(dir.Sub("run"), PluginRules(
-      R"({"type": "throws_at_step", "parameters": {"step": 3}})"));
+  SessionConfig c = RulesConfig(
+      dir.Sub("run"), PluginRules(R"({"type": "throws_at_step", "parameters": {"step": 3}})"));
   c.rules.plugins = {TSTAT_TEST_RULE_PLUGIN};
   auto session = Create(c);
   ASSERT_NE(session, nullptr);

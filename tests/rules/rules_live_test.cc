@@ -17,7 +17,7 @@
 #include <string>
 #include <thread>
 
-#include "rules/findings_log.h"
+#include "rules/runtime/findings_log.h"
 #include "tests/io/io_test_util.h"
 
 namespace tstat {
@@ -69,7 +69,7 @@ TEST(LiveRulesTest, AStopsWithinOneStepOfTheStopFileAndBExitsWhenAsWriterCloses)
   constexpr int kNanStep = 25;
   auto a = std::async(std::launch::async, [&] {
     return RunProcess(std::string(TSTAT_RULES_STEPPER) + " train " + Quote(run) + " 20 " +
-               std::to_string(kNanStep) + " 500");
+                      std::to_string(kNanStep) + " 500");
   });
   const auto t0 = std::chrono::steady_clock::now();
   while (!HasWorkerDir(run) && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(20)) {
@@ -78,7 +78,7 @@ TEST(LiveRulesTest, AStopsWithinOneStepOfTheStopFileAndBExitsWhenAsWriterCloses)
   ASSERT_TRUE(HasWorkerDir(run)) << "process A did not start its run";
   auto b = std::async(std::launch::async, [&] {
     return RunProcess(std::string(TSTAT_CLI_PATH) + " rules " + Quote(run) + " --follow --config " +
-               Quote(config) + " --poll-interval 0.02");
+                      Quote(config) + " --poll-interval 0.02");
   });
   const ProcessResult ra = a.get();
   ASSERT_EQ(ra.code, 0) << ra.output;
@@ -117,27 +117,27 @@ TEST(LiveRulesTest, CheckAndRulesLoadPlugins) {
   std::ofstream(config) << R"({"rules": [{"name": "custom", "type": "fires_at_step",
                                           "parameters": {"step": 9}}]})";
   const ProcessResult without = RunProcess(std::string(TSTAT_CLI_PATH) + " check " + Quote(run) +
-                                    " --config " + Quote(config));
+                                           " --config " + Quote(config));
   EXPECT_EQ(without.code, 2) << without.output;
   EXPECT_NE(without.output.find("unknown rule type \"fires_at_step\""), std::string::npos)
       << without.output;
-  const ProcessResult with = RunProcess(std::string(TSTAT_CLI_PATH) + " check " + Quote(run) +
-                                 " --plugin " + Quote(TSTAT_TEST_RULE_PLUGIN) + " --config " +
-                                 Quote(config));
+  const ProcessResult with =
+      RunProcess(std::string(TSTAT_CLI_PATH) + " check " + Quote(run) + " --plugin " +
+                 Quote(TSTAT_TEST_RULE_PLUGIN) + " --config " + Quote(config));
   EXPECT_EQ(with.code, 1) << with.output;  // findings
   EXPECT_NE(with.output.find("step 9 worker 0: custom (fires_at_step) [error] fc1.weight_grad"),
             std::string::npos)
       << with.output;
   EXPECT_NE(with.output.find("1 finding(s)"), std::string::npos) << with.output;
   const ProcessResult bad = RunProcess(std::string(TSTAT_CLI_PATH) + " check " + Quote(run) +
-                                " --plugin " + Quote(TSTAT_TEST_RULE_PLUGIN_NOENTRY));
+                                       " --plugin " + Quote(TSTAT_TEST_RULE_PLUGIN_NOENTRY));
   EXPECT_EQ(bad.code, 2) << bad.output;
   EXPECT_NE(bad.output.find("--plugin[0]"), std::string::npos) << bad.output;
   EXPECT_NE(bad.output.find("tstat_register_rules"), std::string::npos) << bad.output;
   // `tstat rules` too: the finding is recorded.
-  const ProcessResult rules = RunProcess(std::string(TSTAT_CLI_PATH) + " rules " + Quote(run) +
-                                  " --plugin " + Quote(TSTAT_TEST_RULE_PLUGIN) + " --config " +
-                                  Quote(config));
+  const ProcessResult rules =
+      RunProcess(std::string(TSTAT_CLI_PATH) + " rules " + Quote(run) + " --plugin " +
+                 Quote(TSTAT_TEST_RULE_PLUGIN) + " --config " + Quote(config));
   EXPECT_EQ(rules.code, 0) << rules.output;
   auto log = rules::ReadFindingsLog(run + "/findings.jsonl");
   ASSERT_TRUE(log.ok()) << log.status().ToString();

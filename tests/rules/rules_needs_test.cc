@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "rules/rules_summary.h"
+#include "rules/runtime/rules_summary.h"
 #include "tests/io/io_test_util.h"
 #include "tstat/session.h"
 #include "tstat/trial.h"

@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "io/write/step_sink.h"
-#include "rules/builtin_groups.h"
-#include "rules/tick.h"
+#include "rules/engine/builtin_groups.h"
+#include "rules/engine/tick.h"
 #include "tstat/rule.h"
 
 namespace tstat::rules::runtest {

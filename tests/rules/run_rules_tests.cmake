@@ -1,4 +1,4 @@
-# Tests of the run-level rules (rules/builtin_run/), the rules config, the
+# Tests of the run-level rules (rules/run/), the rules config, the
 # findings log, the actions, the trial runner and the `tstat rules` / `tstat
 # check` commands (docs/rules.md).
 tstat_add_test(rules run_rules

@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "rules/builtin_groups.h"
-#include "rules/rule_engine.h"
+#include "rules/engine/builtin_groups.h"
+#include "rules/engine/rule_engine.h"
 #include "tests/support/reference.h"
 #include "tstat/rule.h"
 

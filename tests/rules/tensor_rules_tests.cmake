@@ -1,4 +1,4 @@
-# Tests of the built-in tensor rules (rules/builtin/, docs/rules.md).
+# Tests of the built-in tensor rules (rules/tensor/, docs/rules.md).
 tstat_add_test(rules tensor_rules
                SOURCES tensor_rules_basic_test.cc tensor_rules_update_test.cc
                        tensor_rules_channel_test.cc

@@ -1,10 +1,9 @@
 // TrialRunner over runs written with the io writer: a finished run (check),
 // several workers, a live run followed while a thread writes it, stall
 // ticks while following, and the warnings of rules that had nothing to judge.
-#include "rules/trial_runner.h"
+#include "rules/runtime/trial_runner.h"
 
 #include <gtest/gtest.h>
-
 
 #include "tests/io/io_test_util.h"
 #include "tests/rules/run_rules_test_util.h"
@@ -118,13 +117,11 @@ TEST(TrialRunnerTest, LabelRulesReadCountsAndConfusionMatricesFromTheRun) {
     r.confusion = ConfusionMatrix{2, m, 0};
     return r;
   };
-  std::vector<StepBatch> steps = {Batch(Key(0), {}, {record({5, 5, 5, 5})}),
-                                  Batch(Key(1), {}, {record({10, 0, 0, 10})}),
-                                  Batch(Key(2), {}, {record({10, 0, 0, 10})}),
-                                  Batch(Key(3), {}, {record({990, 0, 0, 10})})};
+  std::vector<StepBatch> steps = {
+      Batch(Key(0), {}, {record({5, 5, 5, 5})}), Batch(Key(1), {}, {record({10, 0, 0, 10})}),
+      Batch(Key(2), {}, {record({10, 0, 0, 10})}), Batch(Key(3), {}, {record({990, 0, 0, 10})})};
   TSTAT_RR_ASSERT_OK(WriteRun(dir.path(), c.All(), steps));
-  auto runner =
-      TrialRunner::Open(dir.path(), Rules({Spec("confusion"), Spec("class_imbalance")}));
+  auto runner = TrialRunner::Open(dir.path(), Rules({Spec("confusion"), Spec("class_imbalance")}));
   ASSERT_TRUE(runner.ok()) << runner.status().ToString();
   // confusion: column 0 is 5/10 right at step 0 (and stays below 0.9 or
   // column 1 does); class_imbalance: 1020 vs 40 at step 3.
@@ -195,15 +192,16 @@ TEST(TrialRunnerTest, RulesWithNothingToJudgeWarnOnce) {
   Catalog c;
   const auto w = c.Add("fc1.weight", {"weights"});
   std::vector<StepBatch> steps;
-  for (int s = 0; s < 5; ++s) steps.push_back(Batch(Key(s), {}, {StatsRecord(w, ConstantStats(1))}));
+  for (int s = 0; s < 5; ++s)
+    steps.push_back(Batch(Key(s), {}, {StatsRecord(w, ConstantStats(1))}));
   TSTAT_RR_ASSERT_OK(WriteRun(dir.path(), c.All(), steps, 0, 1, /*close=*/false));
   RuleSpec unmatched = ExprSpec("nothing", "max > 0", "1");
   unmatched.tensor_regex = "^conv";
   std::vector<std::string> warned;
   TrialRunnerOptions options;
   options.on_warning = [&](const std::string& text) { warned.push_back(text); };
-  auto runner = TrialRunner::Open(dir.path(), Rules({Spec("loss_not_decreasing"), unmatched}),
-                                  options);
+  auto runner =
+      TrialRunner::Open(dir.path(), Rules({Spec("loss_not_decreasing"), unmatched}), options);
   ASSERT_TRUE(runner.ok());
   EXPECT_TRUE(RunAll(runner->get()).empty());
   ASSERT_EQ(warned.size(), 2u);

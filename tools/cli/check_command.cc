@@ -1,6 +1,6 @@
 // `tstat check RUN [--config rules.json] [--plugin lib.so]... [--strict] [--fail-on LEVEL]
 // [--json]`: a unit test for a training run. Evaluates the run as it is on
-// disk (normally finished), prints one line per episode (rules/episodes.h)
+// disk (normally finished), prints one line per episode (rules/engine/episodes.h)
 // and a summary, or with --json one object: {"run", "rules", "steps",
 // "findings", "failing", "fail_on", "episodes": [episode_json.h],
 // "warnings": [...]}; writes nothing and takes no action.
@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "rules/actions.h"
-#include "rules/trial_runner.h"
+#include "rules/runtime/actions.h"
+#include "rules/runtime/trial_runner.h"
 #include "tools/cli/command.h"
 #include "tools/cli/episode_json.h"
 #include "tools/cli/rules_source.h"
@@ -77,8 +77,8 @@ int RunCheck(const CheckFlags& f) {
   if (f.json) {
     std::cout << "{\"run\": " << JsonString(f.run) << ", \"rules\": " << rule_count
               << ", \"steps\": " << r.steps_fed() << ", \"findings\": " << findings
-              << ", \"failing\": " << failing << ", \"fail_on\": "
-              << JsonString(SeverityName(fail_on)) << ",\n \"episodes\": [";
+              << ", \"failing\": " << failing
+              << ", \"fail_on\": " << JsonString(SeverityName(fail_on)) << ",\n \"episodes\": [";
     for (std::size_t i = 0; i < episodes.size(); ++i) {
       std::cout << (i ? ",\n   " : "\n   ") << EpisodeJson(episodes[i]);
     }
@@ -88,10 +88,10 @@ int RunCheck(const CheckFlags& f) {
     }
     std::cout << "]}\n";
   } else {
-    std::cout << "tstat check: " << episodes.size() << " episode(s) (" << failing
-              << " at or above " << SeverityName(fail_on) << ") of " << findings
-              << " finding(s), " << warnings << " warning(s); " << rule_count << " rule(s) over "
-              << r.steps_fed() << " step(s) of " << f.run << "\n";
+    std::cout << "tstat check: " << episodes.size() << " episode(s) (" << failing << " at or above "
+              << SeverityName(fail_on) << ") of " << findings << " finding(s), " << warnings
+              << " warning(s); " << rule_count << " rule(s) over " << r.steps_fed()
+              << " step(s) of " << f.run << "\n";
   }
   if (failing > 0) return kExitFailure;
   if (r.steps_fed() == 0) {
@@ -119,7 +119,8 @@ Command AddCheckCommand(CLI::App& root) {
   app->add_option("--fail-on", flags->fail_on,
                   "Exit 1 on episodes of this severity or above (info, warning, error, critical)")
       ->default_str("info");
-  app->add_flag("--json", flags->json, "Print one JSON object (episodes, warnings) instead of lines");
+  app->add_flag("--json", flags->json,
+                "Print one JSON object (episodes, warnings) instead of lines");
   Command c;
   c.app = app;
   c.run = [flags]() { return RunCheck(*flags); };

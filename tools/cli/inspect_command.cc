@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "rules/actions.h"
+#include "rules/runtime/actions.h"
 #include "tools/cli/command.h"
 #include "tools/cli/episode_json.h"
 #include "tools/cli/run_summary.h"
@@ -73,8 +73,8 @@ void PrintLatest(const RunSummary& s, std::ostream& out) {
       if (!r.saved) {
         scalars.push_back({name, "-", "-", "-"});
       } else {
-        scalars.push_back({name, std::to_string(r.step.global_step), ModeStep(r.step),
-                           ShortNumber(r.value, 6)});
+        scalars.push_back(
+            {name, std::to_string(r.step.global_step), ModeStep(r.step), ShortNumber(r.value, 6)});
       }
       continue;
     }
@@ -129,8 +129,9 @@ void PrintText(const RunSummary& s, std::ostream& out) {
   out << "workers:   " << s.workers.size() << " (world size "
       << (s.workers.empty() ? 0 : s.workers.front().world_size) << "); " << closed
       << " closed cleanly"
-      << (s.loaded_all_steps ? ", run complete" : ", run not complete (being written, or a writer "
-                                                  "died)")
+      << (s.loaded_all_steps ? ", run complete"
+                             : ", run not complete (being written, or a writer "
+                               "died)")
       << "\n";
   for (const WorkerSummary& w : s.workers) {
     out << "  rank " << w.rank << "/" << w.world_size << "  host " << DisplayName(w.host) << "  "
@@ -183,19 +184,19 @@ void PrintText(const RunSummary& s, std::ostream& out) {
 
 // ---------------------------------------------------------------- JSON
 
-
 std::string StepJson(const StepKey& k) {
-  return "\"step\": " + std::to_string(k.global_step) + ", \"mode\": " +
-         JsonString(ModeName(k.mode)) + ", \"mode_step\": " + std::to_string(k.mode_step);
+  return "\"step\": " + std::to_string(k.global_step) +
+         ", \"mode\": " + JsonString(ModeName(k.mode)) +
+         ", \"mode_step\": " + std::to_string(k.mode_step);
 }
 
 std::string CountersJson(const PipelineCounters& c) {
   std::ostringstream o;
-  o << "{\"steps_captured\": " << c.steps_captured << ", \"records_written\": "
-    << c.records_written << ", \"bytes_written\": " << c.bytes_written
-    << ", \"raw_dropped\": " << c.raw_dropped << ", \"raw_dropped_bytes\": "
-    << c.raw_dropped_bytes << ", \"records_lost\": " << c.records_lost
-    << ", \"write_errors\": " << c.write_errors << ", \"stats_waits\": " << c.stats_waits
+  o << "{\"steps_captured\": " << c.steps_captured << ", \"records_written\": " << c.records_written
+    << ", \"bytes_written\": " << c.bytes_written << ", \"raw_dropped\": " << c.raw_dropped
+    << ", \"raw_dropped_bytes\": " << c.raw_dropped_bytes
+    << ", \"records_lost\": " << c.records_lost << ", \"write_errors\": " << c.write_errors
+    << ", \"stats_waits\": " << c.stats_waits
     << ", \"stats_wait_seconds\": " << JsonNumber(c.stats_wait_seconds)
     << ", \"queue_high_water\": " << c.queue_high_water
     << ", \"queue_high_water_bytes\": " << c.queue_high_water_bytes
@@ -208,8 +209,9 @@ std::string CaptureJson(const CaptureTotals& t) {
   return "{\"steps\": " + std::to_string(t.steps) +
          ", \"steps_saved\": " + std::to_string(t.steps_saved) +
          ", \"step_seconds\": " + JsonNumber(t.step_seconds) +
-         ", \"capture_seconds\": " + JsonNumber(t.capture_seconds) + ", \"fraction\": " +
-         (known ? JsonNumber(t.capture_seconds / t.step_seconds) : "null") + "}";
+         ", \"capture_seconds\": " + JsonNumber(t.capture_seconds) +
+         ", \"fraction\": " + (known ? JsonNumber(t.capture_seconds / t.step_seconds) : "null") +
+         "}";
 }
 
 std::string StatsJson(const TensorStats& t) {
@@ -223,15 +225,15 @@ std::string StatsJson(const TensorStats& t) {
 }
 
 void PrintJson(const RunSummary& s, std::ostream& out) {
-  out << "{\"run\": " << JsonString(s.run_dir) << ",\n \"format_version\": "
-      << (s.workers.empty() ? 0 : s.workers.front().format_version)
+  out << "{\"run\": " << JsonString(s.run_dir)
+      << ",\n \"format_version\": " << (s.workers.empty() ? 0 : s.workers.front().format_version)
       << ",\n \"complete\": " << (s.loaded_all_steps ? "true" : "false")
       << ",\n \"load_problem\": " << (s.load_problem.empty() ? "null" : JsonString(s.load_problem))
       << ",\n \"workers\": [";
   for (std::size_t i = 0; i < s.workers.size(); ++i) {
     const WorkerSummary& w = s.workers[i];
-    out << (i ? ",\n   " : "\n   ") << "{\"rank\": " << w.rank << ", \"world_size\": "
-        << w.world_size << ", \"host\": " << JsonString(w.host)
+    out << (i ? ",\n   " : "\n   ") << "{\"rank\": " << w.rank
+        << ", \"world_size\": " << w.world_size << ", \"host\": " << JsonString(w.host)
         << ", \"format_version\": " << w.format_version
         << ", \"closed\": " << (w.closed ? "true" : "false") << ", \"segments\": " << w.segments
         << ", \"bytes\": " << w.bytes << ", \"counters\": " << CountersJson(w.counters)

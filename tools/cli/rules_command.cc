@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "rules/actions.h"
-#include "rules/findings_log.h"
-#include "rules/trial_runner.h"
+#include "rules/runtime/actions.h"
+#include "rules/runtime/findings_log.h"
+#include "rules/runtime/trial_runner.h"
 #include "tools/cli/command.h"
 #include "tools/cli/rules_source.h"
 
@@ -74,8 +74,7 @@ int RunRules(const RulesFlags& f) {
   if (!ran.ok()) return ReportError(ran);
   if (!closed.ok()) return ReportError(closed);
   std::cerr << "tstat rules: " << episodes << " episode(s) of " << findings << " finding(s) over "
-            << runner.value()->steps_fed()
-            << " step(s); findings in " << log_path
+            << runner.value()->steps_fed() << " step(s); findings in " << log_path
             << (acting.stop_requested() ? "; stop requested" : "") << "\n";
   return kExitOk;
 }

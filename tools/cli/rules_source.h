@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "rules/plugin_loader.h"
-#include "rules/rules_config.h"
+#include "rules/engine/plugin_loader.h"
+#include "rules/engine/rules_config.h"
 #include "tstat/rule.h"
 #include "tstat/status.h"
 

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "rules/findings_log.h"
+#include "rules/runtime/findings_log.h"
 #include "tools/cli/text_format.h"
 
 namespace tstat::cli {
@@ -68,8 +68,8 @@ void SummarizeTensors(const Trial& trial, int worker, RunSummary* out) {
     LatestRow row;
     row.name = name;
     // The series gives the latest saved step without a lookup per step.
-    Result<std::vector<SeriesPoint>> counts = trial.series(name, StatField::kCount, Mode::kGlobal,
-                                                           worker);
+    Result<std::vector<SeriesPoint>> counts =
+        trial.series(name, StatField::kCount, Mode::kGlobal, worker);
     if (counts.ok() && !counts->empty()) {
       const StepKey last = counts->back().step;
       Result<TensorStats> stats = trial.stats(name, last.global_step, Mode::kGlobal, worker);

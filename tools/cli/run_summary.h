@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "rules/rules_summary.h"
+#include "rules/runtime/rules_summary.h"
 #include "tstat/rule.h"
 #include "tstat/stats_record.h"
 #include "tstat/trial.h"
@@ -29,10 +29,10 @@ struct ModeSteps {
 struct LatestRow {
   std::string name;
   bool scalar = false;
-  bool saved = false;      // false: registered, but no stats saved yet
+  bool saved = false;  // false: registered, but no stats saved yet
   StepKey step;
-  TensorStats stats;       // tensors
-  double value = 0.0;      // scalars
+  TensorStats stats;   // tensors
+  double value = 0.0;  // scalars
 };
 
 struct RunSummary {
@@ -41,8 +41,8 @@ struct RunSummary {
   bool loaded_all_steps = false;       // every worker closed cleanly, all loaded
   std::string load_problem;            // e.g. damaged segments skipped ("" if none)
 
-  std::vector<ModeSteps> modes;        // modes with steps, TRAIN EVAL PREDICT GLOBAL order
-  std::uint64_t global_steps = 0;      // distinct global steps saved
+  std::vector<ModeSteps> modes;    // modes with steps, TRAIN EVAL PREDICT GLOBAL order
+  std::uint64_t global_steps = 0;  // distinct global steps saved
   std::uint64_t tensors = 0, scalars = 0;
   std::map<std::string, std::uint64_t> by_collection;  // tensors and scalars per collection
 

@@ -1,0 +1,234 @@
+// loss_not_decreasing (smdebug LossNotDecreasing), per loss series (worker,
+// loss, mode; see loss_source.h), over the series' saved values in mode-step
+// order. Two ways to judge (`baseline`):
+//
+// "start" (the default): has the network learned anything since it
+//   started? The median of the last `window` (default 20) finite values is
+//   compared with the median of the first `window`, at every value from the
+//   2*window-th on; it fires when it is not lower by more than
+//   `diff_percent` (default 10) percent of the first median's magnitude.
+//   Windows tolerate minibatch noise, medians a few spikes (a loss spike
+//   that training survives is not a finding), and a run that has converged
+//   stays far below its start, so a plateau is not a finding either. Only training series
+//   (TRAIN, GLOBAL) unless `mode` or the rule's modes say otherwise: EVAL
+//   losses are overfit's.
+// "previous" (smdebug's; the default when num_steps or
+//   increase_threshold_percent is given): the first saved step f starts the
+//   series and is the first check; a saved step s is a check step when
+//   s >= last_check + num_steps (default 10) and is compared with the base,
+//   the newest saved step <= s - num_steps. It fires unless
+//   loss(s) < loss(base) - |loss(base)| * diff_percent / 100 (default 0: any
+//   decrease passes, an equal loss fires). Then last_check = s.
+//   increase_threshold_percent (default off): at every saved step between
+//   checks, fires once per check window when the loss rose more than that
+//   percentage above the loss of the last check step. Every recorded mode
+//   is its own series unless `mode` is given.
+// Either way a NaN or Inf loss fires at its step, with severity critical: the
+// run cannot recover.
+#include <algorithm>
+#include <cmath>
+#include <deque>
+
+#include "rules/run/loss_source.h"
+#include "rules/run/run_rules.h"
+
+namespace tstat::rules::run {
+namespace {
+
+class LossNotDecreasing final : public LossRuleBase {
+ public:
+  LossNotDecreasing(const RuleSpec& spec, ParamReader* p, Status* error) : LossRuleBase(spec, p) {
+    const bool smdebug = p->Has("num_steps") || p->Has("increase_threshold_percent");
+    const std::string baseline = p->String("baseline", smdebug ? "previous" : "start");
+    if (baseline != "start" && baseline != "previous" && error->ok()) {
+      *error = Status::InvalidArgument("rule " + spec.type +
+                                       ": parameter baseline must be start or previous, got \"" +
+                                       baseline + "\"");
+    }
+    from_start_ = baseline == "start";
+    window_ = p->Int("window", 20);
+    p->CheckRange("window", static_cast<double>(window_), 1, 1e6);
+    num_steps_ = p->Int("num_steps", 10);
+    p->CheckRange("num_steps", static_cast<double>(num_steps_), 1, 1e15);
+    diff_percent_ = p->Double("diff_percent", from_start_ ? 10.0 : 0.0);
+    p->CheckRange("diff_percent", diff_percent_, 0.0, 100.0);
+    increase_percent_ = p->Double("increase_threshold_percent", -1.0);
+    if (p->Has("increase_threshold_percent")) {
+      p->CheckRange("increase_threshold_percent", increase_percent_, 0.0, 1e300);
+    }
+    mode_ = ReadModeParam(spec, p, error);
+  }
+
+  Status Init() { return RuleBase::Init(); }
+
+  void EvaluateStep(const IndexedStep& indexed, std::vector<Finding>* findings) override {
+    const StepView& step = *indexed.view;
+    if (mode_ && step.key.mode != *mode_) return;
+    if (!mode_ && from_start_ && spec().modes.empty() && !IsTrainingMode(step.key.mode)) return;
+    CollectLosses(indexed, &losses_);
+    for (const LossValue& loss : losses_) {
+      Series& s = series_[SeriesKey{step.worker, loss.id, step.key.mode}];
+      if (s.seen && step.key.mode_step <= s.last_step) continue;  // a repeated step
+      s.seen = true;
+      s.last_step = step.key.mode_step;
+      if (!std::isfinite(loss.value)) {
+        NonFinite(step, *loss.name, loss.value, findings);
+        continue;
+      }
+      if (from_start_) {
+        FromStart(step, *loss.name, &s, loss.value, findings);
+      } else {
+        Previous(step, *loss.name, &s, step.key.mode_step, loss.value, findings);
+      }
+    }
+  }
+
+ private:
+  struct Series {
+    bool seen = false;
+    std::int64_t last_step = 0;
+    // baseline "start": the finite values so far, the first window, the last one.
+    std::int64_t values = 0;
+    std::vector<double> first;
+    std::deque<double> last;
+    // baseline "previous": (step, loss) since the last check.
+    std::deque<std::pair<std::int64_t, double>> history;
+    std::int64_t last_check = 0;
+    double last_check_loss = 0.0;
+    bool increase_reported = false;
+  };
+
+  void NonFinite(const StepView& step, const std::string& name, double loss,
+                 std::vector<Finding>* findings) {
+    Finding f = MakeFinding(step, name,
+                            "loss '" + name + "' is " + Num(loss) + " at " + StepText(step.key) +
+                                ": training cannot recover; look for log/div/sqrt of 0 or a "
+                                "learning rate that diverged",
+                            {{"nonfinite_loss", loss}});
+    f.severity = Severity::kCritical;
+    findings->push_back(std::move(f));
+  }
+
+  void FromStart(const StepView& step, const std::string& name, Series* s, double loss,
+                 std::vector<Finding>* findings) {
+    const auto w = static_cast<std::size_t>(window_);
+    if (s->first.size() < w) s->first.push_back(loss);
+    s->last.push_back(loss);
+    if (s->last.size() > w) s->last.pop_front();
+    if (++s->values < 2 * window_) return;  // warm-up: 2 * window values
+    const double start = Median(s->first.begin(), s->first.end());
+    const double now = Median(s->last.begin(), s->last.end());
+    const double decrease = Percent(start - now, start);
+    if (now < start - std::fabs(start) * diff_percent_ / 100.0) return;
+    const std::string change =
+        decrease >= 0 ? Num(decrease) + "% below" : Num(-decrease) + "% above";
+    Finding f = MakeFinding(
+        step, name,
+        "loss '" + name + "' has not decreased since the start: the median of its last " +
+            std::to_string(window_) + " values is " + Num(now) + ", " + change +
+            " the median of its first " + std::to_string(window_) + " (" + Num(start) +
+            "; needed: more than " + Num(diff_percent_) +
+            "% below); the network is not learning: check the learning rate, that the "
+            "optimizer steps and that the labels match the inputs",
+        {{"decrease_percent", decrease},
+         {"loss_median", now},
+         {"start_median", start},
+         {"diff_percent", diff_percent_},
+         {"window", static_cast<double>(window_)}});
+    f.lower_is_worse = true;
+    findings->push_back(std::move(f));
+  }
+
+  void Previous(const StepView& step, const std::string& name, Series* s, std::int64_t at,
+                double loss, std::vector<Finding>* findings) {
+    if (s->history.empty()) {
+      s->history.emplace_back(at, loss);
+      s->last_check = at;
+      s->last_check_loss = loss;
+      return;
+    }
+    s->history.emplace_back(at, loss);
+    if (at >= s->last_check + num_steps_) {
+      Check(step, name, s, at, loss, findings);
+      return;
+    }
+    if (increase_percent_ >= 0.0 && !s->increase_reported && std::isfinite(s->last_check_loss) &&
+        loss > s->last_check_loss + std::fabs(s->last_check_loss) * increase_percent_ / 100.0) {
+      s->increase_reported = true;
+      const double pct = Percent(loss - s->last_check_loss, s->last_check_loss);
+      findings->push_back(MakeFinding(
+          step, name,
+          "loss '" + name + "' rose " + Num(pct) + "% (more than increase_threshold_percent " +
+              Num(increase_percent_) + "%) since " + StepText(step.key.mode, s->last_check) + ": " +
+              Num(s->last_check_loss) + " -> " + Num(loss),
+          {{"increase_percent", pct},
+           {"loss", loss},
+           {"base_loss", s->last_check_loss},
+           {"base_step", static_cast<double>(s->last_check)},
+           {"increase_threshold_percent", increase_percent_}}));
+    }
+  }
+
+  void Check(const StepView& step, const std::string& name, Series* s, std::int64_t at, double loss,
+             std::vector<Finding>* findings) {
+    const std::int64_t limit = at - num_steps_;
+    std::size_t base = 0;
+    for (std::size_t i = 0; i < s->history.size(); ++i) {
+      if (s->history[i].first <= limit) base = i;
+    }
+    const std::int64_t base_step = s->history[base].first;
+    const double base_loss = s->history[base].second;
+    const double bar = base_loss - std::fabs(base_loss) * diff_percent_ / 100.0;
+    if (!(loss < bar)) {
+      const double decrease = Percent(base_loss - loss, base_loss);
+      Finding f =
+          MakeFinding(step, name,
+                      "loss '" + name + "' did not decrease by more than " + Num(diff_percent_) +
+                          "% over " + std::to_string(at - base_step) + " steps: " + Num(base_loss) +
+                          " at " + StepText(step.key.mode, base_step) + " -> " + Num(loss) +
+                          " at " + StepText(step.key.mode, at),
+                      {{"decrease_percent", decrease},
+                       {"loss", loss},
+                       {"base_loss", base_loss},
+                       {"base_step", static_cast<double>(base_step)},
+                       {"diff_percent", diff_percent_},
+                       {"num_steps", static_cast<double>(num_steps_)}});
+      f.lower_is_worse = true;
+      findings->push_back(std::move(f));
+    }
+    s->last_check = at;
+    s->last_check_loss = loss;
+    s->increase_reported = false;
+    // Later bases are >= this step: drop everything older.
+    while (!s->history.empty() && s->history.front().first < at) s->history.pop_front();
+  }
+
+  template <class It>
+  double Median(It begin, It end) {
+    scratch_.assign(begin, end);
+    std::nth_element(scratch_.begin(), scratch_.begin() + scratch_.size() / 2, scratch_.end());
+    return scratch_[scratch_.size() / 2];
+  }
+
+  static double Percent(double delta, double base) {
+    return base != 0.0 ? delta / std::fabs(base) * 100.0 : (delta == 0.0 ? 0.0 : INFINITY);
+  }
+
+  bool from_start_ = true;
+  std::int64_t window_ = 20;
+  std::int64_t num_steps_ = 10;
+  double diff_percent_ = 10.0;
+  double increase_percent_ = -1.0;  // < 0: off
+  std::optional<Mode> mode_;
+  std::vector<LossValue> losses_;
+  std::unordered_map<SeriesKey, Series, SeriesKeyHash> series_;
+  std::vector<double> scratch_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Rule>> MakeLossNotDecreasing(const RuleSpec& spec) {
+  return BuildRule<LossNotDecreasing>(spec);
+}
+
+}  // namespace tstat::rules::run

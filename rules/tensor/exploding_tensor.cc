@@ -1,0 +1,135 @@
+// exploding_tensor: a tensor with a NaN, or a +-Inf unless `only_nan`, at
+// every step where it has one (stats.nan_count / pos_inf_count /
+// neg_inf_count). And growth: a tensor of a collection in
+// `growth_collections` (default "gradients"; "" = every selected tensor)
+// whose `growth_stat` (default l2) is more than `growth_factor` (default 10;
+// 0 turns the check off) times the median of its previous `growth_window`
+// (default 10) finite, non-zero values of the same worker and mode (from
+// the second value on), at two judged steps in a row: a diverging run keeps
+// growing, a transient spike (which training survives) does not. Default
+// selection: every tensor (smdebug has none). Both findings are critical: a
+// diverging run is wasted.
+// Needs: the stat set of every selected tensor at every step (gradients:
+// training steps).
+#include <algorithm>
+#include <cmath>
+#include <deque>
+#include <unordered_map>
+
+#include "rules/tensor/tensor_rule.h"
+#include "rules/tensor/tensor_rules.h"
+
+namespace tstat::rules {
+namespace {
+
+struct ExplodingParams {
+  bool only_nan = false;
+  double growth_factor = 10.0;  // 0 = off
+  std::int64_t growth_window = 10;
+  StatKind growth_stat = StatKind::kL2;
+  std::string growth_stat_name = "l2";
+  std::vector<std::string> growth_collections = {"gradients"};  // empty: every tensor
+};
+
+class ExplodingTensorRule final : public TensorRuleT<ExplodingTensorRule> {
+ public:
+  ExplodingTensorRule(const RuleSpec& spec, ExplodingParams p)
+      : TensorRuleT(WithDefaultRegex(spec, ".*"), {}), p_(std::move(p)) {}
+
+  CaptureNeeds Needs(const TensorInfo& t) const override {
+    return Takes(t) ? StatsIn(t, JudgedModes(CaptureNeeds::AllModes())) : CaptureNeeds{};
+  }
+
+  void Check(const StepView& step, const TensorInfo& info, const TensorStatsRecord& r,
+             std::vector<Finding>* findings) override {
+    if (!r.has_stats) return;
+    const TensorStats& s = r.stats;
+    const std::uint64_t bad = s.nan_count + (p_.only_nan ? 0 : s.inf_count());
+    if (bad > 0) {
+      std::string what = std::to_string(s.nan_count) + " NaN";
+      if (!p_.only_nan) what += " and " + std::to_string(s.inf_count()) + " Inf";
+      findings->push_back(MakeFinding(
+          step, info.name,
+          info.name + " has exploded: " + what + " of " + std::to_string(s.count) +
+              " values; see nan_origin for the tensor where it started, then lower the learning "
+              "rate, clip gradients or guard log/div/sqrt in the loss",
+          {{"nonfinite_count", static_cast<double>(bad)},
+           {"nan_count", static_cast<double>(s.nan_count)},
+           {"inf_count", static_cast<double>(s.inf_count())},
+           {"count", static_cast<double>(s.count)}}));
+      return;
+    }
+    if (p_.growth_factor > 0 && Grows(step, info)) CheckGrowth(step, info, s, findings);
+  }
+
+ private:
+  // Whether `info` is in a growth collection (decided once per tensor).
+  bool Grows(const StepView& step, const TensorInfo& info) {
+    bool created = false;
+    std::uint8_t& g =
+        grows_.Get(PerTensor<std::uint8_t>::WorkerGroup(step.worker), info.id, &created);
+    if (created) {
+      g = p_.growth_collections.empty() ? 1 : 0;
+      for (const std::string& c : p_.growth_collections) {
+        if (std::find(info.collections.begin(), info.collections.end(), c) !=
+            info.collections.end())
+          g = 1;
+      }
+    }
+    return g != 0;
+  }
+
+  void CheckGrowth(const StepView& step, const TensorInfo& info, const TensorStats& s,
+                   std::vector<Finding>* findings) {
+    const double v = StatValue(s, p_.growth_stat);
+    if (!std::isfinite(v) || v == 0) return;
+    std::deque<double>& hist = history_.Get(
+        PerTensor<std::deque<double>>::WorkerModeGroup(step.worker, step.key.mode), info.id);
+    if (!hist.empty()) {
+      scratch_.assign(hist.begin(), hist.end());
+      std::nth_element(scratch_.begin(), scratch_.begin() + scratch_.size() / 2, scratch_.end());
+      const double median = scratch_[scratch_.size() / 2];
+      const double ratio = v / median;
+      if (median > 0 && ratio > p_.growth_factor) {
+        findings->push_back(MakeFinding(
+            step, info.name,
+            p_.growth_stat_name + " of " + info.name + " is " + Num(ratio) +
+                "x the median of its last " + std::to_string(hist.size()) + " saved steps (" +
+                Num(median) + " -> " + Num(v) + ", growth_factor " + Num(p_.growth_factor) +
+                "): training is diverging; lower the learning rate or clip gradients",
+            {{"growth", ratio},
+             {p_.growth_stat_name, v},
+             {"median", median},
+             {"growth_factor", p_.growth_factor}}));
+        findings->back().confirm_steps = 2;
+      }
+    }
+    hist.push_back(v);
+    if (static_cast<std::int64_t>(hist.size()) > p_.growth_window) hist.pop_front();
+  }
+
+  ExplodingParams p_;
+  PerTensor<std::deque<double>> history_;
+  PerTensor<std::uint8_t> grows_;  // 1: in a growth collection
+  std::vector<double> scratch_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Rule>> CreateExplodingTensorRule(const RuleSpec& spec) {
+  const std::string label = RuleLabel(spec);
+  ParamReader p(label, spec.parameters);
+  ExplodingParams e;
+  e.only_nan = p.Bool("only_nan", false);
+  e.growth_factor = p.Double("growth_factor", e.growth_factor);
+  if (e.growth_factor != 0) p.CheckRange("growth_factor", e.growth_factor, 1, kNoLimit);
+  e.growth_window = p.Int("growth_window", e.growth_window);
+  p.CheckRange("growth_window", static_cast<double>(e.growth_window), 1, 1e6);
+  e.growth_stat_name = p.String("growth_stat", "l2");
+  e.growth_collections = p.List("growth_collections", e.growth_collections);
+  TSTAT_RETURN_IF_ERROR(p.Finish());
+  TSTAT_RETURN_IF_ERROR(ReadStatKind(&p, label, "growth_stat", "l2", &e.growth_stat));
+  return MakeRule<ExplodingTensorRule>(spec, std::move(e));
+}
+
+}  // namespace tstat::rules

@@ -1,0 +1,164 @@
+// weight_update_ratio: the size of a weight's update relative to the weight:
+// the L2 norm of w - w_prev (delta.l2; w_prev is the previously saved value)
+// over the L2 norm of the weight.
+//  - too large: over the norm of w_prev (the previous record's stats.l2),
+//    above `large_threshold` (default 10): the update destroyed the weight.
+//    Critical, when it holds at two judged steps in a row (a run that
+//    diverges keeps doing it). Not judged when w_prev was zero
+//    (zero-initialized layers, LoRA's B) or unknown.
+//  - too small: over the norm of w plus `epsilon` (default 1e-9), below
+//    `small_threshold` (default 1e-8): the weight does not learn (the
+//    default set confirms it over 3 steps).
+// At every saved step where that holds. With `num_steps` > 0 a step is judged
+// only when the tensor's previous save (as seen by this rule) is at most
+// num_steps global steps earlier, so the delta spans few updates. A weight
+// whose gradient is registered ("gradient/<name>") but was not captured at
+// the step is frozen (no gradient: requires_grad is off) and is not judged.
+// Needs: delta capture of the selected weights at every training step.
+// Default selection: collection "weights"; TRAIN and GLOBAL steps unless
+// modes are given (weights do not change in EVAL/PREDICT).
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "rules/tensor/tensor_rule.h"
+#include "rules/tensor/tensor_rules.h"
+
+namespace tstat::rules {
+namespace {
+
+struct UpdateRatioParams {
+  std::int64_t num_steps = 0;  // 0 = any distance (smdebug: None)
+  double large_threshold = 10.0;
+  double small_threshold = 1e-8;
+  double epsilon = 1e-9;
+};
+
+class WeightUpdateRatioRule final : public TensorRuleT<WeightUpdateRatioRule> {
+ public:
+  WeightUpdateRatioRule(const RuleSpec& spec, UpdateRatioParams p)
+      : TensorRuleT(spec, {"weights"},
+                    "delta statistics (capture with delta against the previous save)"),
+        p_(p) {}
+
+ public:
+  // Check() reads the stats and the delta.
+  static void Prefetch(const TensorStatsRecord* r) {
+    TensorRuleT::Prefetch(r);
+    PrefetchRecordBytes(r, offsetof(TensorStatsRecord, delta), sizeof(r->delta));
+  }
+
+  bool ModeAllowed(Mode m) const override { return TrainModeAllowed(m); }
+
+  CaptureNeeds Needs(const TensorInfo& t) const override {
+    if (!Takes(t) || t.kind != TensorKind::kTensor) return {};
+    CaptureNeeds n;
+    n.stats = true;
+    n.delta = true;
+    n.modes = JudgedModes(CaptureNeeds::TrainModes());
+    return n;
+  }
+
+  void EvaluateStep(const IndexedStep& step, std::vector<Finding>* findings) override {
+    // Which gradients the step captured and which are registered, by name;
+    // the same for every step of a layout.
+    if (step.indexer != layout_indexer_ || step.layout != layout_ || step.layout == 0) {
+      captured_.clear();
+      for (std::size_t i = 0; i < step.size; ++i) {
+        if (step.infos[i] != nullptr) captured_.insert(step.infos[i]->name);
+      }
+      registered_.clear();
+      if (step.view->catalog != nullptr) {
+        // Ids are dense per worker: the catalog lists them from 0.
+        for (std::uint32_t id = 0; id < (1u << 22); ++id) {
+          const TensorInfo* t = step.view->catalog->Find(id);
+          if (t == nullptr) break;
+          if (t->name.rfind("gradient/", 0) == 0) registered_.insert(t->name);
+        }
+      }
+      layout_indexer_ = step.indexer;
+      layout_ = step.layout;
+    }
+    TensorRule::EvaluateStep(step, findings);
+  }
+
+  void Check(const StepView& step, const TensorInfo& info, const TensorStatsRecord& r,
+             std::vector<Finding>* findings) override {
+    if (Frozen(info)) return;
+    NoteNeeded(step, info, r.delta.has_value());
+    const std::int64_t now = step.key.global_step;
+    bool first = false;
+    Last& last = last_.Get(PerTensor<Last>::WorkerGroup(step.worker), info.id, &first);
+    if (first) last.step = now;
+    const std::int64_t previous = last.step;
+    const double previous_l2 = first ? -1.0 : last.l2;
+    last.step = now;
+    last.l2 = r.has_stats ? r.stats.l2 : -1.0;
+    if (!r.has_stats || !r.delta.has_value() || r.delta->count == 0) return;
+    if (p_.num_steps > 0 && (first || now - previous > p_.num_steps)) return;
+    const double large_ratio = previous_l2 > 0 ? r.delta->l2 / previous_l2 : 0.0;
+    const double small_ratio = r.delta->l2 / (r.stats.l2 + p_.epsilon);
+    const bool large = std::isfinite(large_ratio) && large_ratio > p_.large_threshold;
+    if (!large && !(std::isfinite(small_ratio) && small_ratio < p_.small_threshold)) return;
+    const double ratio = large ? large_ratio : small_ratio;
+    const double threshold = large ? p_.large_threshold : p_.small_threshold;
+    const std::string msg =
+        large ? "updates of " + info.name + " are too large: |dw|/|w_prev| = " + Num(ratio) +
+                    " > large_threshold " + Num(threshold) +
+                    "; lower the learning rate or clip gradients"
+              : "updates of " + info.name + " are too small: |dw|/|w| = " + Num(ratio) +
+                    " < small_threshold " + Num(threshold) +
+                    "; the learning rate may be too low, gradients vanishing, or the weight not "
+                    "trained";
+    Finding f = MakeFinding(step, info.name, msg,
+                            {{large ? "large_ratio" : "small_ratio", ratio},
+                             {"delta_l2", r.delta->l2},
+                             {"l2", r.stats.l2},
+                             {large ? "large_threshold" : "small_threshold", threshold}});
+    f.lower_is_worse = !large;
+    if (large) {
+      f.severity = std::max(f.severity, Severity::kCritical);
+      f.confirm_steps = 2;
+    }
+    findings->push_back(std::move(f));
+  }
+
+ private:
+  // A registered gradient of this weight without a record at this step.
+  bool Frozen(const TensorInfo& info) const {
+    const std::string gradient = "gradient/" + info.name;
+    return registered_.count(gradient) != 0 && captured_.count(gradient) == 0;
+  }
+  const void* layout_indexer_ = nullptr;
+  std::uint64_t layout_ = 0;
+  std::unordered_set<std::string> captured_, registered_;
+
+  struct Last {  // the tensor's previous judged save
+    std::int64_t step = 0;
+    double l2 = -1.0;
+  };
+  UpdateRatioParams p_;
+  PerTensor<Last> last_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Rule>> CreateWeightUpdateRatioRule(const RuleSpec& spec) {
+  const std::string label = RuleLabel(spec);
+  ParamReader p(label, spec.parameters);
+  UpdateRatioParams u;
+  u.num_steps = p.Int("num_steps", 0);
+  p.CheckRange("num_steps", static_cast<double>(u.num_steps), 0, 1e12);
+  u.large_threshold = p.Double("large_threshold", 10.0);
+  u.small_threshold = p.Double("small_threshold", 1e-8);
+  u.epsilon = p.Double("epsilon", 1e-9);
+  p.CheckRange("small_threshold", u.small_threshold, 0, kNoLimit);
+  p.CheckRange("large_threshold", u.large_threshold, u.small_threshold, kNoLimit);
+  p.CheckRange("epsilon", u.epsilon, 0, kNoLimit);
+  TSTAT_RETURN_IF_ERROR(p.Finish());
+  return MakeRule<WeightUpdateRatioRule>(spec, u);
+}
+
+}  // namespace tstat::rules
