@@ -1,4 +1,4 @@
-// Host-side CUDA helpers shared by the backend's users (host/src/cuda/):
+// Host-side CUDA helpers shared by the backend's users (host/device/cuda/):
 // a runtime call's error as a Status, and a scope that makes a device current
 // and restores the caller's. Plain C++ over the CUDA runtime API (no kernels).
 #pragma once

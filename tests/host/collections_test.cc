@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "host/src/collection_set.h"
+#include "host/config/collection_set.h"
 
 namespace tstat::host {
 namespace {

@@ -4,13 +4,13 @@
 // next, copies queued only at Commit (after the reductions), the memory cap
 // (a DropRecord per refused save, never silent), a size change restarting
 // the delta, Abandon, failed copies, and every slot freed.
+#include "host/device/device_delta.h"
+
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <map>
 #include <vector>
-
-#include "host/src/device_delta.h"
 
 namespace tstat::host {
 namespace {
@@ -75,7 +75,7 @@ TEST(DeviceDeltaStoreTest, FirstSaveHasNoPreviousThenTheSlotHoldsTheLastSavedVal
     EXPECT_EQ(static_cast<const float*>(prev)[0], 1.0f);  // the values of the previous save
     ASSERT_TRUE(store.Commit(nullptr).ok());
     EXPECT_EQ(static_cast<const float*>(prev)[0], 5.0f);  // now this save's, for the next
-    EXPECT_EQ(log.allocations, 1);                         // the slot is reused
+    EXPECT_EQ(log.allocations, 1);                        // the slot is reused
     EXPECT_TRUE(b0.drops.empty());
     EXPECT_TRUE(b1.drops.empty());
   }

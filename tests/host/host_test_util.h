@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "host/src/device_capture.h"
-#include "host/src/session_internal.h"
+#include "host/device/device_capture.h"
+#include "host/session/session_internal.h"
 #include "io/write/step_sink.h"
 #include "tests/support/testing_sinks.h"
 #include "tstat/session.h"

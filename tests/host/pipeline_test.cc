@@ -3,7 +3,7 @@
 // Close drains, the destructor flushes, flushes by time and by steps, write
 // failures that training survives, and the CUDA path (collector thread) with
 // a host-memory stand-in for the GPU. Also run under ThreadSanitizer.
-#include "host/src/pipeline.h"
+#include "host/pipeline/pipeline.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -13,8 +13,8 @@
 #include <thread>
 #include <vector>
 
-#include "host/src/null_sink.h"
-#include "host/src/stop_state.h"
+#include "host/pipeline/null_sink.h"
+#include "host/pipeline/stop_state.h"
 #include "io/format/run_layout.h"
 #include "io/h5/posix_file.h"
 #include "io/write/hdf5_run_writer.h"

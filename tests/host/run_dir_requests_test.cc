@@ -4,7 +4,7 @@
 // to .bad with one warning, and the stop file's reason; hostile files (a
 // FIFO, a link to /dev/zero, a directory, a symlink loop, a huge file) as
 // STOP or as a capture request never block or flood the training thread.
-#include "host/src/run_dir_requests.h"
+#include "host/pipeline/run_dir_requests.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>

@@ -1,13 +1,13 @@
 // Save-config semantics (smdebug's SaveConfig: mode step, absolute modulus,
 // end exclusive) against hand-computed step lists, and the inheritance order
 // collection.<mode> > collection > session.<mode> > session > default.
-#include "host/src/save_schedule.h"
+#include "host/config/save_schedule.h"
 
 #include <gtest/gtest.h>
 
 #include <vector>
 
-#include "host/src/collection_set.h"
+#include "host/config/collection_set.h"
 
 namespace tstat::host {
 namespace {

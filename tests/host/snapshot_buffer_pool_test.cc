@@ -1,9 +1,9 @@
-// SnapshotBufferPool (host/src/snapshot_buffer_pool.h): copies are exact,
+// SnapshotBufferPool (host/pipeline/snapshot_buffer_pool.h): copies are exact,
 // released buffers serve later copies of their size class (the same memory),
 // small copies are aligned slices of one slab that comes back once retired
 // and released, what is kept stays within its bound, Clear() keeps nothing,
 // and copies may outlive the pool and be released on other threads.
-#include "host/src/snapshot_buffer_pool.h"
+#include "host/pipeline/snapshot_buffer_pool.h"
 
 #include <gtest/gtest.h>
 

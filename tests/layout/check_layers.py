@@ -6,7 +6,8 @@ headers (include/tstat), proto, kernels, io, rules, host, benchmarks, tools.
 A file may include its own stage and those below it. Inside io and rules the
 folders are layered too: io's codec and h5 at the bottom (h5 may use codec),
 then format, then write and read side by side (neither includes the other);
-rules' engine, then tensor and run side by side, then runtime.
+rules' engine, then tensor and run side by side, then runtime; host's
+config, device and pipeline side by side, then session, then c_api and torch.
 
 Usage: check_layers.py SOURCE_DIR   (exit 1 and one line per violation)
        check_layers.py --self-test    (the check catches what it should)
@@ -23,6 +24,14 @@ FOLDERS = {  # stage -> {folder: the folders of the stage its files may include}
         "format": {"codec", "h5", "format"},
         "write": {"codec", "h5", "format", "write"},
         "read": {"codec", "h5", "format", "read"},
+    },
+    "host": {
+        "config": {"config"},
+        "device": {"device"},
+        "pipeline": {"pipeline"},
+        "session": {"config", "device", "pipeline", "session"},
+        "c_api": {"config", "device", "pipeline", "session", "c_api"},
+        "torch": {"config", "device", "pipeline", "session", "torch"},
     },
     "rules": {
         "engine": {"engine"},
@@ -100,16 +109,18 @@ def self_test():
             put(f"rules/filler_{i}.cc", '#include "io/read/trial_impl.h"\n#include <vector>\n')
         put("io/read/reader.cc", '#include "io/write/writer.h"\n#include "io/format/x.h"\n')
         put("io/h5/wrap.cc", '#include "io/format/schema.h"\n')
-        put("kernels/k.cc", '#include "host/src/session.h"\n')
+        put("kernels/k.cc", '#include "host/session/session_impl.h"\n')
         put("include/tstat/api.h", '#include "io/read/trial_impl.h"\n')
         put("io/loose.cc", '#include "io/h5/h.h"\n')
         put("rules/engine/e.cc", '#include "rules/runtime/actions.h"\n')
+        put("host/pipeline/p.cc", '#include "host/config/collection_set.h"\n')
         put("rules/tensor/t.cc", '#include "rules/run/loss.h"\n#include "rules/engine/e.h"\n')
         _, problems = check(root)
         want = ["io/read/reader.cc: includes io/write/writer.h", "io/h5/wrap.cc: includes io/format",
-                "kernels/k.cc: includes host/src/session.h", "include/tstat/api.h: includes io/",
+                "kernels/k.cc: includes host/session/session_impl.h", "include/tstat/api.h: includes io/",
                 "io/loose.cc: includes io/h5/h.h",
                 "rules/engine/e.cc: includes rules/runtime/actions.h",
+                "host/pipeline/p.cc: includes host/config/collection_set.h",
                 "rules/tensor/t.cc: includes rules/run/loss.h"]
         missing = [w for w in want if not any(p.startswith(w) for p in problems)]
         if missing or len(problems) != len(want):

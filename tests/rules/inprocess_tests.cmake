@@ -1,5 +1,5 @@
 # Tests of in-process rules, out-of-process stop and rule plugins
-# (host/src/rules_thread.h, host/src/run_dir_requests.h, rules/engine/plugin_loader.h).
+# (host/pipeline/rules_thread.h, host/pipeline/run_dir_requests.h, rules/engine/plugin_loader.h).
 # The test plugins link no tstat library (--no-undefined proves it needs none).
 add_library(tstat_test_rule_plugin MODULE test_rule_plugin.cc)
 target_link_libraries(tstat_test_rule_plugin PRIVATE tstat_headers tstat_warnings)
@@ -30,10 +30,10 @@ if(TARGET tstat_cli)
   set_tests_properties(tstat.rules.live PROPERTIES TIMEOUT 120)
 endif()
 
-# Delta capture of CUDA tensors (host/src/device_delta.h): the device-side
+# Delta capture of CUDA tensors (host/device/device_delta.h): the device-side
 # bookkeeping, on the CPU with a fake device memory.
 tstat_add_test(host device_delta SOURCES ${PROJECT_SOURCE_DIR}/tests/host/device_delta_test.cc)
-# The training side of RUN/STOP and RUN/capture/ (host/src/run_dir_requests.h).
+# The training side of RUN/STOP and RUN/capture/ (host/pipeline/run_dir_requests.h).
 tstat_add_test(host run_dir_requests
                SOURCES ${PROJECT_SOURCE_DIR}/tests/host/run_dir_requests_test.cc
                LIBS tstat_io_test_util)

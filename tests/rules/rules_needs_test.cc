@@ -1,5 +1,5 @@
 // What the default rules make an in-process session capture (tstat/rule.h
-// CaptureNeeds, host/src/label_classes.h): per-unit stats of ReLU outputs,
+// CaptureNeeds, host/session/label_classes.h): per-unit stats of ReLU outputs,
 // label counts with inferred classes, deltas of weights, at every training
 // step although the user saves every 50th; read back from the run with
 // tstat::Trial against values computed here, and the run's rules summary
