@@ -23,7 +23,7 @@
 #include "kernels/hd.h"
 #include "tstat/stats.h"
 
-// As in kernels/cuda/element_access.h: the templates below call whatever
+// As in kernels/plan/element_access.h: the templates below call whatever
 // their functors/sinks provide (device or host code).
 #ifndef TSTAT_EXEC_CHECK_DISABLE
 #if defined(__CUDACC__)

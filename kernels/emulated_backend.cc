@@ -12,11 +12,11 @@
 #include <vector>
 
 #include "kernels/aux_ops.h"
-#include "kernels/cuda/launch_plan.h"
-#include "kernels/cuda/launch_tables.h"
-#include "kernels/cuda/plan_results.h"
-#include "kernels/cuda/tuning.h"
-#include "kernels/cuda_thread_work.h"
+#include "kernels/plan/cuda_thread_work.h"
+#include "kernels/plan/launch_plan.h"
+#include "kernels/plan/launch_tables.h"
+#include "kernels/plan/plan_results.h"
+#include "kernels/plan/tuning.h"
 #include "kernels/stats_ops.h"
 #include "kernels/work_plan.h"
 

@@ -1,6 +1,6 @@
 // A CPU Backend that runs the CUDA backend's algorithm exactly: the same
 // LaunchPlan (work items, chunking, channel mappings), every block's T threads
-// run the same per-thread bodies (kernels/cuda_thread_work.h), block partials
+// run the same per-thread bodies (kernels/plan/cuda_thread_work.h), block partials
 // combine in cub::BlockReduce's BLOCK_REDUCE_WARP_REDUCTIONS order
 // (BlockMergeOrder), chunk partials merge in chunk order (MergeChunks) and
 // histograms are integer sums. With threads_per_block = 256 its results are

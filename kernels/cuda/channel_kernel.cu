@@ -14,8 +14,8 @@
 
 #include "kernels/cuda/cuda_status.cuh"
 #include "kernels/cuda/kernel_launch.cuh"
-#include "kernels/cuda/tuning.h"
-#include "kernels/cuda_thread_work.h"
+#include "kernels/plan/cuda_thread_work.h"
+#include "kernels/plan/tuning.h"
 
 namespace tstat::kernels {
 namespace {

@@ -20,9 +20,9 @@
 #include "kernels/cuda/cuda_status.cuh"
 #include "kernels/cuda/device_memory_check.h"
 #include "kernels/cuda/kernel_launch.cuh"
-#include "kernels/cuda/launch_plan.h"
-#include "kernels/cuda/plan_results.h"
-#include "kernels/cuda/tuning.h"
+#include "kernels/plan/launch_plan.h"
+#include "kernels/plan/plan_results.h"
+#include "kernels/plan/tuning.h"
 
 namespace tstat::kernels {
 namespace {
@@ -184,12 +184,12 @@ void CheckMemory(const std::vector<ReductionRequest>& requests, int device,
     st = check->Check(t.data, n * DTypeSize(t.dtype), device);
     const StatsOptions& o = requests[i].options;
     if (st.ok() && o.delta.previous != nullptr) {
-      st = check->Check(o.delta.previous, n * DTypeSize(t.dtype), device,
-                        "options.delta.previous");
+      st = check->Check(o.delta.previous, n * DTypeSize(t.dtype), device, "options.delta.previous");
     }
     if (st.ok() && o.confusion.predictions != nullptr && o.label_classes > 0 &&
         o.label_classes <= kMaxConfusionClasses) {
-      const std::size_t per_row = o.confusion.argmax ? static_cast<std::size_t>(o.label_classes) : 1;
+      const std::size_t per_row =
+          o.confusion.argmax ? static_cast<std::size_t>(o.label_classes) : 1;
       st = check->Check(o.confusion.predictions,
                         n * per_row * DTypeSize(o.confusion.predictions_dtype), device,
                         "options.confusion.predictions");

@@ -4,9 +4,9 @@
 // every tensor), its tables are copied to a device workspace with one async
 // copy from pinned staging, and at most nine kernels run on the caller's stream
 // (stats, channels, merge, linear histogram, labels, sample, and delta,
-// confusion, value counts when asked for; see kernels/cuda/launch_plan.h). The outputs come back with one cudaMemcpyAsync
-// into pinned memory, and an event recorded on the stream marks completion:
-// Collect() waits on that event only, never on the device.
+// confusion, value counts when asked for; see kernels/plan/launch_plan.h). The outputs come back
+// with one cudaMemcpyAsync into pinned memory, and an event recorded on the stream marks
+// completion: Collect() waits on that event only, never on the device.
 //
 // Enqueue/Collect split the two halves so a pipeline can overlap host work
 // with the reduction: Enqueue() returns once the work is queued; the tensors

@@ -1,4 +1,4 @@
-// Device-side bin sinks for the per-thread bodies of kernels/cuda_thread_work.h
+// Device-side bin sinks for the per-thread bodies of kernels/plan/cuda_thread_work.h
 // and the block helpers around them: shared-memory uint32 bins with integer
 // atomics, global uint64 bins with integer atomics, and the block-cooperative
 // zero/flush of shared bins (only non-zero bins touch global memory). No float

@@ -10,7 +10,7 @@
 #include <cstdint>
 
 #include "kernels/aux_ops.h"
-#include "kernels/cuda/launch_tables.h"
+#include "kernels/plan/launch_tables.h"
 #include "kernels/stats_ops.h"
 #include "kernels/work_plan.h"
 #include "tstat/status.h"

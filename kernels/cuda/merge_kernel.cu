@@ -7,8 +7,8 @@
 // Stream-ordered after the stats and channel kernels.
 #include "kernels/cuda/cuda_status.cuh"
 #include "kernels/cuda/kernel_launch.cuh"
-#include "kernels/cuda/launch_tables.h"
-#include "kernels/cuda/tuning.h"
+#include "kernels/plan/launch_tables.h"
+#include "kernels/plan/tuning.h"
 
 namespace tstat::kernels {
 namespace {

@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "kernels/cuda/launch_plan.h"
 #include "kernels/emulated_backend.h"
+#include "kernels/plan/launch_plan.h"
 #include "tests/kernels/aux_suite.h"
 #include "tests/support/backend_under_test.h"
 #include "tests/support/data.h"

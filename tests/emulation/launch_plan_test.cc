@@ -1,8 +1,8 @@
-// The batch layout of the CUDA backend (kernels/cuda/launch_plan.h): bounded
+// The batch layout of the CUDA backend (kernels/plan/launch_plan.h): bounded
 // launches for huge batches, exact chunk and channel coverage, the choice of
 // channel mapping, merge-job lookup, and the plan-level request checks. Plans
 // only: no tensor memory is read, so synthetic addresses are fine.
-#include "kernels/cuda/launch_plan.h"
+#include "kernels/plan/launch_plan.h"
 
 #include <gtest/gtest.h>
 
@@ -11,8 +11,8 @@
 #include <tuple>
 #include <vector>
 
-#include "kernels/cuda/launch_tables.h"
-#include "kernels/cuda/tuning.h"
+#include "kernels/plan/launch_tables.h"
+#include "kernels/plan/tuning.h"
 #include "kernels/work_plan.h"
 #include "tstat/engine.h"
 

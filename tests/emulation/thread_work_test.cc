@@ -1,4 +1,4 @@
-// The per-thread bodies of the CUDA kernels (kernels/cuda_thread_work.h) on
+// The per-thread bodies of the CUDA kernels (kernels/plan/cuda_thread_work.h) on
 // the host: decoders against the independent ones of tests/support, vector
 // element extraction and misaligned loads, and that the threads of a block
 // together see every element exactly once (stats, channel mappings).
@@ -8,9 +8,9 @@
 #include <cstring>
 #include <vector>
 
-#include "kernels/cuda/element_access.h"
-#include "kernels/cuda/launch_plan.h"
-#include "kernels/cuda_thread_work.h"
+#include "kernels/plan/cuda_thread_work.h"
+#include "kernels/plan/element_access.h"
+#include "kernels/plan/launch_plan.h"
 #include "kernels/stats_ops.h"
 #include "kernels/work_plan.h"
 #include "tests/support/compare.h"

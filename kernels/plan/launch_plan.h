@@ -32,8 +32,8 @@
 #include <vector>
 
 #include "kernels/aux_ops.h"
-#include "kernels/cuda/launch_tables.h"
-#include "kernels/cuda/tuning.h"
+#include "kernels/plan/launch_tables.h"
+#include "kernels/plan/tuning.h"
 #include "kernels/request_check.h"
 #include "kernels/stats_ops.h"
 #include "kernels/work_plan.h"

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "kernels/aux_ops.h"
-#include "kernels/cuda/launch_plan.h"
-#include "kernels/cuda/launch_tables.h"
+#include "kernels/plan/launch_plan.h"
+#include "kernels/plan/launch_tables.h"
 #include "kernels/stats_ops.h"
 #include "kernels/work_plan.h"
 #include "tstat/engine.h"

@@ -1,7 +1,7 @@
 // What one CUDA thread does, written once for the kernels and their CPU
 // emulation (kernels/emulated_backend.cc): the walk over a thread's elements of
 // a chunk (head scalars, 16-byte vector loads of raw bytes, tail scalars, via
-// SplitChunk/VisitChunk; decoding in kernels/cuda/element_access.h) and the
+// SplitChunk/VisitChunk; decoding in kernels/plan/element_access.h) and the
 // per-thread bodies of every kernel: chunk stats with an exponent-histogram
 // sink, per-channel stats in both thread mappings, linear-histogram binning,
 // label counting, the sample gather, and the auxiliary reductions (delta over
@@ -18,9 +18,9 @@
 #include <cstdint>
 
 #include "kernels/aux_ops.h"
-#include "kernels/cuda/element_access.h"
-#include "kernels/cuda/launch_tables.h"
 #include "kernels/hd.h"
+#include "kernels/plan/element_access.h"
+#include "kernels/plan/launch_tables.h"
 #include "kernels/stats_ops.h"
 #include "kernels/work_plan.h"
 
