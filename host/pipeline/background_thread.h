@@ -8,7 +8,7 @@
 namespace tstat::host {
 
 // Niceness added to the process's for background threads: at +10 a runnable
-// training or reduction thread gets ~90% of a contended core. Work is never
+// training or reduction thread gets most of a contended core. Work is never
 // lost to it: when the writer falls behind, EndStep waits for queue space
 // (and sleeps), which gives the writer the core.
 inline constexpr int kBackgroundNiceIncrement = 10;

@@ -146,9 +146,9 @@ Status Pipeline::Push(PipelineItem item) {
   return Status::OK();
 }
 
-// Waking the writer costs a futex call and a cross-core wakeup: ~6% of a
-// 1,000-tensor EndStep when the writer, on a core of its own, finished every
-// step before the next one came and was woken for each. Steps are announced
+// Waking the writer costs a futex call and a cross-core wakeup, noticeable
+// in an EndStep of many tensors when the writer, on a core of its own,
+// finished every step before the next one came and was woken for each. Steps are announced
 // in groups instead: the group is announced by its kWakeEverySteps-th step
 // (fewer with flush_interval_steps or a small queue), or by a step queued
 // kMaxWakeDelay or more after the group's first (slow training steps); a

@@ -167,8 +167,8 @@ class Pipeline {
   // for TakeSpareRecords. As many are kept as the queue holds steps, up to
   // kMaxSpareBytes: while the writer flushes, the queue grows by tens of
   // steps, and each step past the spares then got fresh memory (faulted in
-  // and zeroed, ~10x the cost of a reused step's records). With 16 kept,
-  // that was ~1% of the steps of a 1,000 x 1,000 loop, every flush.
+  // and zeroed, many times the cost of a reused step's records) at every
+  // flush.
   void RecycleRecords(std::vector<TensorStatsRecord>* records);
 
   const Options options_;

@@ -9,10 +9,9 @@
 // Small copies (up to kSlabMaxCopyBytes, 1 MiB) are slices of a slab of
 // kSlabBytes (16 MiB), filled in order, 64-byte aligned, across steps:
 // 1,000 snapshots of 4 KB each cost a slab of huge pages per 4 steps instead
-// of 1,000 allocations and 1,000 page faults per step (~60% of a capture of
-// such a step went to those), and 100 snapshots of 400 KB no longer fault
-// in 4 KiB pages (the copy ran at ~1 GB/s in this project's VM, half the
-// bench's raw write speed; 2026-11-26).
+// of 1,000 allocations and 1,000 page faults per step (most of the capture
+// of such a step went to those), and 100 snapshots of 400 KB no longer fault
+// in 4 KiB pages (which held the copy to half the writer's raw speed).
 // A slab comes back to the pool when it is no longer the one being filled
 // and its last slice is released.
 //

@@ -122,8 +122,8 @@ struct __attribute__((visibility("hidden"))) Session::Impl {
   // options; so when every due tensor had a fixed host view and asked for
   // stats only, the requests hold again at any step with the same
   // collections due and nothing raw (EndStepLocked). Rebuilding them, one
-  // tensor's registry entry, collections, options and view at a time, was
-  // ~4% of a 1,000-tensor EndStep.
+  // tensor's registry entry, collections, options and view at a time, showed
+  // in the profile of an EndStep of many tensors.
   struct HostPlan {
     bool valid = false;
     std::size_t registered = 0;   // captured.size()
@@ -189,8 +189,8 @@ struct __attribute__((visibility("hidden"))) Session::Impl {
                       StepBatch* batch, StatsOptions* options);
   // host::MergeOptions(*collections, due), computed once per set of due
   // collections (collections do not change once the session exists): the
-  // merge, with its vector and string copies, was ~5% of a 1,000-tensor
-  // EndStep. The reference is valid until the next call.
+  // merge, with its vector and string copies, showed in the profile of an
+  // EndStep of many tensors. The reference is valid until the next call.
   const host::CaptureOptions& MergedOptions(const std::vector<int>& due);
   // After the host reduction: keeps the saved values of delta tensors.
   void UpdateDeltaCopies();

@@ -173,7 +173,7 @@ struct HuffmanCode {
 // Passed by value to the code that puts many codes (WriteBlock): a byte
 // stored through out_ may, as far as the compiler knows, alias the writer's
 // own members when they live in memory, so every Put reloaded them and
-// stored its four bytes one by one (~15% of WriteBlock).
+// stored its four bytes one by one.
 class BitWriter {
  public:
   explicit BitWriter(std::uint8_t* out) : out_(out) {}

@@ -227,8 +227,8 @@ struct TensorCollectionRow {
 // strings: "raw/" and the 20 digits of any uint64 index fit.
 inline constexpr std::size_t kRawDatasetChars = 24;
 // Fixed-size rows (format_version 2): a row with variable-length members cost
-// HDF5 a global-heap object per member, ~30% of the writer's time in a segment
-// of 4 KB snapshots, and kept the table from being deflated.
+// HDF5 a global-heap object per member, a large part of the writer's time
+// with many small snapshots, and kept the table from being deflated.
 struct RawIndexRow {
   std::int64_t global_step;
   std::uint8_t mode;

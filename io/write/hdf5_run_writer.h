@@ -105,7 +105,7 @@ class Hdf5RunWriter final : public StepSink {
   std::string worker_dir_;
   std::map<std::uint32_t, TensorInfo> registry_;
   // registry_ has id, for ids below kDenseIds: checked for every record of
-  // every step, where a map lookup was ~5% of the writer's time.
+  // every step, where a map lookup showed in the writer's profile.
   static constexpr std::uint32_t kDenseIds = 1u << 20;
   std::vector<std::uint8_t> declared_;
   std::unique_ptr<SegmentBuffers> buffers_;

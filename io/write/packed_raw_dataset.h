@@ -14,8 +14,8 @@
 //
 // Why: holding a whole segment's small snapshots until the flush took a
 // buffer as large as the segment (up to rotate_bytes), faulted in and zeroed
-// afresh for every segment, and a second pass over the bytes: at 1,000
-// snapshots of 4 KB per step, 16% of the writer's CPU went to zeroing it.
+// afresh for every segment, and a second pass over the bytes; with many
+// small snapshots per step, zeroing it was a large share of the writer.
 //
 // Callers hold the HDF5 lock (h5_lock.h) for every call, the destructor
 // included when a dataset is open (Close first). Errors name `path`.

@@ -58,8 +58,8 @@ Status StreamedTable::Append(hid_t file, const void* row, ChunkDeflater* deflate
     return Status::OK();
   }
   // The chunk's stage is made at the first row, not at Reset: a session
-  // of raw snapshots only never needs it (and its pages, faulted in and
-  // zeroed, were ~5% of such a session's writer time).
+  // of raw snapshots only never needs it (nor its pages, faulted in and
+  // zeroed).
   if (staged_ == 0 && stage_.size() < chunk_rows_ * row_bytes_) {
     stage_.resize(chunk_rows_ * row_bytes_);
   }
