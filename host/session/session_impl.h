@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -159,7 +160,12 @@ struct __attribute__((visibility("hidden"))) Session::Impl {
   void ReportRules();
   // step_capture.cc
   Status OpenStepLocked(const StepKey* explicit_key);
+  // EndStep, in the order its phases run: MarkDueCollections, the requests
+  // (BuildRequests, or the previous step's), ReduceOnHost, EnqueueOnDevice,
+  // QueueStep, CloseStep.
   Status EndStepLocked(CUstream_st* stream, bool capture_registered);
+  // Completes a batch whose device work was enqueued (on the writer's side).
+  using StepFinish = std::function<void(StepBatch*)>;
   // Device tensors whose raw snapshots are due at this step (reserved).
   struct DeviceRaws {
     std::vector<TensorView> views;
@@ -174,6 +180,27 @@ struct __attribute__((visibility("hidden"))) Session::Impl {
   // allows the requests to serve the next one).
   void BuildRequests(bool any_due, bool reusable, StepBatch* batch, std::uint64_t* raw_reserved,
                      DeviceRaws* device_raws, Status* problem);
+  // Sets due_stats and due_raw from the collections' schedules at this step;
+  // whether anything is due (raw requests included), and *any_raw_due.
+  bool MarkDueCollections(bool capture_registered, bool* any_raw_due);
+  // The one CPU reduction of the step: host_requests into batch records
+  // from index *filled on (records reused in place), their approximate
+  // bytes added to *stats_bytes; a failed reduction drops every tensor and
+  // sets the first *problem.
+  void ReduceOnHost(StepBatch* batch, std::size_t* filled, std::uint64_t* stats_bytes,
+                    Status* problem);
+  // Enqueues device_requests and the due device raw snapshots on `stream`;
+  // the returned StepFinish collects them (empty when nothing was enqueued).
+  // A failed enqueue drops them all (releasing their raw bytes).
+  StepFinish EnqueueOnDevice(CUstream_st* stream, DeviceRaws* device_raws, StepBatch* batch,
+                             std::uint64_t* raw_reserved, Status* problem);
+  // Hands the step to the pipeline (a queue slot, or drops when the queue
+  // is full and drop_stats_when_full says so), with its timings; whether a
+  // batch was queued.
+  bool QueueStep(StepBatch batch, StepFinish finish, std::uint64_t stats_bytes,
+                 std::uint64_t raw_reserved, Clock::time_point t0, Status* problem);
+  // The step's timing, counters, and the state of the next step.
+  void CloseStep(Clock::time_point t0, bool queued);
   // Removes the raw views `dev` cannot read (freed or host memory, another
   // GPU's) from `raws`: each becomes a drop naming the cause, its bytes are
   // released and counted as dropped.

@@ -341,22 +341,9 @@ Status Session::Impl::EndStepLocked(CUstream_st* stream, bool capture_registered
   pending_raw_bytes = 0;
   batch.key = key;
   Status problem;  // the first per-tensor problem, returned after queuing the rest
-  std::function<void(StepBatch*)> finish;
 
-  const int n = collections->size();
-  due_stats.assign(n, 0);
-  due_raw.assign(n, 0);
-  if (capture_registered) ApplyRawRequests();
-  bool any_due = capture_registered && raw_requested_tensors > 0;
   bool any_raw_due = false;
-  for (int i = 0; i < n && capture_registered; ++i) {
-    const host::Collection& c = collections->at(i);
-    if (!c.active) continue;
-    due_stats[i] = c.stats_schedule(key.mode).ShouldSave(key.mode_step);
-    due_raw[i] = c.raw_schedule(key.mode).ShouldSave(key.mode_step);
-    any_due = any_due || due_stats[i] || due_raw[i];
-    any_raw_due = any_raw_due || due_raw[i];
-  }
+  const bool any_due = MarkDueCollections(capture_registered, &any_raw_due);
   device_ids.clear();
   DeviceRaws device_raws;
   // The previous step's host requests serve again when nothing they depend
@@ -389,42 +376,82 @@ Status Session::Impl::EndStepLocked(CUstream_st* stream, bool capture_registered
   std::uint64_t stats_bytes = 0;
   for (std::size_t i = 0; i < filled; ++i) stats_bytes += host::ApproxRecordBytes(batch.stats[i]);
   batch.stats.reserve(filled + host_requests.size() + device_requests.size());
-  if (!host_requests.empty()) {  // the one CPU reduction of this step
-    // Small tensors leave a core to the writer (SessionCpuThreads).
-    std::int64_t elements = 0;
-    for (const ReductionRequest& r : host_requests) elements += r.tensor.numel;
-    const auto tensors = static_cast<std::int64_t>(host_requests.size());
-    Backend* engine = cpu_small_steps && host::IsSmallTensorStep(tensors, elements)
-                          ? cpu_small_steps.get()
-                          : cpu.get();
-    const Status s = engine->Reduce(host_requests, &host_results);
-    for (std::size_t i = 0; i < host_requests.size(); ++i) {
-      if (!s.ok()) {
-        batch.drops.push_back({host_ids[i], "stats", s.message(), 0});
-        continue;
-      }
-      // The results and records are cold (the reduction streamed the tensors
-      // through the caches since): fetch a few ahead.
-      constexpr std::size_t kAhead = 4, kBinsAhead = 2;
-      if (i + kAhead < host_results.size()) {
-        PrefetchForAddResult(
-            host_results[i + kAhead],
-            filled + kAhead < batch.stats.size() ? &batch.stats[filled + kAhead] : nullptr,
-            host_only_stats[i + kAhead]);
-      }
-      if (i + kBinsAhead < host_results.size()) PrefetchHistogramSpan(host_results[i + kBinsAhead]);
-      const bool only_stats = host_only_stats[i];
-      const TensorStatsRecord* rec =
-          AddResult(host_ids[i], host_requests[i].options, std::move(host_results[i]), &batch,
-                    &filled, only_stats);
-      if (rec != nullptr) stats_bytes += host::ApproxRecordBytes(*rec, only_stats);
-    }
-    if (!s.ok() && problem.ok()) problem = s.WithContext("CPU reduction");
-  }
+  ReduceOnHost(&batch, &filled, &stats_bytes, &problem);
   batch.stats.erase(batch.stats.begin() + static_cast<std::ptrdiff_t>(filled),
                     batch.stats.end());  // stale records past this step's
   UpdateDeltaCopies();                   // after the reduction read the previous values
 
+  StepFinish finish = EnqueueOnDevice(stream, &device_raws, &batch, &raw_reserved, &problem);
+  const bool queued =
+      QueueStep(std::move(batch), std::move(finish), stats_bytes, raw_reserved, t0, &problem);
+  CloseStep(t0, queued);
+  return problem;
+}
+
+bool Session::Impl::MarkDueCollections(bool capture_registered, bool* any_raw_due) {
+  const int n = collections->size();
+  due_stats.assign(n, 0);
+  due_raw.assign(n, 0);
+  if (capture_registered) ApplyRawRequests();
+  bool any_due = capture_registered && raw_requested_tensors > 0;
+  for (int i = 0; i < n && capture_registered; ++i) {
+    const host::Collection& c = collections->at(i);
+    if (!c.active) continue;
+    due_stats[i] = c.stats_schedule(key.mode).ShouldSave(key.mode_step);
+    due_raw[i] = c.raw_schedule(key.mode).ShouldSave(key.mode_step);
+    any_due = any_due || due_stats[i] || due_raw[i];
+    *any_raw_due = *any_raw_due || due_raw[i];
+  }
+  return any_due;
+}
+
+void Session::Impl::ReduceOnHost(StepBatch* batch_out, std::size_t* filled_io,
+                                 std::uint64_t* stats_bytes_io, Status* problem) {
+  StepBatch& batch = *batch_out;
+  std::size_t& filled = *filled_io;
+  std::uint64_t& stats_bytes = *stats_bytes_io;
+  if (host_requests.empty()) return;
+  // Small tensors leave a core to the writer (SessionCpuThreads).
+  std::int64_t elements = 0;
+  for (const ReductionRequest& r : host_requests) elements += r.tensor.numel;
+  const auto tensors = static_cast<std::int64_t>(host_requests.size());
+  Backend* engine = cpu_small_steps && host::IsSmallTensorStep(tensors, elements)
+                        ? cpu_small_steps.get()
+                        : cpu.get();
+  const Status s = engine->Reduce(host_requests, &host_results);
+  for (std::size_t i = 0; i < host_requests.size(); ++i) {
+    if (!s.ok()) {
+      batch.drops.push_back({host_ids[i], "stats", s.message(), 0});
+      continue;
+    }
+    // The results and records are cold (the reduction streamed the tensors
+    // through the caches since): fetch a few ahead.
+    constexpr std::size_t kAhead = 4, kBinsAhead = 2;
+    if (i + kAhead < host_results.size()) {
+      PrefetchForAddResult(
+          host_results[i + kAhead],
+          filled + kAhead < batch.stats.size() ? &batch.stats[filled + kAhead] : nullptr,
+          host_only_stats[i + kAhead]);
+    }
+    if (i + kBinsAhead < host_results.size()) PrefetchHistogramSpan(host_results[i + kBinsAhead]);
+    const bool only_stats = host_only_stats[i];
+    const TensorStatsRecord* rec =
+        AddResult(host_ids[i], host_requests[i].options, std::move(host_results[i]), &batch,
+                  &filled, only_stats);
+    if (rec != nullptr) stats_bytes += host::ApproxRecordBytes(*rec, only_stats);
+  }
+  if (!s.ok() && problem->ok()) *problem = s.WithContext("CPU reduction");
+}
+
+Session::Impl::StepFinish Session::Impl::EnqueueOnDevice(CUstream_st* stream,
+                                                         DeviceRaws* device_raws_io,
+                                                         StepBatch* batch_out,
+                                                         std::uint64_t* raw_reserved_io,
+                                                         Status* problem) {
+  StepBatch& batch = *batch_out;
+  DeviceRaws& device_raws = *device_raws_io;
+  std::uint64_t& raw_reserved = *raw_reserved_io;
+  StepFinish finish;
   if (!device_requests.empty() || !device_raws.views.empty()) {
     const Clock::time_point tw = Clock::now();
     bool waited = false;
@@ -435,7 +462,7 @@ Status Session::Impl::EndStepLocked(CUstream_st* stream, bool capture_registered
     if (device_delta && s.ok()) {
       // After the reductions on `stream`: they read the previous values first.
       const Status copied = device_delta->Commit(stream);
-      if (!copied.ok() && problem.ok()) problem = copied;
+      if (!copied.ok() && problem->ok()) *problem = copied;
     } else if (device_delta) {
       device_delta->Abandon();
     }
@@ -444,7 +471,7 @@ Status Session::Impl::EndStepLocked(CUstream_st* stream, bool capture_registered
       pipeline->ReleaseRaw(device_raws.bytes);
       for (std::uint32_t id : device_ids) batch.drops.push_back({id, "stats", s.message(), 0});
       for (std::uint32_t id : device_raws.ids) batch.drops.push_back({id, "raw", s.message(), 0});
-      if (problem.ok()) problem = s;
+      if (problem->ok()) *problem = s;
     } else {
       raw_reserved += device_raws.bytes;
       std::vector<StatsOptions> options;
@@ -479,6 +506,11 @@ Status Session::Impl::EndStepLocked(CUstream_st* stream, bool capture_registered
     }
   }
 
+  return finish;
+}
+
+bool Session::Impl::QueueStep(StepBatch batch, StepFinish finish, std::uint64_t stats_bytes,
+                              std::uint64_t raw_reserved, Clock::time_point t0, Status* problem) {
   host::PipelineItem item;
   item.declare = registry.TakeUndeclared();
   const bool has_records =
@@ -514,10 +546,14 @@ Status Session::Impl::EndStepLocked(CUstream_st* stream, bool capture_registered
   const bool queued = item.has_batch;
   if (item.has_batch || !item.declare.empty()) {
     const Status s = pipeline->Push(std::move(item));
-    if (!s.ok() && problem.ok()) problem = s;
+    if (!s.ok() && problem->ok()) *problem = s;
     if (s.ok() && queued) ++batches_pushed;
   }
 
+  return queued;
+}
+
+void Session::Impl::CloseStep(Clock::time_point t0, bool queued) {
   const Clock::time_point t_end = Clock::now();
   StepTiming timing{key, Seconds(t_end - step_start), capture_seconds + Seconds(t_end - t0)};
   {
@@ -530,7 +566,6 @@ Status Session::Impl::EndStepLocked(CUstream_st* stream, bool capture_registered
   ++epoch;
   capture_seconds = 0.0;
   step_start = t_end;
-  return problem;
 }
 
 }  // namespace tstat
