@@ -273,6 +273,18 @@ expect 1 "warning: corruption: 1 file\(s\) skipped" dump "$work/damaged" --tenso
 expect 1 "no tensor or scalar 'x'" dump "$work/damaged" --tensor x
 mkdir -p "$work/empty"
 expect 1 'holds no tstat run' inspect "$work/empty"
+# A segment whose HDF5 metadata crashes libhdf5 itself (h5py too) is read in a
+# child process first: skipped with a warning naming it; the other segments stay.
+cp -r "$run" "$work/crafted"
+crafted="$(dirname "$0")/../tests/io/data/crash-libhdf5-shared-message.h5"
+"$py" - "$crafted" "$work/crafted/worker-00000/seg-000000000099.h5" <<'PY'
+import sys, zlib
+data = open(sys.argv[1], "rb").read()
+head = b"TSTAT-SEGMENT 1\nlength %d\ncrc32 %08x\n" % (512 + len(data), zlib.crc32(data))
+open(sys.argv[2], "wb").write(head + b"\0" * (512 - len(head)) + data)
+PY
+expect 0 "seg-000000000099\.h5: reading it (killed|ended) a child process" inspect "$work/crafted"
+expect 0 "^x +8 +TRAIN 6 +4 +9 +36" inspect "$work/crafted"
 # Every segment gone: `check` judged nothing, which is not a pass.
 cp -r "$run" "$work/nosegments"
 rm -f "$work"/nosegments/worker-00000/seg-*.h5

@@ -28,9 +28,26 @@ namespace tstat {
 
 // One statistic of TensorStats, for series and the CLI.
 enum class StatField : std::uint8_t {
-  kCount, kFiniteCount, kNanCount, kPosInfCount, kNegInfCount, kZeroCount, kNegCount,
-  kSubnormalCount, kBandLoCount, kBandHiCount, kSmallCount, kMin, kMax, kSum, kMean,
-  kVariance, kStd, kL1, kL2, kAmax,
+  kCount,
+  kFiniteCount,
+  kNanCount,
+  kPosInfCount,
+  kNegInfCount,
+  kZeroCount,
+  kNegCount,
+  kSubnormalCount,
+  kBandLoCount,
+  kBandHiCount,
+  kSmallCount,
+  kMin,
+  kMax,
+  kSum,
+  kMean,
+  kVariance,
+  kStd,
+  kL1,
+  kL2,
+  kAmax,
 };
 // Names as in the CLI and the HDF5 tables: count, finite_count, nan_count,
 // pos_inf_count, neg_inf_count, zero_count, neg_count, subnormal_count,
@@ -41,8 +58,8 @@ TSTAT_EXPORT bool ParseStatField(const std::string& name, StatField* out);
 TSTAT_EXPORT double StatValue(const TensorStats& s, StatField f);
 
 struct TensorQuery {
-  std::string regex;       // RE2, partial match; empty = all
-  std::string collection;  // empty = any
+  std::string regex;          // RE2, partial match; empty = all
+  std::string collection;     // empty = any
   Mode mode = Mode::kGlobal;  // kGlobal = any mode
 };
 
@@ -74,12 +91,28 @@ struct WorkerSummary {
   PipelineCounters counters;
 };
 
+struct TrialOptions {
+  // Read each new segment once in a child process first (fork): a file whose
+  // HDF5 metadata is crafted to crash or hang libhdf5's own parser (which no
+  // check through its API can catch first, and which crashes h5py alike) is
+  // then skipped with an error naming it, instead of ending this process.
+  // Costs a fork and a second read per segment. For tools reading runs they
+  // did not write (the tstat CLI sets it); not for a process that must not
+  // fork (the HDF5 lock is held across the fork, other threads are not
+  // copied).
+  bool isolate_segment_reads = false;
+  // A child still reading after this long is killed and its segment skipped.
+  double isolated_read_timeout_s = 60.0;
+};
+
 class TSTAT_EXPORT Trial {
  public:
   virtual ~Trial() = default;
 
   // Opens `run_dir`; kNotFound if it holds no tstat run.
   static Result<std::unique_ptr<Trial>> Open(const std::string& run_dir);
+  static Result<std::unique_ptr<Trial>> Open(const std::string& run_dir,
+                                             const TrialOptions& options);
 
   // Loads data flushed since the last load. Cheap when nothing changed.
   virtual Status Refresh() = 0;

@@ -328,8 +328,12 @@ Result<SegmentContents> ReadOpenSegment(hid_t file, const std::string& path) {
 }  // namespace
 
 Result<SegmentContents> ReadSegment(const std::string& path) {
-  TSTAT_RETURN_IF_ERROR(VerifySegmentSeal(path));
   H5Lock lock;
+  return ReadSegmentLocked(path);
+}
+
+Result<SegmentContents> ReadSegmentLocked(const std::string& path) {
+  TSTAT_RETURN_IF_ERROR(VerifySegmentSeal(path));
   TSTAT_ASSIGN_OR_RETURN(H5File file, OpenH5FileReadOnly(path));
   Result<SegmentContents> contents = ReadOpenSegment(file.get(), path);
   Status closed = CloseH5File(&file, path);

@@ -30,6 +30,8 @@ struct SegmentContents {
 };
 
 Result<SegmentContents> ReadSegment(const std::string& path);
+// The same, for a caller that holds the HDF5 lock (h5_lock.h) already.
+Result<SegmentContents> ReadSegmentLocked(const std::string& path);
 
 // Reads raw snapshot `dataset` of the segment at `path`: its bytes, checked
 // against `dtype` and the element count of `shape` (empty shape: any). For

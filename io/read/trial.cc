@@ -10,16 +10,22 @@
 #include "io/format/run_layout.h"
 #include "io/format/segment_schema.h"
 #include "io/h5/posix_file.h"
+#include "io/read/isolated_read.h"
 #include "io/read/segment_reader.h"
 #include "io/read/trial_impl.h"
 
 namespace tstat {
 
 Result<std::unique_ptr<Trial>> Trial::Open(const std::string& run_dir) {
+  return Open(run_dir, TrialOptions{});
+}
+
+Result<std::unique_ptr<Trial>> Trial::Open(const std::string& run_dir,
+                                           const TrialOptions& options) {
   if (!io::IsDirectory(run_dir)) {
     return Status::NotFound(run_dir + ": no such run directory");
   }
-  auto trial = std::make_unique<io::RunTrial>(run_dir);
+  auto trial = std::make_unique<io::RunTrial>(run_dir, options);
   Status loaded = trial->Refresh();
   // Damaged segments are reported again by every Refresh(); the rest of the
   // run is readable, so the Trial still opens.
@@ -102,6 +108,14 @@ Status RunTrial::RefreshWorker(WorkerState* state) {
   std::sort(fresh.begin(), fresh.end());
   for (std::int64_t seg : fresh) {
     const std::string path = JoinPath(dir, SegmentFileName(seg));
+    if (options_.isolate_segment_reads) {
+      const Status child = CheckSegmentInChild(path, options_.isolated_read_timeout_s);
+      if (!child.ok()) {
+        problems_.push_back(child.message());
+        state->attempted.insert(seg);
+        continue;
+      }
+    }
     Result<SegmentContents> contents = ReadSegment(path);
     if (!contents.ok()) {
       const StatusCode code = contents.status().code();

@@ -40,7 +40,8 @@ namespace tstat::io {
 
 class RunTrial final : public Trial {
  public:
-  explicit RunTrial(std::string run_dir) : run_dir_(std::move(run_dir)) {}
+  RunTrial(std::string run_dir, TrialOptions options)
+      : run_dir_(std::move(run_dir)), options_(options) {}
 
   Status Refresh() override;
   Status WaitForStep(std::int64_t step, Mode mode, double timeout_s) override;
@@ -91,6 +92,7 @@ class RunTrial final : public Trial {
   Status MissingRecord(int worker, const std::string& what, std::int64_t step, Mode mode) const;
 
   std::string run_dir_;
+  TrialOptions options_;
   std::map<int, WorkerState> workers_;
   std::vector<std::string> problems_;  // persistent corruption reports
 };

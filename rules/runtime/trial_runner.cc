@@ -40,7 +40,7 @@ TrialRunner::~TrialRunner() = default;
 Result<std::unique_ptr<TrialRunner>> TrialRunner::Open(const std::string& run_dir,
                                                        std::vector<std::unique_ptr<Rule>> rules,
                                                        TrialRunnerOptions options) {
-  TSTAT_ASSIGN_OR_RETURN(std::unique_ptr<Trial> trial, Trial::Open(run_dir));
+  TSTAT_ASSIGN_OR_RETURN(std::unique_ptr<Trial> trial, Trial::Open(run_dir, options.trial));
   return std::unique_ptr<TrialRunner>(
       new TrialRunner(std::move(trial), std::move(rules), std::move(options)));
 }

@@ -34,6 +34,8 @@ struct TrialRunnerOptions {
   std::function<bool()> interrupted;
   // Called once per distinct warning as it arises (see warnings()).
   std::function<void(const std::string&)> on_warning;
+  // How the run is opened (TrialOptions: e.g. segments read in a child first).
+  TrialOptions trial;
 };
 
 class TrialRunner {

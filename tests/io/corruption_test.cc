@@ -425,7 +425,9 @@ TEST_F(CorruptionTest, StorageShorterThanTheRowsIsRefused) {
       H5Space space(H5Screate_simple(1, &rows, nullptr));
       H5Plist dcpl(H5Pcreate(H5P_DATASET_CREATE));
       ASSERT_GE(H5Pset_chunk(dcpl.get(), 1, &rows), 0);
-      if (c.deflate) ASSERT_GE(H5Pset_deflate(dcpl.get(), 6), 0);
+      if (c.deflate) {
+        ASSERT_GE(H5Pset_deflate(dcpl.get(), 6), 0);
+      }
       H5DataSet set(H5Dcreate2(file.get(), kExpHistCounts, H5T_NATIVE_UINT64, space.get(),
                                H5P_DEFAULT, dcpl.get(), H5P_DEFAULT));
       ASSERT_TRUE(set.valid());

@@ -14,6 +14,7 @@
 
 #include "rules/runtime/actions.h"
 #include "rules/runtime/trial_runner.h"
+#include "tools/cli/cli_trial_options.h"
 #include "tools/cli/command.h"
 #include "tools/cli/episode_json.h"
 #include "tools/cli/rules_source.h"
@@ -45,6 +46,7 @@ int RunCheck(const CheckFlags& f) {
     return kExitUsage;
   }
   rules::TrialRunnerOptions options;
+  options.trial = CliTrialOptions();
   options.on_warning = [](const std::string& w) { std::cerr << "tstat: warning: " << w << "\n"; };
   Result<std::unique_ptr<rules::TrialRunner>> runner =
       rules::TrialRunner::Open(f.run, std::move(loaded->rules), options);

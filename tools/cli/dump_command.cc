@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "tools/cli/cli_trial_options.h"
 #include "tools/cli/command.h"
 #include "tools/cli/text_format.h"
 #include "tstat/trial.h"
@@ -24,9 +25,9 @@ namespace tstat::cli {
 namespace {
 
 const std::vector<StatField> kDefaultStats = {
-    StatField::kCount, StatField::kMin,     StatField::kMax,        StatField::kMean,
-    StatField::kStd,   StatField::kL2,      StatField::kNanCount,   StatField::kPosInfCount,
-    StatField::kNegInfCount};
+    StatField::kCount,    StatField::kMin,         StatField::kMax,
+    StatField::kMean,     StatField::kStd,         StatField::kL2,
+    StatField::kNanCount, StatField::kPosInfCount, StatField::kNegInfCount};
 
 bool IsCountField(StatField f) { return f <= StatField::kSmallCount; }
 
@@ -136,8 +137,8 @@ void PrintText(const std::string& title, const std::vector<Column>& columns, std
 }
 
 std::string Title(const TensorInfo& info) {
-  std::string title = (info.kind == TensorKind::kScalar ? "scalar " : "tensor ") +
-                       DisplayName(info.name);
+  std::string title =
+      (info.kind == TensorKind::kScalar ? "scalar " : "tensor ") + DisplayName(info.name);
   if (info.kind == TensorKind::kTensor) {
     title += "  " + std::string(DTypeName(info.dtype)) + "[";
     for (std::size_t i = 0; i < info.shape.size(); ++i) {
@@ -173,7 +174,7 @@ int RunDump(const DumpFlags& f) {
     }
   }
 
-  Result<std::unique_ptr<Trial>> opened = Trial::Open(f.run);
+  Result<std::unique_ptr<Trial>> opened = Trial::Open(f.run, CliTrialOptions());
   if (!opened.ok()) return ReportError(opened.status());
   // Damaged segments are skipped (the rest is readable); a second Refresh()
   // reports them again, as a warning.
@@ -205,10 +206,10 @@ int RunDump(const DumpFlags& f) {
     }
     if (fields.empty()) fields = kDefaultStats;
     for (StatField field : fields) {
-      Result<std::vector<SeriesPoint>> points =
-          trial.series(f.tensor, field, query_mode, f.worker);
+      Result<std::vector<SeriesPoint>> points = trial.series(f.tensor, field, query_mode, f.worker);
       if (!points.ok()) return ReportError(points.status());
-      columns.push_back(Column{StatFieldName(field), IsCountField(field), std::move(points).value()});
+      columns.push_back(
+          Column{StatFieldName(field), IsCountField(field), std::move(points).value()});
     }
   }
   for (Column& c : columns) {
@@ -237,8 +238,7 @@ Command AddDumpCommand(CLI::App& root) {
   CLI::App* app = root.add_subcommand(
       "dump", "Print the series of one tensor (or scalar) over its saved steps");
   app->add_option("run", flags->run, "The run directory")->required();
-  app->add_option("--tensor", flags->tensor, "Name of the tensor or scalar (verbatim)")
-      ->required();
+  app->add_option("--tensor", flags->tensor, "Name of the tensor or scalar (verbatim)")->required();
   app->add_option("--stat", flags->stats,
                   "A stat to print (repeatable; default: count min max mean std l2 nan_count "
                   "pos_inf_count neg_inf_count; 'value' for scalars)")

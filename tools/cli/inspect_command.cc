@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "rules/runtime/actions.h"
+#include "tools/cli/cli_trial_options.h"
 #include "tools/cli/command.h"
 #include "tools/cli/episode_json.h"
 #include "tools/cli/run_summary.h"
@@ -293,7 +294,7 @@ void PrintJson(const RunSummary& s, std::ostream& out) {
 }
 
 int RunInspect(const InspectFlags& f) {
-  Result<std::unique_ptr<Trial>> trial = Trial::Open(f.run);
+  Result<std::unique_ptr<Trial>> trial = Trial::Open(f.run, CliTrialOptions());
   if (!trial.ok()) return ReportError(trial.status());
   Result<RunSummary> summary = SummarizeRun(*trial.value(), f.run, f.worker);
   if (!summary.ok()) return ReportError(summary.status());

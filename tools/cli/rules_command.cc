@@ -12,6 +12,7 @@
 #include "rules/runtime/actions.h"
 #include "rules/runtime/findings_log.h"
 #include "rules/runtime/trial_runner.h"
+#include "tools/cli/cli_trial_options.h"
 #include "tools/cli/command.h"
 #include "tools/cli/rules_source.h"
 
@@ -34,6 +35,7 @@ int RunRules(const RulesFlags& f) {
   }
   rules::LoadedRules* loaded = &source.value()->loaded;
   rules::TrialRunnerOptions options;
+  options.trial = CliTrialOptions();
   options.follow = f.follow;
   options.poll_interval_s = f.poll_interval;
   options.on_warning = [](const std::string& w) { std::cerr << "tstat: warning: " << w << "\n"; };
