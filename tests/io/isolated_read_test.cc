@@ -62,8 +62,7 @@ TEST(IsolatedReadTest, SegmentThatCrashesLibhdf5IsSkippedAndTheRestReads) {
   const Status refreshed = (*trial)->Refresh();
   ASSERT_EQ(refreshed.code(), StatusCode::kCorruption) << refreshed.ToString();
   EXPECT_NE(refreshed.message().find(SegmentFileName(7)), std::string::npos) << refreshed.message();
-  EXPECT_NE(refreshed.message().find("child process"), std::string::npos)
-      << refreshed.message();
+  EXPECT_NE(refreshed.message().find("child process"), std::string::npos) << refreshed.message();
   auto isolated = (*trial)->series("w", StatField::kMean);
   TSTAT_ASSERT_OK(isolated);
   ASSERT_EQ(isolated->size(), expected->size());
