@@ -213,7 +213,7 @@ Status Validate(const SegmentContents& s, const std::string& path) {
   std::unordered_set<std::uint32_t> ids;
   for (const TensorInfo& t : s.tensors) ids.insert(t.id);
   const SegmentBuffers& b = s.tables;
-  auto bad = [&](const char* what) { return Status::Corruption(path + ": " + what); };
+  auto bad = [&](const std::string& what) { return Status::Corruption(path + ": " + what); };
   auto fits = [](std::uint64_t offset, std::uint64_t n, std::size_t size) {
     return offset <= size && n <= size - offset;
   };
@@ -234,6 +234,14 @@ Status Validate(const SegmentContents& s, const std::string& path) {
   TSTAT_IO_CHECK_KEYS(b.confusion, "confusion")
   TSTAT_IO_CHECK_KEYS(b.value_counts, "value_counts")
 #undef TSTAT_IO_CHECK_KEYS
+  // One row per channel of a record: a channel index past the table's rows
+  // is crafted (the index sizes the reader's per-record channel vector).
+  for (const ChannelRow& r : b.channels) {
+    if (r.channel >= b.channels.size()) {
+      return bad("channels: channel " + std::to_string(r.channel) + " in a table of " +
+                 std::to_string(b.channels.size()) + " rows");
+    }
+  }
   for (const ScalarRow& r : b.scalars) {
     if (!ValidMode(r.mode) || !ids.count(r.scalar_id)) return bad("scalars: invalid row");
   }
