@@ -31,26 +31,6 @@ std::vector<hsize_t> ChunkDims(const std::vector<hsize_t>& dims, std::size_t ele
   return chunk;
 }
 
-// Whether `type` has variable-length parts (vlen sequences or strings).
-bool HasVariableParts(hid_t type) {
-  switch (H5Tget_class(type)) {
-    case H5T_VLEN:
-      return true;
-    case H5T_STRING:
-      return H5Tis_variable_str(type) > 0;
-    case H5T_COMPOUND: {
-      const int n = H5Tget_nmembers(type);
-      for (int i = 0; i < n; ++i) {
-        H5Type member(H5Tget_member_type(type, static_cast<unsigned>(i)));
-        if (member.valid() && HasVariableParts(member.get())) return true;
-      }
-      return false;
-    }
-    default:
-      return false;
-  }
-}
-
 // `chunk` is set to the chunk dimensions when the layout is chunked.
 Result<H5Plist> MakeCreationList(const std::vector<hsize_t>& dims, hid_t file_type, int level,
                                  const std::string& what, std::vector<hsize_t>* chunk) {
@@ -70,7 +50,7 @@ Result<H5Plist> MakeCreationList(const std::vector<hsize_t>& dims, hid_t file_ty
   }
   // Space is allocated when the data is written (once), never filled first
   // (HDF5 requires a fill value for variable-length types).
-  if (rc >= 0 && !HasVariableParts(file_type))
+  if (rc >= 0 && !HasVariableLengthParts(file_type))
     rc = H5Pset_fill_time(dcpl.get(), H5D_FILL_TIME_NEVER);
   if (rc < 0) return H5Failure(StatusCode::kInternal, what + ": creation list");
   return dcpl;

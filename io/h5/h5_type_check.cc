@@ -161,6 +161,12 @@ std::string Incompatible(hid_t stored, hid_t wanted, int depth) {
 
 }  // namespace
 
+bool HasVariableLengthParts(hid_t type) {
+  const bool has = HasVariableParts(type, 0);
+  TakeH5ErrorStack();
+  return has;
+}
+
 Status CheckReadableAs(hid_t stored, hid_t wanted, const std::string& what) {
   std::string why = Incompatible(stored, wanted, 0);
   TakeH5ErrorStack();  // member lookups of absent names leave errors behind

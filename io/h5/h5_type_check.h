@@ -23,6 +23,10 @@
 
 namespace tstat::io {
 
+// Whether `type` holds variable-length data (a sequence or a string) at any
+// depth; a type HDF5 cannot describe, or nested past 8 levels, counts as yes.
+bool HasVariableLengthParts(hid_t type);
+
 // OK, or kCorruption "<what>: stored as <class>, not readable as <class>".
 Status CheckReadableAs(hid_t stored, hid_t wanted, const std::string& what);
 
