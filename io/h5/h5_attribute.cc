@@ -41,17 +41,23 @@ Status OpenScalar(hid_t object, const char* name, const std::string& path, H5Att
   return Status::OK();
 }
 
-Status ReadScalar(hid_t object, const char* name, hid_t type, void* value,
-                  const std::string& path) {
-  H5Attr attr;
-  H5Type stored;
-  TSTAT_RETURN_IF_ERROR(OpenScalar(object, name, path, &attr, &stored));
+// Reads the opened attribute `name` (stored as `stored`) as `type`.
+Status ReadOpened(const H5Attr& attr, const H5Type& stored, const char* name, hid_t type,
+                  void* value, const std::string& path) {
   TSTAT_RETURN_IF_ERROR(
       CheckReadableAs(stored.get(), type, path + ": attribute '" + std::string(name) + "'"));
   if (H5Aread(attr.get(), type, value) < 0) {
     return H5Failure(StatusCode::kCorruption, path + ": reading attribute '" + name + "' failed");
   }
   return Status::OK();
+}
+
+Status ReadScalar(hid_t object, const char* name, hid_t type, void* value,
+                  const std::string& path) {
+  H5Attr attr;
+  H5Type stored;
+  TSTAT_RETURN_IF_ERROR(OpenScalar(object, name, path, &attr, &stored));
+  return ReadOpened(attr, stored, name, type, value, path);
 }
 
 }  // namespace
@@ -97,7 +103,7 @@ Result<std::string> ReadStringAttribute(hid_t object, const char* name, const st
     }
     TSTAT_ASSIGN_OR_RETURN(H5Type type, VlenStringType());
     char* pointer = nullptr;
-    TSTAT_RETURN_IF_ERROR(ReadScalar(object, name, type.get(), &pointer, path));
+    TSTAT_RETURN_IF_ERROR(ReadOpened(attr, stored, name, type.get(), &pointer, path));
     std::string value = pointer ? pointer : "";
     H5Space space(H5Screate(H5S_SCALAR));
     H5Dvlen_reclaim(type.get(), space.get(), H5P_DEFAULT, &pointer);
@@ -112,7 +118,7 @@ Result<std::string> ReadStringAttribute(hid_t object, const char* name, const st
   }
   TSTAT_ASSIGN_OR_RETURN(H5Type type, FixedStringTypeLike(stored.get(), chars));
   std::string value(chars, '\0');
-  TSTAT_RETURN_IF_ERROR(ReadScalar(object, name, type.get(), value.data(), path));
+  TSTAT_RETURN_IF_ERROR(ReadOpened(attr, stored, name, type.get(), value.data(), path));
   value.resize(strnlen(value.data(), chars));
   return value;
 }
