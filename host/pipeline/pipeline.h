@@ -128,8 +128,8 @@ class Pipeline {
   // The stats records of a batch the writer has finished with, still
   // holding that step's stats and exponent histograms (empty when there is
   // none): the training thread overwrites them for its next batch
-  // (Session::Impl::AddResult) instead of writing fresh memory in every step
-  // (a step of 1,000 records is ~0.5 MB), reusing their buffers. Every
+  // (AddResult, session/step_records.h) instead of writing fresh memory in
+  // every step (a step of 1,000 records is ~0.5 MB), reusing their buffers. Every
   // member past the exponent histogram is empty (HasOnlyStats), so a record
   // of stats needs none of them written. Any thread.
   std::vector<TensorStatsRecord> TakeSpareRecords();

@@ -43,30 +43,17 @@ int SessionCpuThreads(const PipelineConfig& pipeline, std::int64_t tensors, std:
   return host::IsSmallTensorStep(tensors, elements) && cores > 1 ? cores - 1 : cores;
 }
 
-namespace host {
+Session::Impl::Impl(const SessionConfig& config_in,
+                    std::unique_ptr<host::CollectionSet> collections_in,
+                    host::DeviceCaptureFactory device_factory)
+    : config(config_in),
+      collections(std::move(collections_in)),
+      device(std::move(device_factory), config.pipeline),
+      rules(&config, collections.get(), &stop, &raw_requests) {}
 
-Result<std::unique_ptr<Session>> CreateSessionWithDeps(const SessionConfig& given,
-                                                       SessionDeps deps) {
-  const SessionConfig config = WithRulesFromEnvironment(given);
-  TSTAT_RETURN_IF_ERROR(ValidateConfig(config));
-  if (config.out_dir.empty() && !config.dry_run && !deps.sink) {
-    return Status::InvalidArgument("out_dir: required (the run directory), unless dry_run");
-  }
-  auto impl = std::make_unique<Session::Impl>();
-  impl->config = config;
-  TSTAT_ASSIGN_OR_RETURN(impl->collections, CollectionSet::Create(config));
-  // Steps of small tensors leave a core to the writer (SessionCpuThreads);
-  // an injected backend is used for every step.
-  const int small_threads = SessionCpuThreads(config.pipeline, 1, 1);
-  if (!deps.cpu_backend &&
-      small_threads != SessionCpuThreads(config.pipeline, 1, kSmallTensorElements)) {
-    impl->cpu_small_steps = CreateCpuBackend({small_threads});
-  }
-  impl->cpu = deps.cpu_backend ? std::move(deps.cpu_backend)
-                               : CreateCpuBackend({config.pipeline.cpu_threads});
-  impl->device_factory = std::move(deps.device_factory);
-  std::unique_ptr<io::StepSink> sink = std::move(deps.sink);
-  if (!sink && config.dry_run) sink = std::make_unique<NullSink>();
+Status Session::Impl::Start(std::unique_ptr<io::StepSink> sink,
+                            std::shared_ptr<host::BatchObserver> observer) {
+  if (!sink && config.dry_run) sink = std::make_unique<host::NullSink>();
   // The run's files (no injected sink), or the in-process findings log.
   if (!config.out_dir.empty() && !config.dry_run && (!sink || config.rules.enabled)) {
     std::error_code ec;
@@ -77,8 +64,7 @@ Result<std::unique_ptr<Session>> CreateSessionWithDeps(const SessionConfig& give
     }
   }
   // The rules first: a bad rules config fails before the run is opened.
-  std::shared_ptr<BatchObserver> observer = std::move(deps.observer);
-  TSTAT_RETURN_IF_ERROR(impl->StartRules(&observer));
+  TSTAT_RETURN_IF_ERROR(rules.Start(&observer));
   if (!sink) {
     io::Hdf5RunWriterOptions options;
     options.info.run_dir = config.out_dir;
@@ -90,17 +76,76 @@ Result<std::unique_ptr<Session>> CreateSessionWithDeps(const SessionConfig& give
     options.raw_compression_level = config.pipeline.raw_compression_level;
     TSTAT_ASSIGN_OR_RETURN(sink, io::OpenHdf5RunWriter(options));
   }
-  Pipeline::Options options;
+  host::Pipeline::Options options;
   options.config = config.pipeline;
   if (!config.out_dir.empty() && !config.dry_run) {
     options.stop_file = (std::filesystem::path(config.out_dir) / "STOP").string();
   }
   options.observer = std::move(observer);
-  impl->pipeline = std::make_unique<Pipeline>(options, std::move(sink), &impl->stop);
+  pipeline = std::make_unique<host::Pipeline>(options, std::move(sink), &stop);
   const std::int64_t raw_cap = std::max<std::int64_t>(0, config.pipeline.raw_memory_cap_bytes);
-  impl->snapshot_buffers = SnapshotBufferPool::Create(static_cast<std::uint64_t>(raw_cap) / 2);
-  impl->StartRunDirRequests();
-  impl->step_start = Session::Impl::Clock::now();
+  snapshot_buffers = host::SnapshotBufferPool::Create(static_cast<std::uint64_t>(raw_cap) / 2);
+  raw = std::make_unique<host::RawSnapshots>(pipeline.get(), snapshot_buffers.get(),
+                                             config.pipeline.raw_memory_cap_bytes);
+  host::StepCapture::Parts parts;
+  parts.collections = collections.get();
+  parts.registry = &registry;
+  parts.captured = &captured;
+  parts.cpu = cpu.get();
+  parts.cpu_small_steps = cpu_small_steps.get();
+  parts.pipeline = pipeline.get();
+  parts.raw = raw.get();
+  parts.raw_requests = &raw_requests;
+  parts.rules = &rules;
+  parts.device = &device;
+  parts.clock = &clock;
+  capture = std::make_unique<host::StepCapture>(parts);
+  rules.StartRunDirRequests();
+  clock.StartAt(Clock::now());
+  return Status::OK();
+}
+
+Status Session::Impl::EndStepLocked(CUstream_st* stream, bool capture_registered) {
+  const Clock::time_point t0 = Clock::now();
+  rules.BeforeStepCapture(pipeline.get());  // earlier steps judged; RUN/STOP, RUN/capture/ polled
+  if (!clock.open()) TSTAT_RETURN_IF_ERROR(clock.Open(nullptr));
+  StepBatch batch = std::move(pending);
+  pending = StepBatch();
+  batch.key = clock.key();
+  const std::uint64_t raw_reserved = pending_raw_bytes;
+  pending_raw_bytes = 0;
+  Status problem;  // the first per-tensor problem, returned after queuing the rest
+  const host::StepCapture::Outcome outcome =
+      capture->Run(std::move(batch), raw_reserved, capture_registered, stream, t0, &problem);
+  if (outcome.pushed) rules.CountBatchQueued();
+  const StepTiming timing = clock.Close(t0);
+  // Every step, saved or not: the run's capture overhead (stored with the counters).
+  pipeline->CountStepTime(timing.step_seconds, timing.capture_seconds, outcome.queued);
+  return problem;
+}
+
+namespace host {
+
+Result<std::unique_ptr<Session>> CreateSessionWithDeps(const SessionConfig& given,
+                                                       SessionDeps deps) {
+  const SessionConfig config = WithRulesFromEnvironment(given);
+  TSTAT_RETURN_IF_ERROR(ValidateConfig(config));
+  if (config.out_dir.empty() && !config.dry_run && !deps.sink) {
+    return Status::InvalidArgument("out_dir: required (the run directory), unless dry_run");
+  }
+  TSTAT_ASSIGN_OR_RETURN(std::unique_ptr<CollectionSet> collections, CollectionSet::Create(config));
+  auto impl = std::make_unique<Session::Impl>(config, std::move(collections),
+                                              std::move(deps.device_factory));
+  // Steps of small tensors leave a core to the writer (SessionCpuThreads);
+  // an injected backend is used for every step.
+  const int small_threads = SessionCpuThreads(config.pipeline, 1, 1);
+  if (!deps.cpu_backend &&
+      small_threads != SessionCpuThreads(config.pipeline, 1, kSmallTensorElements)) {
+    impl->cpu_small_steps = CreateCpuBackend({small_threads});
+  }
+  impl->cpu = deps.cpu_backend ? std::move(deps.cpu_backend)
+                               : CreateCpuBackend({config.pipeline.cpu_threads});
+  TSTAT_RETURN_IF_ERROR(impl->Start(std::move(deps.sink), std::move(deps.observer)));
   return SessionFactory::Make(std::move(impl));
 }
 
@@ -157,22 +202,22 @@ Status Session::SetMode(Mode mode) {
   if (m < 1 || m > 4) return Status::InvalidArgument("invalid mode " + std::to_string(m));
   std::lock_guard<std::mutex> lock(impl_->mu);
   if (impl_->closed) return Closed();
-  impl_->next_mode = mode;
+  impl_->clock.set_next_mode(mode);
   return Status::OK();
 }
 
 Mode Session::mode() const {
   std::lock_guard<std::mutex> lock(impl_->mu);
-  return impl_->next_mode;
+  return impl_->clock.next_mode();
 }
 
 Status Session::BeginStep() {
   std::lock_guard<std::mutex> lock(impl_->mu);
   if (impl_->closed) return Closed();
   const auto t0 = Impl::Clock::now();
-  TSTAT_RETURN_IF_ERROR(impl_->OpenStepLocked(nullptr));
-  impl_->step_start = t0;
-  impl_->capture_seconds += std::chrono::duration<double>(Impl::Clock::now() - t0).count();
+  TSTAT_RETURN_IF_ERROR(impl_->clock.Open(nullptr));
+  impl_->clock.StartAt(t0);
+  impl_->clock.AddCaptureTime(Impl::Clock::now() - t0);
   return Status::OK();
 }
 
@@ -180,9 +225,9 @@ Status Session::BeginStep(const StepKey& key) {
   std::lock_guard<std::mutex> lock(impl_->mu);
   if (impl_->closed) return Closed();
   const auto t0 = Impl::Clock::now();
-  TSTAT_RETURN_IF_ERROR(impl_->OpenStepLocked(&key));
-  impl_->step_start = t0;
-  impl_->capture_seconds += std::chrono::duration<double>(Impl::Clock::now() - t0).count();
+  TSTAT_RETURN_IF_ERROR(impl_->clock.Open(&key));
+  impl_->clock.StartAt(t0);
+  impl_->clock.AddCaptureTime(Impl::Clock::now() - t0);
   return Status::OK();
 }
 
@@ -195,7 +240,7 @@ Status Session::EndStep(CUstream_st* stream) {
 Status Session::SaveScalar(const std::string& name, double value) {
   std::lock_guard<std::mutex> lock(impl_->mu);
   if (impl_->closed) return Closed();
-  CaptureTimer timer(impl_.get());
+  CaptureTimer timer(&impl_->clock);
   return impl_->SaveScalarLocked(name, value);
 }
 
@@ -203,7 +248,7 @@ Status Session::SaveTensor(const std::string& name, const TensorView& view,
                            const SaveTensorOptions& options) {
   std::lock_guard<std::mutex> lock(impl_->mu);
   if (impl_->closed) return Closed();
-  CaptureTimer timer(impl_.get());
+  CaptureTimer timer(&impl_->clock);
   return impl_->SaveTensorLocked(name, view, options);
 }
 
@@ -211,26 +256,19 @@ bool Session::ShouldStop() const { return impl_->stop.stopped(); }
 std::string Session::stop_reason() const { return impl_->stop.reason(); }
 void Session::RequestStop(const std::string& reason) { impl_->stop.Request(reason); }
 void Session::CaptureRawFor(const std::string& name, int steps) {
-  std::lock_guard<std::mutex> lock(impl_->raw_requests_mu);
-  impl_->raw_requests.emplace_back(name, steps);
+  impl_->raw_requests.Add(name, steps);
 }
 
 PipelineCounters Session::counters() const { return impl_->pipeline->counters(); }
 Status Session::status() const {
   Status s = impl_->pipeline->status();
-  if (s.ok() && impl_->rules) s = impl_->rules->status();
+  if (s.ok() && impl_->rules.thread() != nullptr) s = impl_->rules.thread()->status();
   return s;
 }
 
-StepKey Session::current_step() const {
-  std::lock_guard<std::mutex> lock(impl_->info_mu);
-  return impl_->info_key;
-}
+StepKey Session::current_step() const { return impl_->clock.current(); }
 
-StepTiming Session::last_step_timing() const {
-  std::lock_guard<std::mutex> lock(impl_->info_mu);
-  return impl_->last_timing;
-}
+StepTiming Session::last_step_timing() const { return impl_->clock.last_timing(); }
 
 CaptureTotals Session::capture_totals() const { return impl_->pipeline->counters().capture; }
 
@@ -249,7 +287,7 @@ Status Session::Close() {
   // An open step is ended with what was saved in it; registered tensors are
   // not captured (their memory may be gone when Close runs from a destructor).
   Status s;
-  if (impl_->step_open || !impl_->pending.scalars.empty() || !impl_->pending.stats.empty() ||
+  if (impl_->clock.open() || !impl_->pending.scalars.empty() || !impl_->pending.stats.empty() ||
       !impl_->pending.raws.empty() || !impl_->pending.drops.empty()) {
     s = impl_->EndStepLocked(nullptr, /*capture_registered=*/false);
   } else {
@@ -264,8 +302,9 @@ Status Session::Close() {
   const Status drained = impl_->pipeline->Close();
   impl_->snapshot_buffers->Clear();  // the writer has released every snapshot
   // After the pipeline: every batch has been handed to the rules thread.
-  const Status ruled = impl_->rules ? impl_->rules->Finish() : Status::OK();
-  impl_->ReportRules();
+  host::RulesThread* rules = impl_->rules.thread();
+  const Status ruled = rules != nullptr ? rules->Finish() : Status::OK();
+  impl_->rules.Report(impl_->pipeline->counters(), impl_->registry);
   impl_->close_status = !drained.ok() ? drained : !s.ok() ? s : ruled;
   return impl_->close_status;
 }

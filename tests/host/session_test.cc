@@ -296,7 +296,7 @@ TEST(SessionTest, StatsOptionsFromCollections) {
 }
 
 // A tensor's options are the merge of its collections due at the step
-// (Session::Impl::MergedOptions keeps each merge by the set of due
+// (host::RequestOptions keeps each merge by the set of due
 // collections): a tensor in two collections with different schedules gets
 // the linear histogram only at the steps its histogram collection is due,
 // and a tensor of the same collections set (hence the same merges) too.
