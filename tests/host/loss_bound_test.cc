@@ -55,18 +55,33 @@ struct Ended {
   double seconds;  // CLOCK_MONOTONIC
 };
 
-// Runs the writer for `run_ms`, kills it, returns its "ended" lines.
+// Runs the writer until `run_ms` after its first ended step, kills it,
+// returns its "ended" lines. The clock starts at the first step, not at the
+// spawn: under a sanitizer and the CPU load, starting the process alone can
+// take longer than run_ms.
 std::vector<Ended> RunAndKill(const std::string& dir, const std::string& flush_seconds,
                               const std::string& flush_steps, const std::string& step_us,
                               int run_ms) {
   io::testing::Child child =
       io::testing::Spawn({TSTAT_LOSS_BOUND_WRITER, dir, flush_seconds, flush_steps, step_us});
+  std::string text;
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (text.find("ended") == std::string::npos && std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    io::testing::Drain(child.out, &text, /*until_eof=*/false);
+    int status = 0;
+    if (::waitpid(child.pid, &status, WNOHANG) == child.pid) {
+      ADD_FAILURE() << "the writer exited before its first step: " << text;
+      ::close(child.out);
+      return {};
+    }
+  }
+  EXPECT_NE(text.find("ended"), std::string::npos) << "no step ended within 120 s";
   std::this_thread::sleep_for(std::chrono::milliseconds(run_ms));
   ::kill(child.pid, SIGKILL);
   int status = 0;
   ::waitpid(child.pid, &status, 0);
   EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << "the writer exited early";
-  std::string text;
   io::testing::Drain(child.out, &text, /*until_eof=*/true);
   ::close(child.out);
   std::vector<Ended> ended;
