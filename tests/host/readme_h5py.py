@@ -1,4 +1,4 @@
-# Reads a tstat run with h5py alone (docs/storage.md: "Reading a run with h5py").
+# Reads a tstat run with h5py alone (docs/reading.md: "With h5py").
 # Usage: /usr/bin/python3 readme_h5py.py RUN
 import glob, os, sys
 import h5py, numpy as np
