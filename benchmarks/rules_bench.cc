@@ -356,6 +356,9 @@ Result<RulesBenchResult> FollowCase(const RulesBenchOptions& o, SyntheticRun* ru
     } else {
       rules::ActionRunner::Options ao;
       ao.log = log->get();
+      // Logging is what is timed; no training process to stop (the NaNs
+      // open critical episodes, which would ask for a stop without a sink).
+      ao.stop.never = true;
       rules::ActionRunner acting(ao);
       const auto start = Clock::now();
       const double cpu0 = ThreadCpuSeconds();
@@ -403,9 +406,9 @@ std::string FormatRulesJsonLine(const RulesBenchResult& r) {
   char latency[32] = "null";
   if (r.follow_latency_s) std::snprintf(latency, sizeof latency, "%.4f", *r.follow_latency_s);
   std::snprintf(buf, sizeof buf,
-                "{\"case\": \"%s\", \"records\": %llu, \"seconds\": %.4f, "
+                "{\"case\": \"%s\", \"records\": %llu, \"seconds\": %.6f, "
                 "\"records_per_s_per_core\": %.1f, \"follow_latency_s\": %s, "
-                "\"cpu_seconds\": %.4f, \"records_counted\": \"per_record\", "
+                "\"cpu_seconds\": %.6f, \"records_counted\": \"per_record\", "
                 "\"tensors\": %lld, \"steps\": %lld, \"rules\": %d, \"findings\": %llu}",
                 r.name.c_str(), static_cast<unsigned long long>(r.records), r.seconds,
                 r.records_per_s_per_core, latency, r.cpu_seconds, static_cast<long long>(r.tensors),

@@ -13,11 +13,11 @@
 // training steps).
 #include <algorithm>
 #include <cmath>
-#include <deque>
 #include <unordered_map>
 
 #include "rules/tensor/tensor_rule.h"
 #include "rules/tensor/tensor_rules.h"
+#include "rules/tensor/value_windows.h"
 
 namespace tstat::rules {
 namespace {
@@ -83,10 +83,12 @@ class ExplodingTensorRule final : public TensorRuleT<ExplodingTensorRule> {
                    std::vector<Finding>* findings) {
     const double v = StatValue(s, p_.growth_stat);
     if (!std::isfinite(v) || v == 0) return;
-    std::deque<double>& hist = history_.Get(
-        PerTensor<std::deque<double>>::WorkerModeGroup(step.worker, step.key.mode), info.id);
-    if (!hist.empty()) {
-      scratch_.assign(hist.begin(), hist.end());
+    ValueWindows::Ring& hist =
+        history_.Get(PerTensor<int>::WorkerModeGroup(step.worker, step.key.mode), info.id);
+    const std::size_t window = history_.window();
+    if (hist.size > 0 && MayExceedMedian(hist, window, v)) {
+      scratch_.clear();
+      hist.ForEach(window, [this](double x) { scratch_.push_back(x); });
       std::nth_element(scratch_.begin(), scratch_.begin() + scratch_.size() / 2, scratch_.end());
       const double median = scratch_[scratch_.size() / 2];
       const double ratio = v / median;
@@ -94,7 +96,7 @@ class ExplodingTensorRule final : public TensorRuleT<ExplodingTensorRule> {
         findings->push_back(MakeFinding(
             step, info.name,
             p_.growth_stat_name + " of " + info.name + " is " + Num(ratio) +
-                "x the median of its last " + std::to_string(hist.size()) + " saved steps (" +
+                "x the median of its last " + std::to_string(hist.size) + " saved steps (" +
                 Num(median) + " -> " + Num(v) + ", growth_factor " + Num(p_.growth_factor) +
                 "): training is diverging; lower the learning rate or clip gradients",
             {{"growth", ratio},
@@ -104,12 +106,20 @@ class ExplodingTensorRule final : public TensorRuleT<ExplodingTensorRule> {
         findings->back().confirm_steps = 2;
       }
     }
-    hist.push_back(v);
-    if (static_cast<std::int64_t>(hist.size()) > p_.growth_window) hist.pop_front();
+    hist.Push(v, window);
+  }
+
+  // False when v / median cannot exceed growth_factor: with every value of
+  // the window positive, median >= min, so v <= growth_factor * min rules it
+  // out without sorting the window (the usual case, every step).
+  bool MayExceedMedian(const ValueWindows::Ring& hist, std::size_t window, double v) const {
+    double lowest = INFINITY;
+    hist.ForEach(window, [&lowest](double x) { lowest = std::min(lowest, x); });
+    return !(lowest > 0 && v <= p_.growth_factor * lowest);
   }
 
   ExplodingParams p_;
-  PerTensor<std::deque<double>> history_;
+  ValueWindows history_{static_cast<std::size_t>(p_.growth_window)};
   PerTensor<std::uint8_t> grows_;  // 1: in a growth collection
   std::vector<double> scratch_;
 };

@@ -10,10 +10,10 @@
 // "gradients".
 #include <algorithm>
 #include <cmath>
-#include <memory>
 
 #include "rules/tensor/tensor_rule.h"
 #include "rules/tensor/tensor_rules.h"
+#include "rules/tensor/value_windows.h"
 
 namespace tstat::rules {
 namespace {
@@ -36,23 +36,16 @@ class NormSpikeRule final : public TensorRuleT<NormSpikeRule> {
     if (!r.has_stats) return;
     const double v = StatValue(r.stats, p_.stat);
     if (!std::isfinite(v)) return;
-    History& hist =
-        history_.Get(PerTensor<History>::WorkerModeGroup(step.worker, step.key.mode), info.id);
-    if (hist.values == nullptr) hist.values = NewHistory();
+    ValueWindows::Ring& hist =
+        history_.Get(PerTensor<int>::WorkerModeGroup(step.worker, step.key.mode), info.id);
+    const std::size_t window = history_.window();
     if (static_cast<std::int64_t>(hist.size) >= p_.min_steps) {
       // Oldest to newest, as the sums were always taken.
-      // The ring is values[head, size) then values[0, head) when full.
-      const double* v0 = hist.values + hist.head;
-      const double* v1 = hist.values;
-      const std::size_t n0 = hist.size == window_ ? window_ - hist.head : hist.size;
-      const std::size_t n1 = hist.size - n0;
       double mean = 0;
-      for (std::size_t k = 0; k < n0; ++k) mean += v0[k];
-      for (std::size_t k = 0; k < n1; ++k) mean += v1[k];
+      hist.ForEach(window, [&mean](double x) { mean += x; });
       mean /= static_cast<double>(hist.size);
       double m2 = 0;
-      for (std::size_t k = 0; k < n0; ++k) m2 += (v0[k] - mean) * (v0[k] - mean);
-      for (std::size_t k = 0; k < n1; ++k) m2 += (v1[k] - mean) * (v1[k] - mean);
+      hist.ForEach(window, [&m2, mean](double x) { m2 += (x - mean) * (x - mean); });
       const double sd = std::sqrt(m2 / static_cast<double>(hist.size));
       if (v > mean + p_.k * sd) {
         const double z = sd > 0 ? (v - mean) / sd : INFINITY;
@@ -68,43 +61,12 @@ class NormSpikeRule final : public TensorRuleT<NormSpikeRule> {
             {{p_.stat_name, v}, {"window_mean", mean}, {"window_std", sd}, {"z", z}, {"k", p_.k}}));
       }
     }
-    hist.Push(v, window_);
+    hist.Push(v, window);
   }
 
  private:
-  // The last `window` values of a (worker, tensor, mode), in a ring.
-  struct History {
-    double* values = nullptr;  // window values in arena_
-    std::size_t head = 0;      // the oldest value
-    std::size_t size = 0;
-    // Until full, head stays 0 and values fill [0, size).
-    void Push(double v, std::size_t window) {
-      if (size < window) {
-        values[size++] = v;
-      } else {
-        values[head] = v;
-        head = head + 1 == window ? 0 : head + 1;
-      }
-    }
-  };
-  // Room for one history. Histories are carved from large blocks in the
-  // order tensors are first seen (capture order), so a step's walk reads
-  // them sequentially instead of chasing one small allocation per tensor.
-  double* NewHistory() {
-    constexpr std::size_t kBlockValues = 1 << 14;
-    const std::size_t per_block = std::max<std::size_t>(1, kBlockValues / window_);
-    if (arena_.empty() || arena_used_ == per_block) {
-      arena_.push_back(std::make_unique<double[]>(per_block * window_));
-      arena_used_ = 0;
-    }
-    return arena_.back().get() + window_ * arena_used_++;
-  }
-
   SpikeParams p_;
-  std::size_t window_ = static_cast<std::size_t>(p_.window);
-  PerTensor<History> history_;
-  std::vector<std::unique_ptr<double[]>> arena_;
-  std::size_t arena_used_ = 0;  // histories in arena_.back()
+  ValueWindows history_{static_cast<std::size_t>(p_.window)};
 };
 
 }  // namespace

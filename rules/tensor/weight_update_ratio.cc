@@ -22,6 +22,7 @@
 #include <cstddef>
 #include <unordered_map>
 #include <unordered_set>
+#include <vector>
 
 #include "rules/tensor/tensor_rule.h"
 #include "rules/tensor/tensor_rules.h"
@@ -62,22 +63,10 @@ class WeightUpdateRatioRule final : public TensorRuleT<WeightUpdateRatioRule> {
   }
 
   void EvaluateStep(const IndexedStep& step, std::vector<Finding>* findings) override {
-    // Which gradients the step captured and which are registered, by name;
-    // the same for every step of a layout.
+    // Which weights are frozen depends only on the tensors the step lists:
+    // worked out once per layout, not by name for every record.
     if (step.indexer != layout_indexer_ || step.layout != layout_ || step.layout == 0) {
-      captured_.clear();
-      for (std::size_t i = 0; i < step.size; ++i) {
-        if (step.infos[i] != nullptr) captured_.insert(step.infos[i]->name);
-      }
-      registered_.clear();
-      if (step.view->catalog != nullptr) {
-        // Ids are dense per worker: the catalog lists them from 0.
-        for (std::uint32_t id = 0; id < (1u << 22); ++id) {
-          const TensorInfo* t = step.view->catalog->Find(id);
-          if (t == nullptr) break;
-          if (t->name.rfind("gradient/", 0) == 0) registered_.insert(t->name);
-        }
-      }
+      FindFrozen(step);
       layout_indexer_ = step.indexer;
       layout_ = step.layout;
     }
@@ -126,14 +115,42 @@ class WeightUpdateRatioRule final : public TensorRuleT<WeightUpdateRatioRule> {
   }
 
  private:
-  // A registered gradient of this weight without a record at this step.
+  // Frozen weights: a registered gradient ("gradient/<name>") without a
+  // record at this step.
   bool Frozen(const TensorInfo& info) const {
-    const std::string gradient = "gradient/" + info.name;
-    return registered_.count(gradient) != 0 && captured_.count(gradient) == 0;
+    return info.id < frozen_.size() && frozen_[info.id] != 0;
+  }
+  void FindFrozen(const IndexedStep& step) {
+    frozen_.clear();
+    if (step.view->catalog == nullptr) return;
+    const std::string prefix = "gradient/";
+    std::unordered_set<std::string> captured;  // the step's gradients
+    for (std::size_t i = 0; i < step.size; ++i) {
+      const TensorInfo* t = step.infos[i];
+      if (t != nullptr && t->name.rfind(prefix, 0) == 0) captured.insert(t->name);
+    }
+    std::unordered_set<std::string> registered;  // every registered gradient
+    std::vector<const TensorInfo*> weights;
+    // Ids are dense per worker: the catalog lists them from 0.
+    for (std::uint32_t id = 0; id < (1u << 22); ++id) {
+      const TensorInfo* t = step.view->catalog->Find(id);
+      if (t == nullptr) break;
+      if (t->name.rfind(prefix, 0) == 0) {
+        registered.insert(t->name);
+      } else {
+        weights.push_back(t);
+      }
+    }
+    for (const TensorInfo* w : weights) {
+      const std::string gradient = prefix + w->name;
+      if (registered.count(gradient) == 0 || captured.count(gradient) != 0) continue;
+      if (frozen_.size() <= w->id) frozen_.resize(w->id + 1, 0);
+      frozen_[w->id] = 1;
+    }
   }
   const void* layout_indexer_ = nullptr;
   std::uint64_t layout_ = 0;
-  std::unordered_set<std::string> captured_, registered_;
+  std::vector<std::uint8_t> frozen_;  // by tensor id, for the current layout
 
   struct Last {  // the tensor's previous judged save
     std::int64_t step = 0;
