@@ -293,6 +293,7 @@ def check_pages():
             where = f"{rel(page)}:{line}"
             if marked:
                 continue
+            checked[lang or "transcript"] = checked.get(lang or "transcript", 0) + 1
             if lang == "json":
                 check_json(where, text)
             elif lang == "python":

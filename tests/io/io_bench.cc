@@ -50,10 +50,12 @@ void Check(const Status& s) {
   }
 }
 
-std::unique_ptr<io::Hdf5RunWriter> Writer(const std::string& run, int level) {
+// `level` for the tables, `raw_level` for the raw snapshots.
+std::unique_ptr<io::Hdf5RunWriter> Writer(const std::string& run, int level, int raw_level = 0) {
   io::Hdf5RunWriterOptions o;
   o.info.run_dir = run;
   o.compression_level = level;
+  o.raw_compression_level = raw_level;
   auto w = io::Hdf5RunWriter::Open(o);
   Check(w.status());
   return std::move(w).value();
@@ -173,7 +175,7 @@ void RawBench(const std::string& dir) {
   }
   for (int level : {0, 1, 4}) {
     const std::string run = dir + "/raw-" + std::to_string(level);
-    auto w = Writer(run, level);
+    auto w = Writer(run, 1, level);
     TensorInfo info;
     info.name = "activation";
     info.shape = {1024, 1024};
