@@ -1,4 +1,4 @@
-// `tstat bench stats`, `rules`, `capture` and `device`: flag
+// `tstat bench stats`, `rules`, `read`, `capture` and `device`: flag
 // parsing only; the measurements are tstat::bench::RunStatsBench
 // (benchmarks/stats_bench.h), tstat::bench::RunRulesBench
 // (benchmarks/rules_bench.h) and tstat::bench::RunCaptureBench
@@ -11,6 +11,7 @@
 #include "benchmarks/capture_bench.h"
 #include "benchmarks/capture_cuda_bench.h"
 #include "benchmarks/device_bench.h"
+#include "benchmarks/read_bench.h"
 #include "benchmarks/rules_bench.h"
 #include "benchmarks/stats_bench.h"
 #include "tools/cli/bench_detection.h"
@@ -207,11 +208,34 @@ Command AddBenchCommand(CLI::App& root) {
   rules->add_option("--steps", rules_flags->steps, "Steps fed to the engine")
       ->check(CLI::Range(std::int64_t{1}, std::int64_t{100000000}))
       ->default_str("1000");
-  rules->add_option("--follow-steps", rules_flags->follow_steps,
-                    "Steps written to a live run for the follow case (0: skip it)")
+  rules
+      ->add_option("--follow-steps", rules_flags->follow_steps,
+                   "Steps written to a live run for the follow case (0: skip it)")
       ->check(CLI::Range(std::int64_t{0}, std::int64_t{100000}))
       ->default_str("20");
   rules->add_flag("--json", rules_flags->json, "One JSON object per line per case");
+
+  auto read_flags = std::make_shared<bench::ReadBenchOptions>();
+  CLI::App* read = bench->add_subcommand(
+      "read",
+      "What reading a run back costs: open, inspect, one series, one step of every tensor and "
+      "check, each in a process of its own (wall, CPU, peak memory), on a synthetic run");
+  read->add_option("--tensors", read_flags->tensors, "Tensors per step of the synthetic run")
+      ->check(CLI::Range(std::int64_t{2}, std::int64_t{1000000}))
+      ->default_str("1000");
+  read->add_option("--steps", read_flags->steps, "Steps of the synthetic run")
+      ->check(CLI::Range(std::int64_t{2}, std::int64_t{100000000}))
+      ->default_str("10000");
+  read->add_option("--steps-per-segment", read_flags->steps_per_segment,
+                   "Steps between the writer's flushes (one segment file each)")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{100000000}))
+      ->default_str("100");
+  read->add_option("--dir", read_flags->dir, "Where the run is written (default: $TMPDIR or /tmp)")
+      ->check(CLI::ExistingDirectory);
+  read->add_option("--run", read_flags->run_dir, "Measure this run instead of writing one")
+      ->check(CLI::ExistingDirectory);
+  read->add_flag("--keep", read_flags->keep, "Keep the written run (its path is printed)");
+  read->add_flag("--json", read_flags->json, "One JSON object per line per case");
 
   auto capture_flags = std::make_shared<CaptureFlags>();
   CLI::App* capture = AddCaptureCommand(bench, capture_flags.get());
@@ -239,10 +263,12 @@ Command AddBenchCommand(CLI::App& root) {
 
   Command c;
   c.app = bench;
-  c.run = [stats, flags, rules, rules_flags, capture, capture_flags, device, device_flags,
-           overhead, run_overhead, detection, run_detection]() {
+  c.run = [stats, flags, rules, rules_flags, read, read_flags, capture, capture_flags, device,
+           device_flags, overhead, run_overhead, detection, run_detection]() {
     if (stats->parsed()) return RunStats(*flags);
-    if (rules->parsed()) return ReportError(bench::RunRulesBench(*rules_flags, std::cout, std::cerr));
+    if (rules->parsed())
+      return ReportError(bench::RunRulesBench(*rules_flags, std::cout, std::cerr));
+    if (read->parsed()) return ReportError(bench::RunReadBench(*read_flags, std::cout, std::cerr));
     if (capture->parsed()) return RunCapture(*capture_flags);
     if (device->parsed()) return ReportError(bench::RunDeviceBench(*device_flags, std::cout));
     if (overhead->parsed()) return run_overhead();
