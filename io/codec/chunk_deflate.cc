@@ -87,6 +87,24 @@ void ShuffleBytes(const std::uint8_t* in, std::size_t bytes, std::size_t element
   if (tail) std::memcpy(out + n * element_size, in + n * element_size, tail);
 }
 
+void UnshuffleBytes(const std::uint8_t* in, std::size_t bytes, std::size_t element_size,
+                    std::uint8_t* out) {
+  const std::size_t n = element_size ? bytes / element_size : 0;
+  if (element_size <= 1 || n <= 1) {
+    if (bytes) std::memcpy(out, in, bytes);
+    return;
+  }
+  // Plane by plane: each plane is read in order, its bytes written
+  // element_size apart.
+  for (std::size_t j = 0; j < element_size; ++j) {
+    const std::uint8_t* plane = in + j * n;
+    std::uint8_t* column = out + j;
+    for (std::size_t e = 0; e < n; ++e) column[e * element_size] = plane[e];
+  }
+  const std::size_t tail = bytes - n * element_size;
+  if (tail) std::memcpy(out + n * element_size, in + n * element_size, tail);
+}
+
 Result<ChunkDeflater::Output> ChunkDeflater::ShuffleDeflate(const void* data, std::size_t bytes,
                                                             std::size_t element_size, int level,
                                                             std::size_t period) {

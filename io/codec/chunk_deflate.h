@@ -64,5 +64,9 @@ class ChunkDeflater {
 // HDF5's shuffle filter (forward direction) from `in` to `out` (`bytes` each).
 void ShuffleBytes(const std::uint8_t* in, std::size_t bytes, std::size_t element_size,
                   std::uint8_t* out);
+// Its inverse: byte j * n + i of `in` becomes byte j of element i of `out`
+// (n = bytes / element_size; the tail of bytes % element_size stays put).
+void UnshuffleBytes(const std::uint8_t* in, std::size_t bytes, std::size_t element_size,
+                    std::uint8_t* out);
 
 }  // namespace tstat::io

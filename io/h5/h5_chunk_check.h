@@ -10,11 +10,34 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "io/h5/h5_handle.h"
 #include "tstat/status.h"
 
+struct libdeflate_decompressor;
+
 namespace tstat::io {
+
+// A chunked dataset's geometry and filters (`chunk` empty: not chunked).
+struct ChunkFilters {
+  std::vector<hsize_t> chunk;     // elements per chunk, per dimension
+  std::uint64_t chunk_bytes = 0;  // a whole chunk, decoded
+  std::size_t element_bytes = 0;  // of the stored type
+  bool shuffle = false, deflate = false;
+  unsigned shuffle_bit = 0, deflate_bit = 0;  // in a chunk's filter mask: skipped
+};
+// kCorruption for chunks over 64 MiB or filters other than [shuffle] [deflate].
+Result<ChunkFilters> InspectChunks(hid_t dataset, const std::string& what);
+
+// The chunk at element `offset` (its stored bytes read into `raw`) decoded
+// into `decoded`: exactly chunk_bytes, still shuffled when *shuffled. False
+// when the chunk was never written. kCorruption naming `which` for a stored
+// size or deflate stream that does not give a whole chunk.
+Result<bool> DecodeChunk(hid_t dataset, const ChunkFilters& f, const hsize_t* offset,
+                         libdeflate_decompressor* inflater, std::vector<unsigned char>* raw,
+                         std::vector<unsigned char>* decoded, bool* shuffled,
+                         const std::string& which);
 
 // OK for compact and contiguous datasets (see CheckStorageHoldsElements);
 // kCorruption naming `what` and the chunk otherwise. With `count` > 0 (a

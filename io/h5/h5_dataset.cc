@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "io/h5/h5_chunk_check.h"
+#include "io/h5/h5_chunk_read.h"
 #include "io/h5/h5_error.h"
 #include "io/h5/h5_file.h"
 #include "io/h5/h5_type_check.h"
@@ -166,6 +167,14 @@ Status ReadH5Dataset(hid_t dataset, hid_t mem_type, void* out, const std::string
   H5Type stored(H5Dget_type(dataset));
   if (!stored.valid()) return H5Failure(StatusCode::kCorruption, path + ": a dataset's type");
   TSTAT_RETURN_IF_ERROR(CheckReadableAs(stored.get(), mem_type, path + ": dataset"));
+  if (IsChunked1D(dataset)) {
+    H5Space space(H5Dget_space(dataset));
+    hsize_t count = 0;
+    if (!space.valid() || H5Sget_simple_extent_dims(space.get(), &count, nullptr) != 1) {
+      return H5Failure(StatusCode::kCorruption, path + ": a dataset's extent");
+    }
+    return ReadChunkedDataset(dataset, mem_type, count, out, path + ": dataset");
+  }
   TSTAT_RETURN_IF_ERROR(CheckStorageHoldsElements(dataset, path + ": dataset"));
   if (H5Dread(dataset, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, out) < 0) {
     return H5Failure(StatusCode::kCorruption, path + ": reading a dataset failed");

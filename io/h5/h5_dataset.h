@@ -81,7 +81,8 @@ Result<std::vector<hsize_t>> H5DatasetDims(hid_t dataset, const std::string& pat
 Status CheckStorageHoldsElements(hid_t dataset, const std::string& what, std::uint64_t first = 0,
                                  std::uint64_t count = 0);
 // Reads the whole dataset into `out`, converting to `mem_type` (checking the
-// types and CheckStorageHoldsElements first).
+// types and CheckStorageHoldsElements first). A 1-D chunked dataset is
+// decoded by tstat (h5_chunk_read.h): `out` must be zero-filled.
 Status ReadH5Dataset(hid_t dataset, hid_t mem_type, void* out, const std::string& path);
 // Frees the variable-length parts HDF5 allocated while reading `n` elements
 // of `mem_type` into `buffer`.

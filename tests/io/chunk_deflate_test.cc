@@ -10,6 +10,7 @@
 #include <zlib.h>
 
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -19,6 +20,7 @@
 
 #include "io/format/segment_schema.h"
 #include "io/h5/h5_attribute.h"
+#include "io/h5/h5_chunk_read.h"
 #include "io/h5/h5_dataset.h"
 #include "io/h5/h5_lock.h"
 #include "io/h5/h5_type.h"
@@ -83,6 +85,18 @@ TEST(ChunkDeflateTest, ShuffleMatchesHdf5Definition) {
       std::vector<std::uint8_t> got(bytes);
       ShuffleBytes(in.data(), bytes, size, got.data());
       EXPECT_EQ(got, ReferenceShuffle(in, size)) << "element " << size << ", bytes " << bytes;
+    }
+  }
+}
+
+TEST(ChunkDeflateTest, UnshuffleInvertsTheShuffle) {
+  for (std::size_t size : {1u, 2u, 7u, 8u, 158u}) {
+    for (std::size_t bytes : {std::size_t{0}, size, 17 * size + 1, 1000 * size + 5}) {
+      std::vector<std::uint8_t> in(bytes);
+      for (std::size_t i = 0; i < bytes; ++i) in[i] = static_cast<std::uint8_t>(i * 131 + i / 5);
+      std::vector<std::uint8_t> back(bytes);
+      UnshuffleBytes(ReferenceShuffle(in, size).data(), bytes, size, back.data());
+      EXPECT_EQ(back, in) << "element " << size << ", bytes " << bytes;
     }
   }
 }
@@ -273,6 +287,55 @@ TEST_F(SelfChunksTest, TablesDecodeThroughHdf5ZlibAndH5py) {
   const std::string cmd =
       std::string("/usr/bin/python3 ") + TSTAT_H5PY_SELF_CHUNKS + " '" + path_ + "'";
   EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+}
+
+// tstat decodes 1-D chunked tables itself (h5_chunk_read.h): what it reads
+// must be what HDF5's own pipeline reads (H5Dread), for chunks HDF5 wrote,
+// stored types narrower than the memory type, and a memory type with a
+// member the file lacks (zero).
+TEST_F(SelfChunksTest, TablesDecodedByTstatEqualHdf5sOwnRead) {
+  // Counts stored as uint16 (the writer narrows count arrays), read as
+  // uint64, over 3 chunks and an edge.
+  std::vector<std::uint64_t> counts(3 * 524288 + 11);
+  for (std::size_t i = 0; i < counts.size(); ++i) counts[i] = (i * 40503u) & 0xFFFF;
+  TSTAT_ASSERT_OK(WriteNewDataset(file_, "narrow", H5T_STD_U16LE, H5T_NATIVE_UINT64,
+                                  {counts.size()}, counts.data(), 4, path_));
+  // A compound stored as {a int32}, read as {a int64, b double}.
+  struct Wide {
+    std::int64_t a;
+    double b;
+  };
+  H5Type stored(H5Tcreate(H5T_COMPOUND, 4));
+  H5Tinsert(stored.get(), "a", 0, H5T_STD_I32LE);
+  H5Type wide(H5Tcreate(H5T_COMPOUND, sizeof(Wide)));
+  H5Tinsert(wide.get(), "a", offsetof(Wide, a), H5T_NATIVE_INT64);
+  H5Tinsert(wide.get(), "b", offsetof(Wide, b), H5T_NATIVE_DOUBLE);
+  H5Type narrow_mem(H5Tcreate(H5T_COMPOUND, sizeof(std::int32_t)));
+  H5Tinsert(narrow_mem.get(), "a", 0, H5T_NATIVE_INT32);
+  std::vector<std::int32_t> as(300000);
+  for (std::size_t i = 0; i < as.size(); ++i) as[i] = static_cast<std::int32_t>(i * 7) - 1000000;
+  TSTAT_ASSERT_OK(WriteNewDataset(file_, "compound", stored.get(), narrow_mem.get(), {as.size()},
+                                  as.data(), 1, path_, &deflater_));
+
+  std::vector<std::uint64_t> ours;
+  TSTAT_ASSERT_OK(ReadTable(file_, "narrow", H5T_NATIVE_UINT64, &ours, path_));
+  EXPECT_EQ(ours, counts);
+  std::vector<std::uint64_t> theirs(counts.size());
+  {
+    H5Lock lock;
+    H5DataSet d(H5Dopen2(file_, "narrow", H5P_DEFAULT));
+    ASSERT_TRUE(IsChunked1D(d.get()));
+    ASSERT_GE(H5Dread(d.get(), H5T_NATIVE_UINT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, theirs.data()), 0);
+  }
+  EXPECT_EQ(ours, theirs);
+
+  std::vector<Wide> rows;
+  TSTAT_ASSERT_OK(ReadTable(file_, "compound", wide.get(), &rows, path_));
+  ASSERT_EQ(rows.size(), as.size());
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    ASSERT_EQ(rows[i].a, as[i]) << i;
+    ASSERT_EQ(rows[i].b, 0.0) << i;
+  }
 }
 
 }  // namespace
