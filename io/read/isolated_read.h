@@ -1,12 +1,20 @@
-// CheckSegmentInChild: reads a segment once in a forked child process, so
+// IsolatedSegmentReads: reads segments once in a child process first, so
 // that a file crafted to crash or hang libhdf5's own parser (object headers,
 // B-trees: nothing tstat can check through HDF5's API first) ends the child,
 // not the reader. See TrialOptions::isolate_segment_reads (tstat/trial.h).
 //
-// The HDF5 lock is held across fork(), so no other thread of this process
-// is inside HDF5 when its memory is copied; the child reads with that lock
-// (ReadSegmentLocked), exits with _exit and runs nothing else.
+// One child serves every check: it is forked at the first one (while the
+// reader is still small: a fork copies the page tables of the whole
+// process) and reads the paths it is sent over a socket, one reply byte per
+// segment. A child that dies or hangs is reaped and reported for that
+// segment; the next check starts a new one. The HDF5 lock is held across
+// fork(), so no other thread of this process is inside HDF5 when its memory
+// is copied; the child, one thread holding that lock, reads with
+// ReadSegmentLocked and exits with _exit when the socket closes.
+// Thread safety: one thread at a time (a Trial's).
 #pragma once
+
+#include <sys/types.h>
 
 #include <string>
 
@@ -14,11 +22,33 @@
 
 namespace tstat::io {
 
-// OK when the child finished reading (whatever the outcome: the caller
-// reads the segment again for its contents or its error); kCorruption naming
-// `path` when the child was killed by a signal, exited otherwise than the
-// reader does, or ran past `timeout_s` and was killed; kInternal when no
-// child could be started.
-Status CheckSegmentInChild(const std::string& path, double timeout_s);
+class IsolatedSegmentReads {
+ public:
+  // A check that takes longer than `timeout_s` kills the child.
+  explicit IsolatedSegmentReads(double timeout_s) : timeout_s_(timeout_s) {}
+  ~IsolatedSegmentReads();  // closes the socket and reaps the child
+  IsolatedSegmentReads(const IsolatedSegmentReads&) = delete;
+  IsolatedSegmentReads& operator=(const IsolatedSegmentReads&) = delete;
+
+  // OK when the child finished reading `path` (whatever the outcome: the
+  // caller reads the segment again for its contents or its error);
+  // kCorruption naming `path` when the child was killed by a signal, exited,
+  // or ran past the timeout and was killed; kInternal when no child could be
+  // started.
+  Status Check(const std::string& path);
+
+  // Children started so far (the first, and one after each that died).
+  int children_started() const { return started_; }
+
+ private:
+  Status Start(const std::string& path);
+  // Reaps the child (killing it first with `kill`); its wait status.
+  int Stop(bool kill);
+
+  double timeout_s_;
+  pid_t pid_ = -1;
+  int socket_ = -1;
+  int started_ = 0;
+};
 
 }  // namespace tstat::io

@@ -109,7 +109,10 @@ Status RunTrial::RefreshWorker(WorkerState* state) {
   for (std::int64_t seg : fresh) {
     const std::string path = JoinPath(dir, SegmentFileName(seg));
     if (options_.isolate_segment_reads) {
-      const Status child = CheckSegmentInChild(path, options_.isolated_read_timeout_s);
+      if (!isolated_) {
+        isolated_ = std::make_unique<IsolatedSegmentReads>(options_.isolated_read_timeout_s);
+      }
+      const Status child = isolated_->Check(path);
       if (!child.ok()) {
         problems_.push_back(child.message());
         state->attempted.insert(seg);

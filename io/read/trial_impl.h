@@ -29,10 +29,12 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "io/read/isolated_read.h"
 #include "io/read/worker_index.h"
 #include "tstat/trial.h"
 
@@ -95,6 +97,9 @@ class RunTrial final : public Trial {
   TrialOptions options_;
   std::map<int, WorkerState> workers_;
   std::vector<std::string> problems_;  // persistent corruption reports
+  // With options_.isolate_segment_reads: the child that reads each new
+  // segment first (started with the first one).
+  std::unique_ptr<IsolatedSegmentReads> isolated_;
 };
 
 }  // namespace tstat::io

@@ -3,6 +3,8 @@
 // segment_reader fuzzer; h5py crashes on it too) is skipped with an error
 // naming it and the signal, and the process goes on; ordinary segments read
 // the same with and without isolation.
+#include "io/read/isolated_read.h"
+
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -70,6 +72,37 @@ TEST(IsolatedReadTest, SegmentThatCrashesLibhdf5IsSkippedAndTheRestReads) {
     EXPECT_EQ((*isolated)[i].step.global_step, (*expected)[i].step.global_step);
     EXPECT_EQ((*isolated)[i].value, (*expected)[i].value);
   }
+}
+
+// One child reads every segment (it is forked once, while the reader is
+// small); a segment that kills it is reported, and the next check starts a
+// new child that reads on.
+TEST(IsolatedReadTest, OneChildServesTheChecksAndIsReplacedWhenItDies) {
+  TempDir dir;
+  const std::string run = dir.Sub("run");
+  {
+    auto writer = OpenWriterOrDie(run);
+    ASSERT_NE(writer, nullptr);
+    TSTAT_ASSERT_OK(writer->RegisterTensors({MakeTensorInfo(0, "w")}));
+    for (std::int64_t g = 0; g < 4; ++g) {
+      StepBatch b = MakeBatch(g);
+      b.stats.push_back(SyntheticStatsRecord(g, 0));
+      TSTAT_ASSERT_OK(writer->Write(b));
+      TSTAT_ASSERT_OK(writer->Flush({}));
+    }
+  }
+  PlantCraftedSegment(run, 7);
+  const std::string worker = run + "/" + WorkerDirName(0) + "/";
+  IsolatedSegmentReads reads(60.0);
+  for (std::int64_t seg : {0, 1, 2}) TSTAT_EXPECT_OK(reads.Check(worker + SegmentFileName(seg)));
+  EXPECT_EQ(reads.children_started(), 1);
+  // A file the reader refuses is read to its error by the child: OK here.
+  TSTAT_EXPECT_OK(reads.Check(worker + "no-such-segment.h5"));
+  const Status crashed = reads.Check(worker + SegmentFileName(7));
+  EXPECT_EQ(crashed.code(), StatusCode::kCorruption) << crashed.ToString();
+  EXPECT_NE(crashed.message().find("signal"), std::string::npos) << crashed.message();
+  TSTAT_EXPECT_OK(reads.Check(worker + SegmentFileName(3)));
+  EXPECT_EQ(reads.children_started(), 2);
 }
 
 }  // namespace
