@@ -92,16 +92,19 @@ struct WorkerSummary {
 };
 
 struct TrialOptions {
-  // Read each new segment once in a child process first (fork): a file whose
-  // HDF5 metadata is crafted to crash or hang libhdf5's own parser (which no
-  // check through its API can catch first, and which crashes h5py alike) is
-  // then skipped with an error naming it, instead of ending this process.
-  // Costs a fork and a second read per segment. For tools reading runs they
-  // did not write (the tstat CLI sets it); not for a process that must not
-  // fork (the HDF5 lock is held across the fork, other threads are not
-  // copied).
+  // Parse each new segment's HDF5 metadata once in a child process first: a
+  // file crafted to crash or hang libhdf5's own parser (which no check
+  // through its API can catch first, and which crashes h5py alike) is then
+  // skipped with an error naming it, instead of ending this process. One
+  // child, forked at the first segment, serves every one (a new one after a
+  // crash); it parses what libhdf5 parses to read the segment, not the record
+  // data, which tstat decodes itself. Costs a second parse of each segment's
+  // metadata. For tools reading runs they did not write (the tstat CLI sets
+  // it); not for a process that must not fork (the HDF5 lock is held across
+  // the fork, other threads are not copied).
   bool isolate_segment_reads = false;
-  // A child still reading after this long is killed and its segment skipped.
+  // A child still parsing a segment after this long is killed and the
+  // segment skipped.
   double isolated_read_timeout_s = 60.0;
 };
 

@@ -116,13 +116,16 @@ Result<bool> DecodeChunk(hid_t dataset, const ChunkFilters& f, const hsize_t* of
   return true;
 }
 
-Status CheckChunksDecodeToFullSize(hid_t dataset, const std::string& what, std::uint64_t first,
-                                   std::uint64_t count) {
-  TSTAT_ASSIGN_OR_RETURN(const ChunkFilters f, InspectChunks(dataset, what));
-  if (f.chunk.empty()) return Status::OK();  // not chunked
+namespace {
+
+// Calls visit(offset) for every chunk position of the grid over the
+// dataset's dimensions (of a 1-D dataset with count > 0: only those holding
+// elements [first, first + count)), the last dimension fastest.
+template <class Visit>
+Status ForEachChunk(hid_t dataset, const ChunkFilters& f, const std::string& what,
+                    std::uint64_t first, std::uint64_t count, Visit visit) {
   const std::vector<hsize_t>& chunk = f.chunk;
   const int rank = static_cast<int>(chunk.size());
-
   // Chunks are looked up by coordinates over the grid that covers the
   // dimensions (each lookup is a search of the chunk index; listing them by
   // number would rescan the index for every one). The callers checked the
@@ -143,14 +146,9 @@ Status CheckChunksDecodeToFullSize(hid_t dataset, const std::string& what, std::
     hi[0] = std::min<hsize_t>(hi[0], (first + count - 1) / chunk[0] + 1);
     if (lo[0] >= hi[0]) return Status::OK();
   }
-  std::unique_ptr<libdeflate_decompressor, DecompressorDeleter> inflater(
-      libdeflate_alloc_decompressor());
-  if (!inflater) return Status::ResourceExhausted(what + ": no decompressor");
-  std::vector<unsigned char> raw, decoded;
   std::vector<hsize_t> index = lo, offset(dims.size());
   for (bool more = true; more;) {
     for (std::size_t d = 0; d < dims.size(); ++d) offset[d] = index[d] * chunk[d];
-    // The next grid position (the last dimension fastest).
     more = false;
     for (std::size_t d = dims.size(); d-- > 0;) {
       if (++index[d] < hi[d]) {
@@ -159,13 +157,42 @@ Status CheckChunksDecodeToFullSize(hid_t dataset, const std::string& what, std::
       }
       index[d] = lo[d];
     }
-    bool shuffled = false;
-    TSTAT_RETURN_IF_ERROR(DecodeChunk(dataset, f, offset.data(), inflater.get(), &raw, &decoded,
-                                      &shuffled,
-                                      what + ": chunk at element " + std::to_string(offset[0]))
-                              .status());
+    TSTAT_RETURN_IF_ERROR(visit(offset.data()));
   }
   return Status::OK();
+}
+
+}  // namespace
+
+Status CheckChunksDecodeToFullSize(hid_t dataset, const std::string& what, std::uint64_t first,
+                                   std::uint64_t count) {
+  TSTAT_ASSIGN_OR_RETURN(const ChunkFilters f, InspectChunks(dataset, what));
+  if (f.chunk.empty()) return Status::OK();  // not chunked
+  std::unique_ptr<libdeflate_decompressor, DecompressorDeleter> inflater(
+      libdeflate_alloc_decompressor());
+  if (!inflater) return Status::ResourceExhausted(what + ": no decompressor");
+  std::vector<unsigned char> raw, decoded;
+  return ForEachChunk(dataset, f, what, first, count, [&](const hsize_t* offset) {
+    bool shuffled = false;
+    return DecodeChunk(dataset, f, offset, inflater.get(), &raw, &decoded, &shuffled,
+                       what + ": chunk at element " + std::to_string(offset[0]))
+        .status();
+  });
+}
+
+Status WalkChunkIndex(hid_t dataset, const std::string& what) {
+  TSTAT_ASSIGN_OR_RETURN(const ChunkFilters f, InspectChunks(dataset, what));
+  if (f.chunk.empty()) return Status::OK();  // not chunked
+  return ForEachChunk(dataset, f, what, 0, 0, [&](const hsize_t* offset) {
+    unsigned mask = 0;
+    haddr_t address = HADDR_UNDEF;
+    hsize_t size = 0;
+    if (H5Dget_chunk_info_by_coord(dataset, offset, &mask, &address, &size) < 0) {
+      return H5Failure(StatusCode::kCorruption,
+                       what + ": chunk at element " + std::to_string(offset[0]));
+    }
+    return Status::OK();
+  });
 }
 
 }  // namespace tstat::io

@@ -45,4 +45,9 @@ Result<bool> DecodeChunk(hid_t dataset, const ChunkFilters& f, const hsize_t* of
 Status CheckChunksDecodeToFullSize(hid_t dataset, const std::string& what, std::uint64_t first = 0,
                                    std::uint64_t count = 0);
 
+// Looks up every chunk of a chunked dataset in its chunk index (the B-tree
+// libhdf5 walks to read it) without reading one: OK for datasets that are
+// not chunked.
+Status WalkChunkIndex(hid_t dataset, const std::string& what);
+
 }  // namespace tstat::io

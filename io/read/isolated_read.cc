@@ -46,7 +46,7 @@ bool ReadAll(int fd, void* data, std::size_t n) {
   return true;
 }
 
-// The child: reads each requested segment, answers '0' (read) or '3'
+// The child: walks each requested segment (WalkSegmentLocked), answers '0' (read) or '3'
 // (refused, with an error the parent will see again), until the socket
 // closes. Runs nothing but this, then _exit.
 [[noreturn]] void Serve(int fd) {
@@ -55,7 +55,7 @@ bool ReadAll(int fd, void* data, std::size_t n) {
     if (!ReadAll(fd, &size, sizeof size) || size > kMaxPathBytes) _exit(0);
     std::string path(size, '\0');
     if (!ReadAll(fd, path.data(), size)) _exit(0);
-    const char reply = ReadSegmentLocked(path).ok() ? '0' : '3';
+    const char reply = WalkSegmentLocked(path).ok() ? '0' : '3';
     if (!WriteAll(fd, &reply, 1)) _exit(0);
   }
 }

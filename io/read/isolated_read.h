@@ -9,8 +9,10 @@
 // segment. A child that dies or hangs is reaped and reported for that
 // segment; the next check starts a new one. The HDF5 lock is held across
 // fork(), so no other thread of this process is inside HDF5 when its memory
-// is copied; the child, one thread holding that lock, reads with
-// ReadSegmentLocked and exits with _exit when the socket closes.
+// is copied; the child, one thread holding that lock, walks each segment
+// with WalkSegmentLocked (segment_reader.h: everything libhdf5 parses, not
+// the record data tstat decodes itself) and exits with _exit when the
+// socket closes.
 // Thread safety: one thread at a time (a Trial's).
 #pragma once
 

@@ -11,6 +11,7 @@
 #include "io/format/run_layout.h"
 #include "io/format/segment_schema.h"
 #include "io/h5/h5_attribute.h"
+#include "io/h5/h5_chunk_check.h"
 #include "io/h5/h5_dataset.h"
 #include "io/h5/h5_error.h"
 #include "io/h5/h5_file.h"
@@ -158,40 +159,87 @@ Status ReadRawIndex(hid_t file, const std::string& path, SegmentBuffers* b) {
   return ReadTable(file, kRawShapes, H5T_NATIVE_INT64, &b->raw_shapes, path);
 }
 
-Status ReadTables(hid_t file, const std::string& path, std::int64_t format_version,
-                  SegmentBuffers* b) {
-#define TSTAT_IO_READ(name, type_fn, rows)                              \
-  do {                                                                  \
-    TSTAT_ASSIGN_OR_RETURN(H5Type t, type_fn());                        \
-    TSTAT_RETURN_IF_ERROR(ReadTable(file, name, t.get(), &rows, path)); \
-  } while (0)
-  TSTAT_IO_READ(kStepsTable, StepRowType, b->steps);
-  TSTAT_IO_READ(kStatsTable, StatsRowType, b->stats);
-  TSTAT_IO_READ(kExpHistTable, ExpHistRowType, b->exp_hist);
-  TSTAT_IO_READ(kLinearHistTable, LinearHistRowType, b->linear_hist);
-  TSTAT_IO_READ(kChannelsTable, ChannelRowType, b->channels);
-  TSTAT_IO_READ(kLabelsTable, LabelRowType, b->labels);
-  TSTAT_IO_READ(kSamplesTable, SampleRowType, b->samples);
-  TSTAT_IO_READ(kDeltaTable, DeltaRowType, b->delta);
-  TSTAT_IO_READ(kConfusionTable, ConfusionRowType, b->confusion);
-  TSTAT_IO_READ(kValueCountsTable, ValueCountsRowType, b->value_counts);
-  TSTAT_IO_READ(kScalarsTable, ScalarRowType, b->scalars);
-#undef TSTAT_IO_READ
-  TSTAT_RETURN_IF_ERROR(
-      ReadArray(file, kExpHistCounts, H5T_NATIVE_UINT64, &b->exp_hist_counts, path));
-  TSTAT_RETURN_IF_ERROR(
-      ReadArray(file, kLinearHistCounts, H5T_NATIVE_UINT64, &b->linear_hist_counts, path));
-  TSTAT_RETURN_IF_ERROR(ReadArray(file, kLabelCounts, H5T_NATIVE_UINT64, &b->label_counts, path));
-  TSTAT_RETURN_IF_ERROR(
-      ReadArray(file, kSamplePositions, H5T_NATIVE_INT64, &b->sample_positions, path));
-  TSTAT_RETURN_IF_ERROR(ReadArray(file, kSampleValues, H5T_NATIVE_DOUBLE, &b->sample_values, path));
-  TSTAT_RETURN_IF_ERROR(
-      ReadArray(file, kConfusionCounts, H5T_NATIVE_UINT64, &b->confusion_counts, path));
-  TSTAT_RETURN_IF_ERROR(
-      ReadArray(file, kCountedValues, H5T_NATIVE_INT64, &b->counted_values, path));
-  TSTAT_RETURN_IF_ERROR(
-      ReadArray(file, kCountedCounts, H5T_NATIVE_UINT64, &b->counted_counts, path));
+// The tables of per-record data: stats, histograms, per-channel stats,
+// labels, samples, deltas, confusion matrices, value counts. X(name, mem type
+// expression, rows) for each; count arrays by ARRAY(name, native type, rows).
+#define TSTAT_IO_RECORD_TABLES(X, ARRAY, b)                         \
+  X(kStatsTable, StatsRowType(), b.stats)                           \
+  X(kExpHistTable, ExpHistRowType(), b.exp_hist)                    \
+  X(kLinearHistTable, LinearHistRowType(), b.linear_hist)           \
+  X(kChannelsTable, ChannelRowType(), b.channels)                   \
+  X(kLabelsTable, LabelRowType(), b.labels)                         \
+  X(kSamplesTable, SampleRowType(), b.samples)                      \
+  X(kDeltaTable, DeltaRowType(), b.delta)                           \
+  X(kConfusionTable, ConfusionRowType(), b.confusion)               \
+  X(kValueCountsTable, ValueCountsRowType(), b.value_counts)        \
+  ARRAY(kExpHistCounts, H5T_NATIVE_UINT64, b.exp_hist_counts)       \
+  ARRAY(kLinearHistCounts, H5T_NATIVE_UINT64, b.linear_hist_counts) \
+  ARRAY(kLabelCounts, H5T_NATIVE_UINT64, b.label_counts)            \
+  ARRAY(kSamplePositions, H5T_NATIVE_INT64, b.sample_positions)     \
+  ARRAY(kSampleValues, H5T_NATIVE_DOUBLE, b.sample_values)          \
+  ARRAY(kConfusionCounts, H5T_NATIVE_UINT64, b.confusion_counts)    \
+  ARRAY(kCountedValues, H5T_NATIVE_INT64, b.counted_values)         \
+  ARRAY(kCountedCounts, H5T_NATIVE_UINT64, b.counted_counts)
 
+Status ReadRecordTables(hid_t file, const std::string& path, SegmentBuffers* out) {
+  SegmentBuffers& b = *out;
+#define TSTAT_IO_READ(name, type_expr, rows)                            \
+  do {                                                                  \
+    TSTAT_ASSIGN_OR_RETURN(H5Type t, type_expr);                        \
+    TSTAT_RETURN_IF_ERROR(ReadTable(file, name, t.get(), &rows, path)); \
+  } while (0);
+#define TSTAT_IO_READ_ARRAY(name, type, rows) \
+  TSTAT_RETURN_IF_ERROR(ReadArray(file, name, type, &rows, path));
+  TSTAT_IO_RECORD_TABLES(TSTAT_IO_READ, TSTAT_IO_READ_ARRAY, b)
+#undef TSTAT_IO_READ
+#undef TSTAT_IO_READ_ARRAY
+  return Status::OK();
+}
+
+// A dataset's metadata as libhdf5 parses it to read it (its type checked
+// against `mem_type`, unless null; its storage; its chunk index), without
+// reading its data.
+Status WalkDataset(hid_t file, const char* name, hid_t mem_type, const std::string& path) {
+  TSTAT_ASSIGN_OR_RETURN(bool exists, H5LinkExists(file, name, path));
+  if (!exists) return Status::OK();
+  const std::string what = path + ": dataset '" + name + "'";
+  TSTAT_ASSIGN_OR_RETURN(H5DataSet dataset, OpenH5Dataset(file, name, path));
+  TSTAT_RETURN_IF_ERROR(H5DatasetDims(dataset.get(), path).status());
+  H5Type stored(H5Dget_type(dataset.get()));
+  if (!stored.valid()) return H5Failure(StatusCode::kCorruption, what + ": its type");
+  if (mem_type >= 0) TSTAT_RETURN_IF_ERROR(CheckReadableAs(stored.get(), mem_type, what));
+  H5Plist dcpl(H5Dget_create_plist(dataset.get()));
+  if (dcpl.valid() && H5Pget_layout(dcpl.get()) == H5D_CHUNKED) {
+    return WalkChunkIndex(dataset.get(), what);
+  }
+  return CheckStorageHoldsElements(dataset.get(), what);
+}
+
+Status WalkRecordTables(hid_t file, const std::string& path) {
+#define TSTAT_IO_WALK(name, type_expr, rows)                       \
+  do {                                                             \
+    TSTAT_ASSIGN_OR_RETURN(H5Type t, type_expr);                   \
+    TSTAT_RETURN_IF_ERROR(WalkDataset(file, name, t.get(), path)); \
+  } while (0);
+#define TSTAT_IO_WALK_ARRAY(name, type, rows) \
+  TSTAT_RETURN_IF_ERROR(WalkDataset(file, name, type, path));
+  TSTAT_IO_RECORD_TABLES(TSTAT_IO_WALK, TSTAT_IO_WALK_ARRAY, SegmentBuffers())
+#undef TSTAT_IO_WALK
+#undef TSTAT_IO_WALK_ARRAY
+  return Status::OK();
+}
+
+// The small tables: steps, scalars, drops and the raw index.
+Status ReadStepTables(hid_t file, const std::string& path, std::int64_t format_version,
+                      SegmentBuffers* b) {
+  {
+    TSTAT_ASSIGN_OR_RETURN(H5Type t, StepRowType());
+    TSTAT_RETURN_IF_ERROR(ReadTable(file, kStepsTable, t.get(), &b->steps, path));
+  }
+  {
+    TSTAT_ASSIGN_OR_RETURN(H5Type t, ScalarRowType());
+    TSTAT_RETURN_IF_ERROR(ReadTable(file, kScalarsTable, t.get(), &b->scalars, path));
+  }
   std::vector<DropRow> drops;
   if (IsLegacy(format_version)) {
     TSTAT_RETURN_IF_ERROR(ReadLegacyDropRows(file, path, &drops));
@@ -303,11 +351,21 @@ Status Validate(const SegmentContents& s, const std::string& path) {
   return Status::OK();
 }
 
-Result<SegmentContents> ReadOpenSegment(hid_t file, const std::string& path) {
+// `records`: the per-record tables too (else they are walked, not read).
+Result<SegmentContents> ReadOpenSegment(hid_t file, const std::string& path, bool records) {
   SegmentContents s;
   TSTAT_RETURN_IF_ERROR(ReadHeader(file, path, &s.header));
   TSTAT_RETURN_IF_ERROR(ReadRegistry(file, path, IsLegacy(s.header.format_version), &s.tensors));
-  TSTAT_RETURN_IF_ERROR(ReadTables(file, path, s.header.format_version, &s.tables));
+  TSTAT_RETURN_IF_ERROR(ReadStepTables(file, path, s.header.format_version, &s.tables));
+  if (records) {
+    TSTAT_RETURN_IF_ERROR(ReadRecordTables(file, path, &s.tables));
+  } else {
+    TSTAT_RETURN_IF_ERROR(WalkRecordTables(file, path));
+    for (const RawIndexRow& r : s.tables.raw_index) {
+      const std::string name = RawDatasetName(r);
+      TSTAT_RETURN_IF_ERROR(WalkDataset(file, name.c_str(), -1, path));
+    }
+  }
   TSTAT_ASSIGN_OR_RETURN(H5Type counters_type, CountersRowType());
   std::vector<CountersRow> counters;
   TSTAT_RETURN_IF_ERROR(ReadTable(file, kCountersTable, counters_type.get(), &counters, path));
@@ -340,14 +398,26 @@ Result<SegmentContents> ReadSegment(const std::string& path) {
   return ReadSegmentLocked(path);
 }
 
-Result<SegmentContents> ReadSegmentLocked(const std::string& path) {
+namespace {
+
+Result<SegmentContents> ReadSegmentLocked(const std::string& path, bool records) {
   TSTAT_RETURN_IF_ERROR(VerifySegmentSeal(path));
   TSTAT_ASSIGN_OR_RETURN(H5File file, OpenH5FileReadOnly(path));
-  Result<SegmentContents> contents = ReadOpenSegment(file.get(), path);
+  Result<SegmentContents> contents = ReadOpenSegment(file.get(), path, records);
   Status closed = CloseH5File(&file, path);
   if (!contents.ok()) return contents.status();
   if (!closed.ok()) return Status::Corruption(closed.message());
   return contents;
+}
+
+}  // namespace
+
+Result<SegmentContents> ReadSegmentLocked(const std::string& path) {
+  return ReadSegmentLocked(path, /*records=*/true);
+}
+
+Status WalkSegmentLocked(const std::string& path) {
+  return ReadSegmentLocked(path, /*records=*/false).status();
 }
 
 namespace {

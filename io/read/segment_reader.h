@@ -33,6 +33,16 @@ Result<SegmentContents> ReadSegment(const std::string& path);
 // The same, for a caller that holds the HDF5 lock (h5_lock.h) already.
 Result<SegmentContents> ReadSegmentLocked(const std::string& path);
 
+// What the isolated child runs (isolated_read.h), with the HDF5 lock held:
+// the seal, then what ReadSegment reads except the per-record tables
+// (stats, histograms, per-channel stats, ...) and raw snapshots, whose
+// metadata is parsed instead -- each dataset opened, its type checked, its
+// storage and chunk index walked -- without reading their data. Everything
+// libhdf5 parses of the file to read it is parsed here; the chunks
+// ReadSegment then reads are decoded by tstat (h5_chunk_read.h). The same
+// errors as ReadSegment for what it reads.
+Status WalkSegmentLocked(const std::string& path);
+
 // Reads raw snapshot `dataset` of the segment at `path`: its bytes, checked
 // against `dtype` and the element count of `shape` (empty shape: any). For
 // kRawPackedDataset, bytes [byte_offset, byte_offset + byte_count) of it (the
