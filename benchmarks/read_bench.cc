@@ -124,6 +124,35 @@ double Seconds(const timeval& t) {
   return static_cast<double>(t.tv_sec) + 1e-6 * static_cast<double>(t.tv_usec);
 }
 
+// What a child process left: its output on `fd` (up to `max_output`
+// bytes), its wait status and its resources.
+struct Finished {
+  bool waited = false;
+  int status = 0;
+  std::string output;
+  double wall_s = 0, cpu_s = 0, peak_mib = 0;
+};
+
+// Reads `fd` (the child's end closed here already) to its end, then waits
+// for `pid`, started at `t0`.
+Finished Finish(pid_t pid, int fd, std::size_t max_output,
+                std::chrono::steady_clock::time_point t0) {
+  Finished f;
+  char buffer[4096];
+  for (ssize_t n; (n = ::read(fd, buffer, sizeof buffer)) != 0;) {
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) break;
+    if (f.output.size() < max_output) f.output.append(buffer, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
+  rusage usage{};
+  f.waited = pid > 0 && ::wait4(pid, &f.status, 0, &usage) == pid;
+  f.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  f.cpu_s = Seconds(usage.ru_utime) + Seconds(usage.ru_stime);
+  f.peak_mib = static_cast<double>(usage.ru_maxrss) / 1024.0;  // KiB on Linux
+  return f;
+}
+
 // Runs `body` in a child process: its wall time, CPU time and peak resident
 // set are the case's. The child reports "<records>" (ok) or an error line.
 template <class Body>
@@ -146,23 +175,16 @@ ReadCase InChild(const std::string& name, Body body) {
     ::_exit(ok ? 0 : 1);
   }
   ::close(fds[1]);
-  std::string message;
-  char buffer[4096];
-  for (ssize_t n; (n = ::read(fds[0], buffer, sizeof buffer)) != 0;) {
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) break;
-    if (message.size() < 65536) message.append(buffer, static_cast<std::size_t>(n));
-  }
-  ::close(fds[0]);
-  int status = 0;
-  rusage usage{};
-  if (pid < 0 || ::wait4(pid, &status, 0, &usage) != pid) {
+  const Finished f = Finish(pid, fds[0], 65536, t0);
+  if (!f.waited) {
     c.error = "fork or wait failed";
     return c;
   }
-  c.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  c.cpu_s = Seconds(usage.ru_utime) + Seconds(usage.ru_stime);
-  c.peak_mib = static_cast<double>(usage.ru_maxrss) / 1024.0;  // KiB on Linux
+  c.wall_s = f.wall_s;
+  c.cpu_s = f.cpu_s;
+  c.peak_mib = f.peak_mib;
+  const std::string& message = f.output;
+  const int status = f.status;
   c.ok = WIFEXITED(status) && WEXITSTATUS(status) == 0 && message.rfind("ok ", 0) == 0;
   if (c.ok) {
     c.answer = std::strtoull(message.c_str() + 3, nullptr, 10);
@@ -214,23 +236,16 @@ ReadCase CliCase(const std::string& name, const std::vector<std::string>& argv,
     ::_exit(127);
   }
   ::close(fds[1]);
-  std::string errors;
-  char buffer[4096];
-  for (ssize_t n; (n = ::read(fds[0], buffer, sizeof buffer)) != 0;) {
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) break;
-    if (errors.size() < 4096) errors.append(buffer, static_cast<std::size_t>(n));
-  }
-  ::close(fds[0]);
-  int status = 0;
-  rusage usage{};
-  if (pid < 0 || ::wait4(pid, &status, 0, &usage) != pid) {
+  const Finished f = Finish(pid, fds[0], 4096, t0);
+  if (!f.waited) {
     c.error = "fork or wait failed";
     return c;
   }
-  c.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  c.cpu_s = Seconds(usage.ru_utime) + Seconds(usage.ru_stime);
-  c.peak_mib = static_cast<double>(usage.ru_maxrss) / 1024.0;
+  c.wall_s = f.wall_s;
+  c.cpu_s = f.cpu_s;
+  c.peak_mib = f.peak_mib;
+  const std::string& errors = f.output;
+  const int status = f.status;
   for (int code : ok_codes) c.ok = c.ok || (WIFEXITED(status) && WEXITSTATUS(status) == code);
   if (c.ok) {
     c.records = records;
