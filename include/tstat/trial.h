@@ -106,6 +106,10 @@ struct TrialOptions {
   // A child still parsing a segment after this long is killed and the
   // segment skipped.
   double isolated_read_timeout_s = 60.0;
+  // Open reads the segments' metadata only; records are read a segment at a
+  // time when a query needs them and kept up to about this many bytes of
+  // memory (the segment a query is reading is kept whatever its size).
+  std::uint64_t cache_bytes = std::uint64_t{64} << 20;
 };
 
 class TSTAT_EXPORT Trial {

@@ -351,15 +351,18 @@ Status Validate(const SegmentContents& s, const std::string& path) {
   return Status::OK();
 }
 
-// `records`: the per-record tables too (else they are walked, not read).
-Result<SegmentContents> ReadOpenSegment(hid_t file, const std::string& path, bool records) {
+// What of a segment is read besides its header, registry, steps, scalars,
+// drops, raw index and counters.
+enum class RecordTables { kRead, kWalk, kSkip };
+
+Result<SegmentContents> ReadOpenSegment(hid_t file, const std::string& path, RecordTables records) {
   SegmentContents s;
   TSTAT_RETURN_IF_ERROR(ReadHeader(file, path, &s.header));
   TSTAT_RETURN_IF_ERROR(ReadRegistry(file, path, IsLegacy(s.header.format_version), &s.tensors));
   TSTAT_RETURN_IF_ERROR(ReadStepTables(file, path, s.header.format_version, &s.tables));
-  if (records) {
+  if (records == RecordTables::kRead) {
     TSTAT_RETURN_IF_ERROR(ReadRecordTables(file, path, &s.tables));
-  } else {
+  } else if (records == RecordTables::kWalk) {
     TSTAT_RETURN_IF_ERROR(WalkRecordTables(file, path));
     for (const RawIndexRow& r : s.tables.raw_index) {
       const std::string name = RawDatasetName(r);
@@ -400,7 +403,7 @@ Result<SegmentContents> ReadSegment(const std::string& path) {
 
 namespace {
 
-Result<SegmentContents> ReadSegmentLocked(const std::string& path, bool records) {
+Result<SegmentContents> ReadSegmentLocked(const std::string& path, RecordTables records) {
   TSTAT_RETURN_IF_ERROR(VerifySegmentSeal(path));
   TSTAT_ASSIGN_OR_RETURN(H5File file, OpenH5FileReadOnly(path));
   Result<SegmentContents> contents = ReadOpenSegment(file.get(), path, records);
@@ -413,11 +416,16 @@ Result<SegmentContents> ReadSegmentLocked(const std::string& path, bool records)
 }  // namespace
 
 Result<SegmentContents> ReadSegmentLocked(const std::string& path) {
-  return ReadSegmentLocked(path, /*records=*/true);
+  return ReadSegmentLocked(path, RecordTables::kRead);
+}
+
+Result<SegmentContents> ReadSegmentMetadata(const std::string& path) {
+  H5Lock lock;
+  return ReadSegmentLocked(path, RecordTables::kSkip);
 }
 
 Status WalkSegmentLocked(const std::string& path) {
-  return ReadSegmentLocked(path, /*records=*/false).status();
+  return ReadSegmentLocked(path, RecordTables::kWalk).status();
 }
 
 namespace {

@@ -33,6 +33,12 @@ Result<SegmentContents> ReadSegment(const std::string& path);
 // The same, for a caller that holds the HDF5 lock (h5_lock.h) already.
 Result<SegmentContents> ReadSegmentLocked(const std::string& path);
 
+// All ReadSegment reads but the per-record tables (stats, histograms,
+// per-channel stats, ...), which stay empty: what a Trial reads to open a
+// run (the records are read when asked for, segment_cache.h). The same
+// checks of what it reads.
+Result<SegmentContents> ReadSegmentMetadata(const std::string& path);
+
 // What the isolated child runs (isolated_read.h), with the HDF5 lock held:
 // the seal, then what ReadSegment reads except the per-record tables
 // (stats, histograms, per-channel stats, ...) and raw snapshots, whose

@@ -3,18 +3,26 @@
 //
 // Loading: Refresh() lists RUN/worker-*/, reads each worker's CLOSED marker
 // (before listing its segments, so that a worker is "closed" only once every
-// segment it wrote has been seen), then loads the seg-*.h5 files it has not
-// attempted yet, in index order, into that worker's WorkerIndex. .tmp files
-// are never read.
+// segment it wrote has been seen), then reads the metadata of the seg-*.h5
+// files it has not attempted yet (ReadSegmentMetadata: registry, steps,
+// scalars, raw index, drops, counters), in index order, into that worker's
+// WorkerIndex. .tmp files are never read. The records (stats, histograms,
+// ...) are read when a query needs them, a segment at a time, and kept in a
+// SegmentCache of TrialOptions::cache_bytes: record() and step_records()
+// read the segment of their step, series() every segment of the worker,
+// tensor_names() with a mode every segment once (the modes each tensor has
+// are then remembered).
 //
-// Damaged data: a segment that fails its seal check or cannot be parsed is
-// skipped (never retried) and the rest of the run stays readable; every
-// Refresh() then returns kCorruption naming each skipped file (and a worker
+// Damaged data: a segment that fails its seal check or whose metadata
+// cannot be parsed is skipped (never retried) and the rest of the run stays
+// readable; every Refresh() then returns kCorruption naming each skipped file (and a worker
 // whose CLOSED marker records more segments than exist). A Trial opened on
 // such a run still opens. loaded_all_steps() counts a skipped segment as
 // attempted, so it does not wait forever for data that cannot be read.
 // kIoError (a directory or file that cannot be read right now) leaves the
-// affected segments to be retried by the next Refresh().
+// affected segments to be retried by the next Refresh(). A segment whose
+// records turn out damaged when a query reads them makes that query return
+// kCorruption naming the file.
 //
 // Step queries follow trial.h: kStepUnavailable when the data can no longer
 // come -- for a given worker: it saved that step without the data, saved a
@@ -35,6 +43,7 @@
 #include <vector>
 
 #include "io/read/isolated_read.h"
+#include "io/read/segment_cache.h"
 #include "io/read/worker_index.h"
 #include "tstat/trial.h"
 
@@ -43,7 +52,7 @@ namespace tstat::io {
 class RunTrial final : public Trial {
  public:
   RunTrial(std::string run_dir, TrialOptions options)
-      : run_dir_(std::move(run_dir)), options_(options) {}
+      : run_dir_(std::move(run_dir)), options_(options), cache_(options.cache_bytes) {}
 
   Status Refresh() override;
   Status WaitForStep(std::int64_t step, Mode mode, double timeout_s) override;
@@ -92,6 +101,12 @@ class RunTrial final : public Trial {
   // no worker (worker < 0), or that worker, can still write it, else
   // kUnavailable.
   Status MissingRecord(int worker, const std::string& what, std::int64_t step, Mode mode) const;
+  // The records of segment `ordinal` of worker `w` (the cache's).
+  Result<std::shared_ptr<const WorkerIndex>> Records(const WorkerIndex& w,
+                                                     std::uint32_t ordinal) const;
+  // The modes each tensor of worker `w` has records in (bit 1 << mode),
+  // reading the segments not seen yet.
+  Result<const std::map<std::uint32_t, std::uint8_t>*> TensorModes(const WorkerIndex& w) const;
 
   std::string run_dir_;
   TrialOptions options_;
@@ -100,6 +115,13 @@ class RunTrial final : public Trial {
   // With options_.isolate_segment_reads: the child that reads each new
   // segment first (started with the first one).
   std::unique_ptr<IsolatedSegmentReads> isolated_;
+  // Queries are const; reading records fills these.
+  mutable SegmentCache cache_;
+  struct ModesSeen {
+    std::size_t segments = 0;  // segment_files read into `modes`
+    std::map<std::uint32_t, std::uint8_t> modes;
+  };
+  mutable std::map<int, ModesSeen> modes_;  // by rank
 };
 
 }  // namespace tstat::io

@@ -59,6 +59,30 @@ Status RunTrial::MissingRecord(int worker, const std::string& what, std::int64_t
   return Status::StepUnavailable(what + ": " + StepText(step, mode) + " was not saved");
 }
 
+Result<std::shared_ptr<const WorkerIndex>> RunTrial::Records(const WorkerIndex& w,
+                                                             std::uint32_t ordinal) const {
+  if (ordinal >= w.segment_files.size()) {
+    return Status::Internal("worker " + std::to_string(w.rank) + ": no segment " +
+                            std::to_string(ordinal));
+  }
+  return cache_.Get(w.rank, ordinal, w.segment_files[ordinal]);
+}
+
+Result<const std::map<std::uint32_t, std::uint8_t>*> RunTrial::TensorModes(
+    const WorkerIndex& w) const {
+  ModesSeen& seen = modes_[w.rank];
+  for (; seen.segments < w.segment_files.size(); ++seen.segments) {
+    TSTAT_ASSIGN_OR_RETURN(std::shared_ptr<const WorkerIndex> records,
+                           Records(w, static_cast<std::uint32_t>(seen.segments)));
+    for (const auto& [id, ts] : records->series) {
+      std::uint8_t& mask = seen.modes[id];
+      for (const StepKey& k : ts.keys)
+        mask |= static_cast<std::uint8_t>(1u << static_cast<int>(k.mode));
+    }
+  }
+  return &seen.modes;
+}
+
 std::vector<std::string> RunTrial::tensor_names(const TensorQuery& query) const {
   std::unique_ptr<RE2> regex;
   if (!query.regex.empty()) {
@@ -68,6 +92,13 @@ std::vector<std::string> RunTrial::tensor_names(const TensorQuery& query) const 
   std::set<std::string> names;
   for (const auto& entry : workers_) {
     const WorkerIndex& w = entry.second.index;
+    const std::map<std::uint32_t, std::uint8_t>* modes = nullptr;
+    if (query.mode != Mode::kGlobal) {
+      // A worker whose records cannot be read answers from none.
+      Result<const std::map<std::uint32_t, std::uint8_t>*> m = TensorModes(w);
+      if (!m.ok()) continue;
+      modes = m.value();
+    }
     for (const auto& t : w.tensors) {
       const TensorInfo& info = t.second;
       if (info.kind != TensorKind::kTensor) continue;
@@ -76,12 +107,9 @@ std::vector<std::string> RunTrial::tensor_names(const TensorQuery& query) const 
                                                  query.collection) == info.collections.end()) {
         continue;
       }
-      if (query.mode != Mode::kGlobal) {
-        const TensorSeries* ts = w.FindSeries(info.id);
-        if (!ts || std::none_of(ts->keys.begin(), ts->keys.end(),
-                                [&](const StepKey& k) { return k.mode == query.mode; })) {
-          continue;
-        }
+      if (modes != nullptr) {
+        auto m = modes->find(info.id);
+        if (m == modes->end() || (m->second & (1u << static_cast<int>(query.mode))) == 0) continue;
       }
       names.insert(info.name);
     }
@@ -144,10 +172,14 @@ Result<TensorStatsRecord> RunTrial::record(const std::string& name, std::int64_t
     if (!t) continue;
     knowing.push_back(w);
     const std::optional<std::int64_t> g = w->GlobalStep(step, mode);
-    const TensorSeries* ts = w->FindSeries(t->id);
-    if (!g || !ts) continue;
+    auto step_entry = g ? w->steps.find(*g) : w->steps.end();
+    if (step_entry == w->steps.end()) continue;
+    TSTAT_ASSIGN_OR_RETURN(std::shared_ptr<const WorkerIndex> records,
+                           Records(*w, step_entry->second.segment));
+    const TensorSeries* ts = records->FindSeries(t->id);
+    if (!ts) continue;
     const std::ptrdiff_t row = ts->Find(*g);
-    if (row >= 0) return w->MakeRecord(t->id, *ts, static_cast<std::size_t>(row));
+    if (row >= 0) return records->MakeRecord(t->id, *ts, static_cast<std::size_t>(row));
   }
   if (knowing.empty()) return Status::NotFound("no tensor '" + name + "' in " + run_dir_);
   return MissingRecord(worker, "tensor '" + name + "'", step, mode);
@@ -171,16 +203,25 @@ Result<std::vector<SeriesPoint>> RunTrial::series(const std::string& name, StatF
     const TensorInfo* t = w->FindTensor(name);
     if (!t) continue;
     known = true;
-    const TensorSeries* ts = w->FindSeries(t->id);
-    if (!ts || ts->keys.empty()) continue;
+    // Segment by segment, in order: one segment's records in memory at a
+    // time beyond the cache.
     std::vector<SeriesPoint> points;
-    points.reserve(ts->keys.size());
-    for (std::size_t i = 0; i < ts->keys.size(); ++i) {
-      if (!ts->has_stats[i] || !ModeMatches(ts->keys[i], mode)) continue;
-      points.push_back(SeriesPoint{ts->keys[i], StatValue(ts->stats[i], field)});
+    bool sorted = true;
+    for (std::uint32_t seg = 0; seg < w->segment_files.size(); ++seg) {
+      TSTAT_ASSIGN_OR_RETURN(std::shared_ptr<const WorkerIndex> records, Records(*w, seg));
+      const TensorSeries* ts = records->FindSeries(t->id);
+      if (!ts) continue;
+      sorted = sorted && ts->sorted;
+      for (std::size_t i = 0; i < ts->keys.size(); ++i) {
+        if (!ts->has_stats[i] || !ModeMatches(ts->keys[i], mode)) continue;
+        if (!points.empty() && points.back().step.global_step >= ts->keys[i].global_step) {
+          sorted = false;
+        }
+        points.push_back(SeriesPoint{ts->keys[i], StatValue(ts->stats[i], field)});
+      }
     }
     if (points.empty()) continue;  // this worker has no such data: try the next
-    if (!ts->sorted) SortBySteps(&points);
+    if (!sorted) SortBySteps(&points);
     return points;
   }
   if (!known) return Status::NotFound("no tensor '" + name + "' in " + run_dir_);
@@ -263,11 +304,15 @@ Result<std::vector<TensorStatsRecord>> RunTrial::step_records(int worker,
   if (it == w->steps.end()) {
     return MissingRecord(worker, "worker " + std::to_string(worker), global_step, Mode::kGlobal);
   }
+  TSTAT_ASSIGN_OR_RETURN(std::shared_ptr<const WorkerIndex> records,
+                         Records(*w, it->second.segment));
   std::vector<TensorStatsRecord> out;
-  out.reserve(it->second.records.size());
-  for (const auto& [id, row] : it->second.records) {
-    const TensorSeries* ts = w->FindSeries(id);
-    if (ts && row < ts->keys.size()) out.push_back(w->MakeRecord(id, *ts, row));
+  auto step = records->steps.find(global_step);
+  if (step == records->steps.end()) return out;
+  out.reserve(step->second.records.size());
+  for (const auto& [id, row] : step->second.records) {
+    const TensorSeries* ts = records->FindSeries(id);
+    if (ts && row < ts->keys.size()) out.push_back(records->MakeRecord(id, *ts, row));
   }
   return out;
 }

@@ -44,6 +44,8 @@ void WorkerIndex::AddSegment(const SegmentContents& s, const std::string& path,
   }
   ++segments;
   bytes += file_bytes;
+  const auto ordinal = static_cast<std::uint32_t>(segment_files.size());
+  segment_files.push_back(SegmentFile{path, file_bytes});
   if (s.counters) counters = *s.counters;
   for (const TensorInfo& t : s.tensors) {
     tensors[t.id] = t;
@@ -57,6 +59,7 @@ void WorkerIndex::AddSegment(const SegmentContents& s, const std::string& path,
     e.wall_time = r.wall_time;
     e.step_seconds = r.step_seconds;
     e.capture_seconds = r.capture_seconds;
+    e.segment = ordinal;
     mode_to_global[e.key.mode][r.mode_step] = r.global_step;
   }
 
@@ -74,7 +77,10 @@ void WorkerIndex::AddSegment(const SegmentContents& s, const std::string& path,
     ts.exp.emplace_back();
     rows[{r.global_step, r.tensor_id}] = row;
     auto [step, added] = steps.try_emplace(r.global_step);
-    if (added) step->second.key = key;  // a stats row without its steps row
+    if (added) {  // a stats row without its steps row
+      step->second.key = key;
+      step->second.segment = ordinal;
+    }
     step->second.records.emplace_back(r.tensor_id, row);
   }
   auto row_of = [&](std::int64_t g, std::uint32_t id) -> std::ptrdiff_t {
@@ -172,6 +178,25 @@ void WorkerIndex::AddSegment(const SegmentContents& s, const std::string& path,
                                        r.byte_offset, r.byte_count});
   }
   for (const DropEntry& d : b.drops) drops.push_back(d.drop);
+}
+
+std::uint64_t WorkerIndex::ApproxBytes() const {
+  constexpr std::uint64_t kPerRow = sizeof(StepKey) + sizeof(TensorStats) + 1 + sizeof(ExpHistRef);
+  constexpr std::uint64_t kPerExtras = 256;  // a map node and its optionals
+  std::uint64_t total = exp_pool.size() * sizeof(std::uint64_t);
+  for (const auto& [id, ts] : series) {
+    total += ts.keys.size() * kPerRow + ts.extras.size() * kPerExtras;
+    for (const auto& [row, e] : ts.extras) {
+      if (e.channels) total += e.channels->channels.size() * sizeof(TensorStats);
+      if (e.linear) total += e.linear->counts.size() * sizeof(std::uint64_t);
+      if (e.labels) total += e.labels->counts.size() * sizeof(std::uint64_t);
+      if (e.confusion) total += e.confusion->counts.size() * sizeof(std::uint64_t);
+      if (e.sample) total += e.sample->values.size() * 16;
+      total += (e.count_values.size() + e.value_counts.size()) * 8;
+    }
+  }
+  for (const auto& [g, e] : steps) total += 96 + e.records.size() * 16;
+  return total;
 }
 
 const TensorInfo* WorkerIndex::FindTensor(const std::string& name) const {

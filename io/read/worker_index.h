@@ -1,6 +1,10 @@
 // WorkerIndex: everything a Trial knows about one worker, built from its
 // segments as they are loaded, organised for the Trial queries.
 //
+// A Trial keeps one per worker built from the segments' metadata only (the
+// registry, steps, scalars, raw index, drops: ReadSegmentMetadata), and one
+// per segment whose records a query needed (segment_cache.h).
+//
 // Per tensor id, a TensorSeries holds the saved steps and their stats as
 // parallel vectors (keys[i], stats[i], ...), so a series is one vector walk
 // and a step lookup one binary search (rows arrive in step order; if a run's
@@ -56,7 +60,14 @@ struct TensorSeries {
 struct StepEntry {
   StepKey key;
   double wall_time = 0, step_seconds = 0, capture_seconds = 0;
+  std::uint32_t segment = 0;  // the ordinal of its segment in WorkerIndex::segment_files
   std::vector<std::pair<std::uint32_t, std::size_t>> records;  // (tensor id, row), capture order
+};
+
+// A segment file added to an index, in the order they were added.
+struct SegmentFile {
+  std::string path;
+  std::uint64_t bytes = 0;
 };
 
 struct ScalarPoint {
@@ -112,6 +123,10 @@ struct WorkerIndex {
   std::unordered_map<std::uint32_t, std::vector<RawRef>> raws;
   std::vector<DropRecord> drops;
   std::vector<std::uint64_t> exp_pool;
+  std::vector<SegmentFile> segment_files;
+
+  // The memory the index holds, approximately (the segment cache's unit).
+  std::uint64_t ApproxBytes() const;
 };
 
 }  // namespace tstat::io

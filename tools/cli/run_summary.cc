@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
+#include <unordered_map>
 
 #include "rules/runtime/findings_log.h"
 #include "tools/cli/text_format.h"
@@ -64,22 +66,44 @@ void SummarizeTensors(const Trial& trial, int worker, RunSummary* out) {
   const std::vector<std::string> scalars = registered(trial.scalar_names());
   out->tensors = tensors.size();
   out->scalars = scalars.size();
+  // The latest saved stats of every tensor: each worker's steps walked from
+  // the last, a step's records at a time (the run's records are read a
+  // segment at a time), until every tensor was seen; the lowest-ranked
+  // worker that saved a tensor answers for it.
+  std::map<std::string, std::size_t> pending;  // name -> its row in out->latest
   for (const std::string& name : tensors) {
+    pending[name] = out->latest.size();
     LatestRow row;
     row.name = name;
-    // The series gives the latest saved step without a lookup per step.
-    Result<std::vector<SeriesPoint>> counts =
-        trial.series(name, StatField::kCount, Mode::kGlobal, worker);
-    if (counts.ok() && !counts->empty()) {
-      const StepKey last = counts->back().step;
-      Result<TensorStats> stats = trial.stats(name, last.global_step, Mode::kGlobal, worker);
-      if (stats.ok()) {
+    out->latest.push_back(std::move(row));
+  }
+  std::vector<int> ranks;
+  if (worker >= 0) {
+    ranks.push_back(worker);
+  } else {
+    for (const WorkerSummary& w : trial.workers()) ranks.push_back(w.rank);
+  }
+  const std::vector<StepKey> all = trial.steps(Mode::kGlobal);
+  for (int rank : ranks) {
+    std::unordered_map<std::uint32_t, std::string> unseen;  // id -> name, of this worker
+    for (const auto& [name, row] : pending) {
+      Result<TensorInfo> info = trial.tensor_info(name, rank);
+      if (info.ok()) unseen.emplace(info->id, name);
+    }
+    for (auto step = all.rbegin(); step != all.rend() && !unseen.empty(); ++step) {
+      Result<std::vector<TensorStatsRecord>> records = trial.step_records(rank, step->global_step);
+      if (!records.ok()) continue;  // not a step of this worker
+      for (const TensorStatsRecord& r : records.value()) {
+        auto found = unseen.find(r.tensor_id);
+        if (found == unseen.end() || !r.has_stats) continue;
+        LatestRow& row = out->latest[pending.at(found->second)];
         row.saved = true;
-        row.step = last;
-        row.stats = stats.value();
+        row.step = *step;
+        row.stats = r.stats;
+        pending.erase(found->second);
+        unseen.erase(found);
       }
     }
-    out->latest.push_back(std::move(row));
   }
   for (const std::string& name : scalars) {
     LatestRow row;

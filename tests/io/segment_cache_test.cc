@@ -1,0 +1,121 @@
+// A Trial reads a run's records a segment at a time when a query needs them
+// (io/read/segment_cache.h). Whatever the cache's cap, every query answers
+// what was written: with a cap below one segment (every query reads again)
+// as with one that holds the run; the cache keeps what it reads up to its
+// cap and reads a segment again only once it was dropped.
+#include "io/read/segment_cache.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "io/format/run_layout.h"
+#include "tests/io/io_test_util.h"
+#include "tstat/trial.h"
+
+namespace tstat::io::testing {
+namespace {
+
+constexpr std::int64_t kSteps = 18, kStepsPerSegment = 3;
+constexpr std::uint32_t kTensors = 4;
+
+std::string WriteRun(const TempDir& dir) {
+  const std::string run = dir.Sub("run");
+  auto writer = OpenWriterOrDie(run);
+  std::vector<TensorInfo> tensors;
+  for (std::uint32_t t = 0; t < kTensors; ++t) {
+    tensors.push_back(MakeTensorInfo(t, "t" + std::to_string(t)));
+  }
+  EXPECT_TRUE(writer->RegisterTensors(tensors).ok());
+  for (std::int64_t g = 0; g < kSteps; ++g) {
+    StepBatch b = MakeBatch(g, g % 3 == 2 ? Mode::kEval : Mode::kTrain);
+    // Tensor 3 only at even steps; tensor 0 with every extra.
+    for (std::uint32_t t = 0; t < kTensors; ++t) {
+      if (t == 3 && g % 2 != 0) continue;
+      b.stats.push_back(ReferenceRecord(g, t, t == 0));
+    }
+    EXPECT_TRUE(writer->Write(b).ok());
+    if (g % kStepsPerSegment == kStepsPerSegment - 1) {
+      EXPECT_TRUE(writer->Flush({}).ok());
+    }
+  }
+  EXPECT_TRUE(writer->Close({}).ok());
+  return run;
+}
+
+TEST(SegmentCacheTest, EveryQueryAnswersTheSameWhateverTheCap) {
+  TempDir dir;
+  const std::string run = WriteRun(dir);
+  for (std::uint64_t cap : {std::uint64_t{1}, std::uint64_t{1} << 40}) {
+    SCOPED_TRACE(cap);
+    TrialOptions options;
+    options.cache_bytes = cap;
+    auto trial = Trial::Open(run, options);
+    TSTAT_ASSERT_OK(trial);
+    Trial& t = **trial;
+    ASSERT_EQ(t.steps().size(), static_cast<std::size_t>(kSteps));
+    for (std::uint32_t id = 0; id < kTensors; ++id) {
+      const std::string name = "t" + std::to_string(id);
+      auto series = t.series(name, StatField::kMean);
+      TSTAT_ASSERT_OK(series);
+      std::vector<std::int64_t> steps;
+      for (const SeriesPoint& p : *series) {
+        steps.push_back(p.step.global_step);
+        EXPECT_EQ(p.value, ReferenceRecord(p.step.global_step, id, id == 0).stats.mean);
+      }
+      std::vector<std::int64_t> want;
+      for (std::int64_t g = 0; g < kSteps; ++g) {
+        if (id != 3 || g % 2 == 0) want.push_back(g);
+      }
+      EXPECT_EQ(steps, want) << name;
+    }
+    // Records and steps out of order (each in another segment than the last).
+    for (std::int64_t g : {17, 0, 9, 4, 12, 1}) {
+      auto rec = t.record("t0", g);
+      TSTAT_ASSERT_OK(rec);
+      ExpectRecordEqual(rec.value(), ReferenceRecord(g, 0, true), "t0");
+      auto all = t.step_records(0, g);
+      TSTAT_ASSERT_OK(all);
+      EXPECT_EQ(all->size(), g % 2 == 0 ? 4u : 3u) << g;
+    }
+    EXPECT_EQ(t.record("t3", 3).status().code(), StatusCode::kStepUnavailable);
+    // The modes each tensor has records in: read from the records.
+    EXPECT_EQ(t.tensor_names({"", "", Mode::kEval}).size(), 4u);
+    EXPECT_EQ(t.tensor_names({"t3", "", Mode::kEval}), (std::vector<std::string>{"t3"}));
+  }
+}
+
+TEST(SegmentCacheTest, KeepsWhatFitsAndReadsAgainWhatWasDropped) {
+  TempDir dir;
+  const std::string run = WriteRun(dir);
+  const std::string worker = run + "/" + WorkerDirName(0) + "/";
+  const SegmentFile a{worker + SegmentFileName(0), 0}, b{worker + SegmentFileName(1), 0};
+
+  SegmentCache roomy(std::uint64_t{1} << 30);
+  for (int i = 0; i < 3; ++i) {
+    TSTAT_ASSERT_OK(roomy.Get(0, 0, a));
+    TSTAT_ASSERT_OK(roomy.Get(0, 1, b));
+  }
+  EXPECT_EQ(roomy.reads(), 2u);
+  const std::uint64_t both = roomy.bytes();
+
+  SegmentCache tight(1);  // keeps only the segment just read
+  for (int i = 0; i < 3; ++i) {
+    auto first = tight.Get(0, 0, a);
+    TSTAT_ASSERT_OK(first);
+    auto again = tight.Get(0, 0, a);  // still there
+    TSTAT_ASSERT_OK(again);
+    EXPECT_EQ(first->get(), again->get());
+    TSTAT_ASSERT_OK(tight.Get(0, 1, b));
+    EXPECT_LT(tight.bytes(), both);
+  }
+  EXPECT_EQ(tight.reads(), 6u);
+
+  const Status missing = tight.Get(0, 9, SegmentFile{worker + SegmentFileName(9), 0}).status();
+  EXPECT_FALSE(missing.ok());
+  EXPECT_NE(missing.message().find(SegmentFileName(9)), std::string::npos) << missing.message();
+}
+
+}  // namespace
+}  // namespace tstat::io::testing
