@@ -52,6 +52,39 @@ inline void Transpose16x8(const std::uint8_t* in, std::size_t element_size, std:
                      _mm_unpackhi_epi64(c[0][k], c[1][k]));
   }
 }
+
+// The inverse: planes [j, j + 8) at elements [i, i + 16) (eight 16-byte
+// loads) to columns [j, j + 8) of those elements (sixteen 8-byte stores).
+inline void Untranspose8x16(const std::uint8_t* in, std::size_t element_size, std::size_t i,
+                            std::size_t j, std::size_t n, std::uint8_t* out) {
+  const std::uint8_t* p = in + j * n + i;
+  __m128i plane[8];
+  for (int k = 0; k < 8; ++k) {
+    plane[k] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + k * n));
+  }
+  std::uint8_t* d = out + i * element_size + j;
+  for (int h = 0; h < 2; ++h) {  // elements 0..7, then 8..15
+    __m128i a[4];
+    for (int k = 0; k < 4; ++k) {
+      a[k] = h == 0 ? _mm_unpacklo_epi8(plane[2 * k], plane[2 * k + 1])
+                    : _mm_unpackhi_epi8(plane[2 * k], plane[2 * k + 1]);
+    }
+    const __m128i b0 = _mm_unpacklo_epi16(a[0], a[1]);  // planes 0..3 of elements 0..3
+    const __m128i b1 = _mm_unpackhi_epi16(a[0], a[1]);  // planes 0..3 of elements 4..7
+    const __m128i b2 = _mm_unpacklo_epi16(a[2], a[3]);  // planes 4..7 of elements 0..3
+    const __m128i b3 = _mm_unpackhi_epi16(a[2], a[3]);
+    const __m128i c[4] = {_mm_unpacklo_epi32(b0, b2),   // elements 0 | 1
+                          _mm_unpackhi_epi32(b0, b2),   // elements 2 | 3
+                          _mm_unpacklo_epi32(b1, b3),   // elements 4 | 5
+                          _mm_unpackhi_epi32(b1, b3)};  // elements 6 | 7
+    std::uint8_t* e = d + static_cast<std::size_t>(8 * h) * element_size;
+    for (int k = 0; k < 4; ++k) {
+      _mm_storel_epi64(reinterpret_cast<__m128i*>(e + (2 * k) * element_size), c[k]);
+      _mm_storel_epi64(reinterpret_cast<__m128i*>(e + (2 * k + 1) * element_size),
+                       _mm_unpackhi_epi64(c[k], c[k]));
+    }
+  }
+}
 #endif
 
 }  // namespace
@@ -94,12 +127,24 @@ void UnshuffleBytes(const std::uint8_t* in, std::size_t bytes, std::size_t eleme
     if (bytes) std::memcpy(out, in, bytes);
     return;
   }
-  // Plane by plane: each plane is read in order, its bytes written
-  // element_size apart.
-  for (std::size_t j = 0; j < element_size; ++j) {
-    const std::uint8_t* plane = in + j * n;
-    std::uint8_t* column = out + j;
-    for (std::size_t e = 0; e < n; ++e) column[e * element_size] = plane[e];
+  // Whole groups of 16 elements x 8 planes by SSE2; the last
+  // element_size % 8 planes and the last n % 16 elements byte by byte.
+  const std::size_t n16 = n / 16 * 16;
+#if defined(__SSE2__)
+  const std::size_t j8 = element_size / 8 * 8;
+#else
+  const std::size_t j8 = 0;
+#endif
+  for (std::size_t i = 0; i < n16; i += 16) {
+#if defined(__SSE2__)
+    for (std::size_t j = 0; j < j8; j += 8) Untranspose8x16(in, element_size, i, j, n, out);
+#endif
+    for (std::size_t j = j8; j < element_size; ++j) {
+      for (std::size_t e = i; e < i + 16; ++e) out[e * element_size + j] = in[j * n + e];
+    }
+  }
+  for (std::size_t e = n16; e < n; ++e) {
+    for (std::size_t j = 0; j < element_size; ++j) out[e * element_size + j] = in[j * n + e];
   }
   const std::size_t tail = bytes - n * element_size;
   if (tail) std::memcpy(out + n * element_size, in + n * element_size, tail);
