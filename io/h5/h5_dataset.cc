@@ -334,7 +334,14 @@ Result<std::vector<std::string>> ReadStringArray(hid_t loc, const char* name, st
   TSTAT_ASSIGN_OR_RETURN(H5Type type, MemoryStringType(dataset.get(), width));
   std::vector<unsigned char> bytes;
   std::size_t count = 0;
-  TSTAT_RETURN_IF_ERROR(ReadTableInto(loc, name, type.get(), width, &bytes, &count, path));
+  TSTAT_RETURN_IF_ERROR(ReadTableInto(
+      loc, name, type.get(), width,
+      [&](std::size_t n) -> void* {
+        count = n;
+        bytes.resize(n * width);
+        return bytes.data();
+      },
+      path));
   out.reserve(count);
   for (std::size_t i = 0; i < count; ++i) {
     const char* s = reinterpret_cast<const char*>(bytes.data()) + i * width;
@@ -344,10 +351,8 @@ Result<std::vector<std::string>> ReadStringArray(hid_t loc, const char* name, st
 }
 
 Status ReadTableInto(hid_t loc, const char* name, hid_t mem_type, std::size_t row_size,
-                     std::vector<unsigned char>* bytes, std::size_t* count,
+                     const std::function<void*(std::size_t count)>& rows_for,
                      const std::string& path) {
-  *count = 0;
-  bytes->clear();
   TSTAT_ASSIGN_OR_RETURN(bool exists, H5LinkExists(loc, name, path));
   if (!exists) return Status::OK();
   TSTAT_ASSIGN_OR_RETURN(H5DataSet dataset, OpenH5Dataset(loc, name, path));
@@ -360,11 +365,12 @@ Status ReadTableInto(hid_t loc, const char* name, hid_t mem_type, std::size_t ro
   }
   if (dims[0] == 0) return Status::OK();
   TSTAT_RETURN_IF_ERROR(CheckRowsFitTheFile(dataset.get(), name, dims[0], path));
+  const auto count = static_cast<std::size_t>(dims[0]);
+  void* rows = rows_for(count);
   // Zero-filled so that members the file lacks read as zero.
-  bytes->assign(static_cast<std::size_t>(dims[0]) * row_size, 0);
-  Status read = ReadH5Dataset(dataset.get(), mem_type, bytes->data(), path);
+  std::memset(rows, 0, count * row_size);
+  Status read = ReadH5Dataset(dataset.get(), mem_type, rows, path);
   if (!read.ok()) return read.WithContext(std::string("table '") + name + "'");
-  *count = static_cast<std::size_t>(dims[0]);
   return Status::OK();
 }
 

@@ -15,7 +15,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "io/h5/h5_handle.h"
@@ -98,21 +100,26 @@ Status WriteTable(hid_t loc, const char* name, hid_t mem_type, const std::vector
                          compression_level, path, deflater);
 }
 
-// Reads a 1-D dataset `name` (absent: `rows` is left empty). Rows holding
+// Reads a 1-D dataset `name` (absent: nothing is read) into the buffer
+// `rows_for(count)` returns for its `count` rows of `row_size` bytes, which
+// it zero-fills first (members the file lacks read as zero). Rows holding
 // variable-length members must be released with ReclaimVlen afterwards.
 Status ReadTableInto(hid_t loc, const char* name, hid_t mem_type, std::size_t row_size,
-                     std::vector<unsigned char>* bytes, std::size_t* count,
+                     const std::function<void*(std::size_t count)>& rows_for,
                      const std::string& path);
 
 template <class Row>
 Status ReadTable(hid_t loc, const char* name, hid_t mem_type, std::vector<Row>* rows,
                  const std::string& path) {
-  std::vector<unsigned char> bytes;
-  std::size_t count = 0;
-  TSTAT_RETURN_IF_ERROR(ReadTableInto(loc, name, mem_type, sizeof(Row), &bytes, &count, path));
-  rows->resize(count);
-  if (count) std::memcpy(static_cast<void*>(rows->data()), bytes.data(), count * sizeof(Row));
-  return Status::OK();
+  static_assert(std::is_trivially_copyable_v<Row>, "rows are read as bytes");
+  rows->clear();
+  return ReadTableInto(
+      loc, name, mem_type, sizeof(Row),
+      [rows](std::size_t count) -> void* {
+        rows->resize(count);
+        return rows->data();
+      },
+      path);
 }
 
 }  // namespace tstat::io
