@@ -74,7 +74,7 @@ classify_crash() {
     return
   fi
   if sed -n '/ERROR:/,$p' <<<"$out" | grep -E '^ +#[0-9]+ 0x' |
-    grep -vE 'libclang_rt|fuzzer::|__sanitizer|libc\.so|libpthread|__restore_rt|<unknown module>| in (__interceptor_[a-z_]+|mem(move|cpy|set)|str(len|dup|cpy)) ' |
+    grep -vE 'libclang_rt|fuzzer::|__sanitizer|libc\.so|libpthread|__restore_rt|<unknown module>| in (__interceptor_[a-z_]+|(__)?mem(move|cpy|set)[a-z0-9_]*|str(len|dup|cpy)) ' |
     head -1 | grep -q 'libhdf5'; then
     echo libhdf5
   else
