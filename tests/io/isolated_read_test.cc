@@ -35,20 +35,23 @@ void PlantCraftedSegment(const std::string& run, std::int64_t index) {
   ASSERT_TRUE(out.good());
 }
 
+// A run of tensor "w" with one segment per step, steps 0 .. steps - 1.
+void WriteSegments(const std::string& run, std::int64_t steps) {
+  auto writer = OpenWriterOrDie(run);
+  ASSERT_NE(writer, nullptr);
+  TSTAT_ASSERT_OK(writer->RegisterTensors({MakeTensorInfo(0, "w")}));
+  for (std::int64_t g = 0; g < steps; ++g) {
+    StepBatch b = MakeBatch(g);
+    b.stats.push_back(SyntheticStatsRecord(g, 0));
+    TSTAT_ASSERT_OK(writer->Write(b));
+    TSTAT_ASSERT_OK(writer->Flush({}));
+  }
+}
+
 TEST(IsolatedReadTest, SegmentThatCrashesLibhdf5IsSkippedAndTheRestReads) {
   TempDir dir;
   const std::string run = dir.Sub("run");
-  {
-    auto writer = OpenWriterOrDie(run);
-    ASSERT_NE(writer, nullptr);
-    TSTAT_ASSERT_OK(writer->RegisterTensors({MakeTensorInfo(0, "w")}));
-    for (std::int64_t g = 0; g < 3; ++g) {
-      StepBatch b = MakeBatch(g);
-      b.stats.push_back(SyntheticStatsRecord(g, 0));
-      TSTAT_ASSERT_OK(writer->Write(b));
-      TSTAT_ASSERT_OK(writer->Flush({}));  // one segment per step
-    }
-  }
+  WriteSegments(run, 3);
   // Without isolation, the good segments read the same as with it.
   auto plain = Trial::Open(run);
   TSTAT_ASSERT_OK(plain);
@@ -80,17 +83,7 @@ TEST(IsolatedReadTest, SegmentThatCrashesLibhdf5IsSkippedAndTheRestReads) {
 TEST(IsolatedReadTest, OneChildServesTheChecksAndIsReplacedWhenItDies) {
   TempDir dir;
   const std::string run = dir.Sub("run");
-  {
-    auto writer = OpenWriterOrDie(run);
-    ASSERT_NE(writer, nullptr);
-    TSTAT_ASSERT_OK(writer->RegisterTensors({MakeTensorInfo(0, "w")}));
-    for (std::int64_t g = 0; g < 4; ++g) {
-      StepBatch b = MakeBatch(g);
-      b.stats.push_back(SyntheticStatsRecord(g, 0));
-      TSTAT_ASSERT_OK(writer->Write(b));
-      TSTAT_ASSERT_OK(writer->Flush({}));
-    }
-  }
+  WriteSegments(run, 4);
   PlantCraftedSegment(run, 7);
   const std::string worker = run + "/" + WorkerDirName(0) + "/";
   IsolatedSegmentReads reads(60.0);
