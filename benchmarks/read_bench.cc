@@ -134,9 +134,10 @@ struct Finished {
 };
 
 // Reads `fd` (the child's end closed here already) to its end, then waits
-// for `pid`, started at `t0`.
-Finished Finish(pid_t pid, int fd, std::size_t max_output,
-                std::chrono::steady_clock::time_point t0) {
+// for `pid`, started at `t0`; its times and peak memory go into *c (or an
+// error when it could not be waited for).
+Finished Finish(pid_t pid, int fd, std::size_t max_output, std::chrono::steady_clock::time_point t0,
+                ReadCase* c) {
   Finished f;
   char buffer[4096];
   for (ssize_t n; (n = ::read(fd, buffer, sizeof buffer)) != 0;) {
@@ -150,6 +151,13 @@ Finished Finish(pid_t pid, int fd, std::size_t max_output,
   f.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   f.cpu_s = Seconds(usage.ru_utime) + Seconds(usage.ru_stime);
   f.peak_mib = static_cast<double>(usage.ru_maxrss) / 1024.0;  // KiB on Linux
+  if (!f.waited) {
+    c->error = "fork or wait failed";
+  } else {
+    c->wall_s = f.wall_s;
+    c->cpu_s = f.cpu_s;
+    c->peak_mib = f.peak_mib;
+  }
   return f;
 }
 
@@ -175,14 +183,8 @@ ReadCase InChild(const std::string& name, Body body) {
     ::_exit(ok ? 0 : 1);
   }
   ::close(fds[1]);
-  const Finished f = Finish(pid, fds[0], 65536, t0);
-  if (!f.waited) {
-    c.error = "fork or wait failed";
-    return c;
-  }
-  c.wall_s = f.wall_s;
-  c.cpu_s = f.cpu_s;
-  c.peak_mib = f.peak_mib;
+  const Finished f = Finish(pid, fds[0], 65536, t0, &c);
+  if (!f.waited) return c;
   const std::string& message = f.output;
   const int status = f.status;
   c.ok = WIFEXITED(status) && WEXITSTATUS(status) == 0 && message.rfind("ok ", 0) == 0;
@@ -236,14 +238,8 @@ ReadCase CliCase(const std::string& name, const std::vector<std::string>& argv,
     ::_exit(127);
   }
   ::close(fds[1]);
-  const Finished f = Finish(pid, fds[0], 4096, t0);
-  if (!f.waited) {
-    c.error = "fork or wait failed";
-    return c;
-  }
-  c.wall_s = f.wall_s;
-  c.cpu_s = f.cpu_s;
-  c.peak_mib = f.peak_mib;
+  const Finished f = Finish(pid, fds[0], 4096, t0, &c);
+  if (!f.waited) return c;
   const std::string& errors = f.output;
   const int status = f.status;
   for (int code : ok_codes) c.ok = c.ok || (WIFEXITED(status) && WEXITSTATUS(status) == code);
