@@ -24,10 +24,10 @@ inline constexpr std::int64_t kMinChunkElems = 16384;
 inline constexpr std::int64_t kMaxChunksPerTensor = 2048;
 
 struct WorkItem {
-  std::uint32_t request;   // index into the batch
-  std::uint32_t slot;      // partial slot of this chunk (chunk order within the tensor)
-  std::int64_t begin;      // first element of the chunk
-  std::int64_t length;     // elements in the chunk
+  std::uint32_t request;  // index into the batch
+  std::uint32_t slot;     // partial slot of this chunk (chunk order within the tensor)
+  std::int64_t begin;     // first element of the chunk
+  std::int64_t length;    // elements in the chunk
 };
 
 // Elements per chunk for a tensor of n elements: a multiple of 16, so every
@@ -45,9 +45,9 @@ TSTAT_HD std::int64_t NumChunks(std::int64_t n) {
 
 // The vector/scalar split of one chunk that starts at byte address `addr`.
 struct ChunkSplit {
-  std::int64_t head;      // scalar elements before the first 16-byte boundary
-  std::int64_t vectors;   // whole 16-byte vectors after the head
-  std::int64_t per_vec;   // elements per vector (16 / element size)
+  std::int64_t head;     // scalar elements before the first 16-byte boundary
+  std::int64_t vectors;  // whole 16-byte vectors after the head
+  std::int64_t per_vec;  // elements per vector (16 / element size)
   std::int64_t tail_begin;
   std::int64_t length;
 };
@@ -90,25 +90,53 @@ TSTAT_HD void VisitChunk(const ChunkSplit& s, int t, int T, ScalarFn&& scalar, V
 // the lower lane's value first), then thread 0 folds the warp aggregates in
 // warp order. BlockMergeOrder() reproduces that order on the host over an array
 // of per-thread partials (T a multiple of 32).
+// WarpMergeOrder() is the warp stage alone: lane[0] ends up holding the
+// warp's aggregate (the other lanes are overwritten).
+template <class P, class Op>
+void WarpMergeOrder(P* lane, Op op) {
+  for (int offset = 1; offset < 32; offset *= 2) {
+    for (int i = 0; i + offset < 32; i += 2 * offset) lane[i] = op(lane[i], lane[i + offset]);
+  }
+}
 template <class P, class Op>
 P BlockMergeOrder(P* per_thread, int T, Op op) {
-  for (int w = 0; w < T / 32; ++w) {
-    P* lane = per_thread + w * 32;
-    for (int offset = 1; offset < 32; offset *= 2) {
-      for (int i = 0; i + offset < 32; i += 2 * offset) lane[i] = op(lane[i], lane[i + offset]);
-    }
-  }
+  for (int w = 0; w < T / 32; ++w) WarpMergeOrder(per_thread + w * 32, op);
   P acc = per_thread[0];
   for (int w = 1; w < T / 32; ++w) acc = op(acc, per_thread[w * 32]);
   return acc;
 }
 
-// Per-tensor final merge: chunk partials folded in chunk order.
+// Chunk partials folded in chunk order.
 template <class P, class Op>
 TSTAT_HD P MergeChunks(const P* partials, std::int64_t count, P identity, Op op) {
   P acc = identity;
   for (std::int64_t i = 0; i < count; ++i) acc = op(acc, partials[i]);
   return acc;
+}
+
+// Per-tensor final merge of the stats partials, done by one warp: lane l of
+// kMergeLanes folds its run of consecutive chunks in chunk order
+// (MergeLaneChunks), then the lanes combine in warp-reduction order
+// (WarpMergeOrder). A tensor of 2,048 chunks then costs 64 dependent merges
+// instead of 2,048 on one thread. MergeChunksWarpOrder is the host's copy.
+inline constexpr int kMergeLanes = 32;
+TSTAT_HD std::int64_t MergeLaneBegin(std::int64_t count, int lane) {
+  const std::int64_t per = (count + kMergeLanes - 1) / kMergeLanes;
+  const std::int64_t begin = per * lane;
+  return begin < count ? begin : count;
+}
+template <class P, class Op>
+TSTAT_HD P MergeLaneChunks(const P* partials, std::int64_t count, int lane, P identity, Op op) {
+  const std::int64_t begin = MergeLaneBegin(count, lane);
+  return MergeChunks(partials + begin, MergeLaneBegin(count, lane + 1) - begin, identity, op);
+}
+template <class P, class Op>
+P MergeChunksWarpOrder(const P* partials, std::int64_t count, P identity, Op op) {
+  P lanes[kMergeLanes];
+  for (int l = 0; l < kMergeLanes; ++l)
+    lanes[l] = MergeLaneChunks(partials, count, l, identity, op);
+  WarpMergeOrder(lanes, op);
+  return lanes[0];
 }
 
 // ---------------------------------------------------------------------------
@@ -117,8 +145,8 @@ TSTAT_HD P MergeChunks(const P* partials, std::int64_t count, P identity, Op op)
 struct ChannelGeometry {
   std::int64_t outer, channels, inner;
 };
-TSTAT_HD std::int64_t ChannelElementIndex(const ChannelGeometry& g, std::int64_t o,
-                                          std::int64_t c, std::int64_t i) {
+TSTAT_HD std::int64_t ChannelElementIndex(const ChannelGeometry& g, std::int64_t o, std::int64_t c,
+                                          std::int64_t i) {
   return (o * g.channels + c) * g.inner + i;
 }
 

@@ -316,7 +316,8 @@ inline Status BuildLaunchPlan(const std::vector<ReductionRequest>& batch, Backen
       GridCheck("confusion", static_cast<std::int64_t>(plan->confusion_items.size())));
   TSTAT_RETURN_IF_ERROR(GridCheck("value", static_cast<std::int64_t>(plan->value_items.size())));
   TSTAT_RETURN_IF_ERROR(GridCheck(
-      "merge", plan_internal::CeilDiv(plan->merge_segments, LaunchPolicy::kMergeThreadsPerBlock)));
+      "merge", plan_internal::CeilDiv(plan->merge_segments,
+                                      LaunchPolicy::kMergeThreadsPerBlock / kMergeLanes)));
   TSTAT_RETURN_IF_ERROR(GridCheck(
       "sample", plan_internal::CeilDiv(plan->sample_total, LaunchPolicy::kSampleThreadsPerBlock)));
   return Status::OK();

@@ -128,11 +128,16 @@ TSTAT_HD std::int64_t FindJob(const Job* jobs, std::int64_t num_jobs, std::int64
   return lo;
 }
 
-// finals[job.dst + s] of merge segment s: its chunk partials folded in order.
-TSTAT_HD StatsPartial MergeSegment(const StatsPartial* partials, const MergeJob& job,
-                                   std::int64_t s) {
-  return MergeChunks(partials + job.src + s * job.chunks, job.chunks, StatsPartial::Identity(),
-                     MergeOp{});
+// The chunk partials of merge segment s.
+TSTAT_HD const StatsPartial* SegmentPartials(const StatsPartial* partials, const MergeJob& job,
+                                             std::int64_t s) {
+  return partials + job.src + s * job.chunks;
+}
+// finals[job.dst + s] of merge segment s, as the merge kernel's warp computes it.
+inline StatsPartial MergeSegment(const StatsPartial* partials, const MergeJob& job,
+                                 std::int64_t s) {
+  return MergeChunksWarpOrder(SegmentPartials(partials, job, s), job.chunks,
+                              StatsPartial::Identity(), MergeOp{});
 }
 
 TSTAT_HD const Thresholds<float>& ThresholdsOf(const DeviceRequest& r, float /*tag*/) {

@@ -28,7 +28,7 @@ struct LaunchPolicy {
   // ALU-heavy (~30 instructions per element), so 16 warps per SM with
   // 128-bit loads keep enough bytes in flight.
   static constexpr int kMinBlocksPerSm = 2;
-  // Merge kernel: one thread per merged segment, short loops; a smaller block
+  // Merge kernel: one warp per merged segment (kMergeLanes); a smaller block
   // keeps the tail of the grid short when there are few segments.
   static constexpr int kMergeThreadsPerBlock = 128;
   // Sample gather kernel: one thread per sampled element.

@@ -91,6 +91,49 @@ TEST(BlockMergeOrderTest, MergeChunksFoldsInChunkOrderFromTheIdentity) {
   EXPECT_EQ(MergeChunks(chunks.data(), 0, std::string("I"), TreeOp{}), "I");
 }
 
+// The merge kernel's order: 70 chunks over 32 lanes are runs of 3 (lane 23
+// gets chunk 69 alone, lanes 24-31 nothing), each folded from the identity in
+// chunk order, then combined as cub's WarpReduceShfl combines 32 lanes.
+TEST(BlockMergeOrderTest, MergeChunksWarpOrderFoldsRunsThenCombinesAsAWarp) {
+  std::vector<std::string> chunks;
+  for (int i = 0; i < 70; ++i) chunks.push_back("c" + std::to_string(i));
+  std::vector<std::string> lanes;
+  for (int l = 0; l < 32; ++l) {
+    std::string acc = "I";
+    for (int i = 3 * l; i < 3 * l + 3 && i < 70; ++i) acc = TreeOp{}(acc, chunks[i]);
+    lanes.push_back(acc);
+  }
+  EXPECT_EQ(lanes[23], "(I+c69)");
+  EXPECT_EQ(lanes[24], "I");
+  // SimulateCub(32) over leaves "0".."31": substitute each lane's fold.
+  std::string want = SimulateCub(32);
+  for (int l = 31; l >= 0; --l) {
+    const std::string leaf = std::to_string(l);
+    std::string out;
+    for (std::size_t i = 0; i < want.size();) {
+      const bool starts = (i == 0 || want[i - 1] == '(' || want[i - 1] == '+') &&
+                          want.compare(i, leaf.size(), leaf) == 0 &&
+                          (i + leaf.size() == want.size() || want[i + leaf.size()] == '+' ||
+                           want[i + leaf.size()] == ')');
+      if (starts) {
+        out += "L" + leaf + "L";
+        i += leaf.size();
+      } else {
+        out += want[i++];
+      }
+    }
+    want = out;
+  }
+  for (int l = 0; l < 32; ++l) {
+    const std::string mark = "L" + std::to_string(l) + "L";
+    want.replace(want.find(mark), mark.size(), lanes[static_cast<std::size_t>(l)]);
+  }
+  EXPECT_EQ(MergeChunksWarpOrder(chunks.data(), 70, std::string("I"), TreeOp{}), want);
+  // A single chunk: lane 0 holds it, the other lanes the identity.
+  const std::string one = MergeChunksWarpOrder(chunks.data(), 1, std::string("I"), TreeOp{});
+  EXPECT_EQ(one.substr(0, 13), "((((((I+c0)+I") << one;
+}
+
 TEST(BlockMergeOrderTest, StatsPartialBlockMergeIsExactForCounts) {
   // Sanity on the real type: 256 single-element partials merge to the totals.
   std::vector<StatsPartial> parts(256);
