@@ -19,6 +19,10 @@
 namespace tstat::kernels {
 
 inline Status CudaErrorStatus(cudaError_t error, const char* what, const char* file, int line) {
+  // A failed call is also the runtime's "last error": cleared here, or the next
+  // launch check (cudaPeekAtLastError) would report this error as its own (a
+  // failed workspace cudaMalloc made the next batch's kernels "fail").
+  (void)cudaGetLastError();
   return Status::CudaError(std::string(file) + ":" + std::to_string(line) + ": " + what +
                            " failed: " + cudaGetErrorString(error) + " (" +
                            cudaGetErrorName(error) + ")");
