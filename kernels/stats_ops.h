@@ -154,13 +154,20 @@ Thresholds<T> MakeThresholds(double lo, double hi, double eps, double min_normal
 // Smallest positive normal value of a dtype (subnormal_count is below it).
 inline double MinNormalOf(DType t) {
   switch (t) {
-    case DType::kFloat32: return 1.1754943508222875e-38;   // 2^-126
-    case DType::kBFloat16: return 1.1754943508222875e-38;  // 2^-126
-    case DType::kFloat16: return 6.103515625e-05;          // 2^-14
-    case DType::kFloat64: return 2.2250738585072014e-308;  // 2^-1022
-    case DType::kFloat8E4M3: return 0.015625;              // 2^-6
-    case DType::kFloat8E5M2: return 6.103515625e-05;       // 2^-14
-    default: return 0.0;                                   // integers: none
+    case DType::kFloat32:
+      return 1.1754943508222875e-38;  // 2^-126
+    case DType::kBFloat16:
+      return 1.1754943508222875e-38;  // 2^-126
+    case DType::kFloat16:
+      return 6.103515625e-05;  // 2^-14
+    case DType::kFloat64:
+      return 2.2250738585072014e-308;  // 2^-1022
+    case DType::kFloat8E4M3:
+      return 0.015625;  // 2^-6
+    case DType::kFloat8E5M2:
+      return 6.103515625e-05;  // 2^-14
+    default:
+      return 0.0;  // integers: none
   }
 }
 
@@ -175,10 +182,8 @@ TSTAT_HD int ExponentBin(float x) {
 TSTAT_HD int ExponentBin(double x) {
   const std::uint64_t bits = DoubleBits(x);
   const int field = static_cast<int>((bits >> 52) & 0x7ffu);
-  const int e = field != 0 ? field - 1023
-                           : HighestBit64(bits & 0xfffffffffffffull) - 1074;
-  const int clamped = e < kExpHistMinExp ? kExpHistMinExp
-                      : e > kExpHistMaxExp ? kExpHistMaxExp : e;
+  const int e = field != 0 ? field - 1023 : HighestBit64(bits & 0xfffffffffffffull) - 1074;
+  const int clamped = e < kExpHistMinExp ? kExpHistMinExp : e > kExpHistMaxExp ? kExpHistMaxExp : e;
   return clamped - kExpHistMinExp;
 }
 
@@ -191,61 +196,79 @@ struct NoHistogram {
   TSTAT_HD void Add(int) {}
 };
 
-template <class T>
+// Count is the type of the accumulator's own counters: uint32_t where one
+// accumulator sees fewer than 2^32 elements (a CUDA thread's share of a chunk:
+// half the integer work of 64-bit counters in the element loop), uint64_t
+// otherwise. Finish() widens them into the 64-bit StatsPartial.
+template <class T, class Count = std::uint64_t>
 struct ElementAccumulator {
-  StatsPartial p;
+  Count count, nan_count, pos_inf_count, neg_inf_count, zero_count, neg_count, subnormal_count,
+      band_lo_count, band_hi_count, small_count, n;
   T tmin, tmax, tamax;
-  double shift, sd, sd2;
+  double shift, sd, sd2, l1;
 
   TSTAT_HD void Init() {
-    p = StatsPartial::Identity();
+    count = nan_count = pos_inf_count = neg_inf_count = zero_count = neg_count = 0;
+    subnormal_count = band_lo_count = band_hi_count = small_count = n = 0;
     tmin = static_cast<T>(INFINITY);
     tmax = static_cast<T>(-INFINITY);
     tamax = static_cast<T>(0);
-    shift = sd = sd2 = 0.0;
+    shift = sd = sd2 = l1 = 0.0;
   }
 
   template <class Hist>
   TSTAT_HD void Add(T x, const Thresholds<T>& th, Hist& hist) {
-    p.count += 1;
+    count += 1;
     const T ax = x < 0 ? -x : x;
-    p.band_lo_count += (x <= th.band_lo);  // false for NaN
-    p.band_hi_count += (x >= th.band_hi);
-    p.neg_count += (x < 0);
+    band_lo_count += (x <= th.band_lo);  // false for NaN
+    band_hi_count += (x >= th.band_hi);
+    neg_count += (x < 0);
     if (!(ax <= static_cast<T>(INFINITY))) {  // NaN
-      p.nan_count += 1;
+      nan_count += 1;
       return;
     }
     if (ax == static_cast<T>(INFINITY)) {
-      p.pos_inf_count += (x > 0);
-      p.neg_inf_count += (x < 0);
+      pos_inf_count += (x > 0);
+      neg_inf_count += (x < 0);
       return;
     }
-    p.small_count += (ax < th.small_eps);
+    small_count += (ax < th.small_eps);
     if (x == 0) {
-      p.zero_count += 1;
+      zero_count += 1;
     } else {
-      p.subnormal_count += (ax < th.min_normal);
+      subnormal_count += (ax < th.min_normal);
       hist.Add(ExponentBin(x));
     }
     tmin = x < tmin ? x : tmin;
     tmax = x > tmax ? x : tmax;
     tamax = ax > tamax ? ax : tamax;
     const double xd = static_cast<double>(x);
-    if (p.n == 0) shift = xd;
+    if (n == 0) shift = xd;
     const double d = xd - shift;
     sd += d;
     sd2 = fma(d, d, sd2);
-    p.l1 += static_cast<double>(ax);
-    p.n += 1;
+    l1 += fabs(xd);  // |x| converted exactly: one conversion per element, not two
+    n += 1;
   }
 
   // Turns the shifted sums into (n, mean, M2).
   TSTAT_HD StatsPartial Finish() const {
-    StatsPartial r = p;
-    if (r.n > 0) {
-      const double n = static_cast<double>(r.n);
-      const double md = sd / n;
+    StatsPartial r = StatsPartial::Identity();
+    r.count = count;
+    r.nan_count = nan_count;
+    r.pos_inf_count = pos_inf_count;
+    r.neg_inf_count = neg_inf_count;
+    r.zero_count = zero_count;
+    r.neg_count = neg_count;
+    r.subnormal_count = subnormal_count;
+    r.band_lo_count = band_lo_count;
+    r.band_hi_count = band_hi_count;
+    r.small_count = small_count;
+    r.n = n;
+    r.l1 = l1;
+    if (n > 0) {
+      const double nd = static_cast<double>(n);
+      const double md = sd / nd;
       r.mean = shift + md;
       const double m2 = sd2 - sd * md;
       r.m2 = m2 > 0.0 ? m2 : 0.0;

@@ -64,7 +64,8 @@ template <class Dec, class Hist>
 TSTAT_HD StatsPartial ThreadChunkStats(const unsigned char* chunk, const ChunkSplit& split,
                                        bool aligned, int t, int T,
                                        const Thresholds<typename Dec::Compute>& th, Hist& hist) {
-  ElementAccumulator<typename Dec::Compute> acc;
+  // 32-bit counters: a chunk holds at most 2^31 elements (LaunchPolicy::kMaxStatsNumel).
+  ElementAccumulator<typename Dec::Compute, std::uint32_t> acc;
   acc.Init();
   ForEachThreadElement<Dec::kSize>(chunk, split, aligned, t, T, [&](std::uint64_t bits) {
     acc.Add(Dec::Decode(bits), th, hist);
