@@ -77,6 +77,27 @@ struct LaunchPlan {
   int label_shared_bins = 0;
   int confusion_shared_bins = 0;
 
+  // Empties the plan for the next batch; the vectors keep their capacity, so a
+  // session's steady state plans without allocating.
+  void Reset() {
+    status.clear();
+    device_request.clear();
+    requests.clear();
+    stats_items.clear();
+    linear_items.clear();
+    label_items.clear();
+    channel_items.clear();
+    merge_jobs.clear();
+    sample_jobs.clear();
+    delta_items.clear();
+    confusion_items.clear();
+    value_items.clear();
+    value_table.clear();
+    merge_segments = sample_total = 0;
+    num_partials = num_finals = num_counters = num_delta_partials = 0;
+    linear_shared_bins = label_shared_bins = confusion_shared_bins = 0;
+  }
+
   int KernelLaunches() const {
     return static_cast<int>(!stats_items.empty()) + static_cast<int>(!channel_items.empty()) +
            static_cast<int>(merge_segments > 0) + static_cast<int>(!linear_items.empty()) +
@@ -221,7 +242,7 @@ inline Status BuildLaunchPlan(const std::vector<ReductionRequest>& batch, Backen
                               int threads_per_block, LaunchPlan* plan, int cuda_device = -1,
                               const std::vector<Status>* memory_status = nullptr) {
   using plan_internal::AddChunkItems;
-  *plan = LaunchPlan();
+  plan->Reset();
   plan->threads_per_block = threads_per_block;
   plan->device_request.assign(batch.size(), -1);
   if (batch.size() >= 0x7fffffffu) {

@@ -7,6 +7,7 @@
 // identically. Host-only, header-only; reentrant.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <utility>
 #include <vector>
@@ -41,20 +42,36 @@ inline void UnpackResults(const LaunchPlan& plan, const PlanOutputs& outputs,
                           std::vector<ReductionResult>* results) {
   const StatsPartial* finals = outputs.finals;
   const std::uint64_t* counters = outputs.counters;
-  results->clear();
-  results->reserve(plan.status.size());
+  // The results of the previous batch are overwritten in place (every field
+  // set or reset), which keeps their buffers: no allocation per tensor in the
+  // steady state of a session.
+  results->resize(plan.status.size());
   for (std::size_t i = 0; i < plan.status.size(); ++i) {
-    results->push_back(ResultWithStatus(plan.status[i]));
-    ReductionResult& out = results->back();
+    ReductionResult& out = (*results)[i];
+    out.status = plan.status[i];
+    out.stats = TensorStats();
+    out.linear_histogram.reset();
+    out.per_channel.reset();
+    out.label_counts.reset();
+    out.sample.reset();
+    out.delta.reset();
+    out.confusion.reset();
+    out.value_counts.clear();
     const std::int32_t di = plan.device_request[i];
-    if (di < 0) continue;
+    if (di < 0) {
+      out.exponent_histogram.reset();
+      continue;
+    }
     const DeviceRequest& d = plan.requests[static_cast<std::size_t>(di)];
 
     if (d.final_index != kNoSlot) out.stats = ToTensorStats(finals[d.final_index]);
     if (d.exp_hist != kNoSlot) {
-      ExponentHistogram h;
-      for (int b = 0; b < kExpHistBins; ++b) h.counts[b] = counters[d.exp_hist + b];
-      out.exponent_histogram = h;
+      if (!out.exponent_histogram) out.exponent_histogram.emplace();
+      ExponentHistogram& h = *out.exponent_histogram;
+      std::copy(counters + d.exp_hist, counters + d.exp_hist + kExpHistBins, h.counts.begin());
+      h.SetSpan();  // while the bins are in this core's cache
+    } else {
+      out.exponent_histogram.reset();
     }
     if (d.lin_bins > 0) {
       const LinearRange range = LinearRangeOf(d, finals[d.final_index]);
