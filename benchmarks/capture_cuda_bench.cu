@@ -61,6 +61,7 @@ Result<CudaCaptureBenchResult> RunCudaCaptureCase(const CudaCaptureBenchOptions&
   SessionConfig config;
   config.out_dir = dir + "/run";
   config.pipeline.cuda_device = o.device;
+  config.save_config = SaveConfig::Every(1);  // stats of every tensor at every step
   TSTAT_ASSIGN_OR_RETURN(std::unique_ptr<Session> session, Session::Create(config));
   for (std::int64_t i = 0; i < o.tensors; ++i) {
     TensorView v;

@@ -113,7 +113,11 @@ cat > "$s/tests/tstat_test_x.json" <<'EOF'
 {"testsuites":[{"name":"A","testsuite":[{"name":"ok","result":"COMPLETED"},{"name":"bad","result":"COMPLETED","failures":[{"failure":"x"}]},{"name":"skip","result":"SKIPPED"}]}]}
 EOF
 echo "========= ERROR SUMMARY: 0 errors" > "$s/sanitizer/memcheck-x.log"
-echo "========= ERROR SUMMARY: 2 errors" > "$s/sanitizer/racecheck-x.log"
+# racecheck's own summary line, as compute-sanitizer 2025 prints it.
+echo "========= RACECHECK SUMMARY: 2 hazards displayed (2 errors, 0 warnings)" \
+  > "$s/sanitizer/racecheck-x.log"
+echo "========= RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)" \
+  > "$s/sanitizer/racecheck-y.log"
 printf 'device\tok\t3\t\ntest x\tfailed (1)\t5\t\n' > "$s/steps.tsv"
 python3 "$bundle/gpu_check_summary.py" "$s" > /dev/null || fail "gpu_check_summary.py failed"
 python3 - "$s/summary.json" <<'EOF' || fail "summary.json is wrong"
@@ -129,6 +133,7 @@ assert met("bf16_1024MiB_x1: stat set vs read kernel") is False   # 0.6 < 0.7
 assert met("10,000 x 1,000") is True                              # 1500 / 2700 = 0.56
 assert met("EndStep host time") is True                           # 40 us <= 50 us
 assert met("compute-sanitizer") is False                          # 2 racecheck errors
+assert s["sanitizers"] == {"memcheck-x": 0, "racecheck-x": 2, "racecheck-y": 0}, s["sanitizers"]
 x = s["tests"]["tstat_test_x"]
 assert (x["passed"], x["failed"], x["skipped"]) == (1, 1, 1), x
 assert s["all_passed"] is False

@@ -99,7 +99,10 @@ def sanitizer_results(out):
                 text = f.read()
         except OSError:
             continue
-        m = re.search(r"ERROR SUMMARY: (\d+) error", text)
+        # memcheck and synccheck: "ERROR SUMMARY: N errors"; racecheck:
+        # "RACECHECK SUMMARY: H hazards displayed (N errors, W warnings)".
+        m = (re.search(r"ERROR SUMMARY: (\d+) error", text) or
+             re.search(r"RACECHECK SUMMARY: \d+ hazards? displayed \((\d+) error", text))
         results[name[:-len(".log")]] = int(m.group(1)) if m else None
     return results
 
