@@ -158,6 +158,16 @@ class TSTAT_EXPORT Trial {
   // (what a rule engine consumes).
   virtual Result<std::vector<TensorStatsRecord>> step_records(int worker,
                                                               std::int64_t global_step) const = 0;
+  // The same into `out`, whose elements (and their buffers) are reused: what
+  // a walk over every step calls, without an allocation per record. On an
+  // error `out` is left as it was.
+  virtual Status step_records_into(int worker, std::int64_t global_step,
+                                   std::vector<TensorStatsRecord>* out) const {
+    Result<std::vector<TensorStatsRecord>> records = step_records(worker, global_step);
+    if (!records.ok()) return records.status();
+    *out = std::move(records).value();
+    return Status::OK();
+  }
   virtual std::vector<DropRecord> drops(int worker = -1) const = 0;
 };
 

@@ -6,11 +6,13 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "io/codec/chunk_deflate.h"
 #include "io/h5/h5_chunk_check.h"
 #include "io/h5/h5_error.h"
+#include "io/h5/h5_row_copy.h"
 #include "io/h5/h5_type.h"
 
 namespace tstat::io {
@@ -45,9 +47,11 @@ Status ReadChunkedDataset(hid_t dataset, hid_t mem_type, std::uint64_t count, vo
       libdeflate_alloc_decompressor());
   if (!inflater) return Status::ResourceExhausted(what + ": no decompressor");
   std::vector<unsigned char> raw, decoded, rows;
-  // H5Tconvert converts in place: room for the larger of the two types.
-  std::vector<unsigned char> convert(static_cast<std::size_t>(per_chunk) *
-                                     std::max(file_size, mem_size));
+  // Rows whose values need no conversion are copied member by member;
+  // otherwise H5Tconvert converts in place: room for the larger of the types.
+  const std::optional<RowCopyPlan> copy = RowCopyPlan::Build(stored.get(), mem_type);
+  std::vector<unsigned char> convert;
+  if (!copy) convert.resize(static_cast<std::size_t>(per_chunk) * std::max(file_size, mem_size));
   auto* dst = static_cast<unsigned char*>(out);
   for (std::uint64_t first = 0; first < count; first += per_chunk) {
     const hsize_t offset[1] = {first};
@@ -63,10 +67,14 @@ Status ReadChunkedDataset(hid_t dataset, hid_t mem_type, std::uint64_t count, vo
       UnshuffleBytes(decoded.data(), decoded.size(), file_size, rows.data());
       packed = rows.data();
     }
-    std::memcpy(convert.data(), packed, static_cast<std::size_t>(n) * file_size);
     // The caller's zeroed rows are the background: members the stored type
     // lacks stay zero.
     unsigned char* slice = dst + static_cast<std::size_t>(first) * mem_size;
+    if (copy) {
+      copy->Apply(packed, static_cast<std::size_t>(n), slice);
+      continue;
+    }
+    std::memcpy(convert.data(), packed, static_cast<std::size_t>(n) * file_size);
     if (H5Tconvert(stored.get(), mem_type, static_cast<std::size_t>(n), convert.data(), slice,
                    H5P_DEFAULT) < 0) {
       return H5Failure(StatusCode::kCorruption, which + ": converting its rows");

@@ -5,14 +5,14 @@
 
 namespace tstat::io {
 
-Result<std::shared_ptr<const WorkerIndex>> SegmentCache::Get(int rank, std::uint32_t ordinal,
-                                                             const SegmentFile& file) {
-  const Key key{rank, ordinal};
+const SegmentCache::Entry* SegmentCache::Touch(const Key& key) {
   auto found = entries_.find(key);
-  if (found != entries_.end()) {
-    uses_.splice(uses_.begin(), uses_, found->second.use);
-    return found->second.index;
-  }
+  if (found == entries_.end()) return nullptr;
+  uses_.splice(uses_.begin(), uses_, found->second.use);
+  return &found->second;
+}
+
+Result<SegmentContents> SegmentCache::Read(const SegmentFile& file) {
   Result<SegmentContents> contents = ReadSegment(file.path);
   if (!contents.ok()) {
     const Status& s = contents.status();
@@ -21,16 +21,14 @@ Result<std::shared_ptr<const WorkerIndex>> SegmentCache::Get(int rank, std::uint
     if (s.code() == StatusCode::kIoError) return s;
     return Status::Corruption(s.message());
   }
+  return contents;
+}
+
+void SegmentCache::Insert(const Key& key, Entry entry) {
   ++reads_;
-  auto index = std::make_shared<WorkerIndex>(rank);
-  index->AddSegment(contents.value(), file.path, file.bytes);
-  Entry entry;
-  entry.bytes = index->ApproxBytes();
-  entry.index = std::move(index);
   uses_.push_front(key);
   entry.use = uses_.begin();
   bytes_ += entry.bytes;
-  std::shared_ptr<const WorkerIndex> out = entry.index;
   entries_.emplace(key, std::move(entry));
   while (bytes_ > cap_bytes_ && uses_.size() > 1) {
     auto last = entries_.find(uses_.back());
@@ -38,7 +36,33 @@ Result<std::shared_ptr<const WorkerIndex>> SegmentCache::Get(int rank, std::uint
     entries_.erase(last);
     uses_.pop_back();
   }
-  return out;
+}
+
+Result<std::shared_ptr<const WorkerIndex>> SegmentCache::Get(int rank, std::uint32_t ordinal,
+                                                             const SegmentFile& file) {
+  const Key key{rank, ordinal, false};
+  if (const Entry* e = Touch(key)) return e->index;
+  TSTAT_ASSIGN_OR_RETURN(SegmentContents contents, Read(file));
+  auto index = std::make_shared<WorkerIndex>(rank);
+  index->AddSegment(contents, file.path, file.bytes);
+  Entry entry;
+  entry.bytes = index->ApproxBytes();
+  entry.index = index;
+  Insert(key, std::move(entry));
+  return std::shared_ptr<const WorkerIndex>(std::move(index));
+}
+
+Result<std::shared_ptr<const SegmentSteps>> SegmentCache::GetSteps(int rank, std::uint32_t ordinal,
+                                                                   const SegmentFile& file) {
+  const Key key{rank, ordinal, true};
+  if (const Entry* e = Touch(key)) return e->steps;
+  TSTAT_ASSIGN_OR_RETURN(SegmentContents contents, Read(file));
+  auto steps = std::make_shared<const SegmentSteps>(std::move(contents));
+  Entry entry;
+  entry.bytes = steps->ApproxBytes();
+  entry.steps = steps;
+  Insert(key, std::move(entry));
+  return steps;
 }
 
 }  // namespace tstat::io

@@ -11,8 +11,10 @@
 #include <list>
 #include <map>
 #include <memory>
+#include <tuple>
 #include <utility>
 
+#include "io/read/segment_steps.h"
 #include "io/read/worker_index.h"
 #include "tstat/status.h"
 
@@ -29,17 +31,30 @@ class SegmentCache {
   // metadata read when the run was opened could be).
   Result<std::shared_ptr<const WorkerIndex>> Get(int rank, std::uint32_t ordinal,
                                                  const SegmentFile& file);
+  // The same segment's records by step (segment_steps.h), for step queries;
+  // cached beside, and counted with, the indexes.
+  Result<std::shared_ptr<const SegmentSteps>> GetSteps(int rank, std::uint32_t ordinal,
+                                                       const SegmentFile& file);
 
   std::uint64_t bytes() const { return bytes_; }
   std::uint64_t reads() const { return reads_; }  // segments read so far
 
  private:
-  using Key = std::pair<int, std::uint32_t>;
+  // (rank, segment ordinal, by step): an index and a SegmentSteps of one
+  // segment are two entries.
+  using Key = std::tuple<int, std::uint32_t, bool>;
   struct Entry {
     std::shared_ptr<const WorkerIndex> index;
+    std::shared_ptr<const SegmentSteps> steps;
     std::uint64_t bytes = 0;
     std::list<Key>::iterator use;  // in uses_
   };
+  // The entry of `key`, moved to the front of uses_; null when absent.
+  const Entry* Touch(const Key& key);
+  // Reads `file`, with the errors Get documents.
+  static Result<SegmentContents> Read(const SegmentFile& file);
+  // Adds `entry` under `key` as the most recently used, then evicts.
+  void Insert(const Key& key, Entry entry);
 
   std::uint64_t cap_bytes_;
   std::uint64_t bytes_ = 0;

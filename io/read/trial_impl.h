@@ -79,6 +79,8 @@ class RunTrial final : public Trial {
   std::vector<StepKey> raw_steps(const std::string& name, int worker) const override;
   Result<std::vector<TensorStatsRecord>> step_records(int worker,
                                                       std::int64_t global_step) const override;
+  Status step_records_into(int worker, std::int64_t global_step,
+                           std::vector<TensorStatsRecord>* out) const override;
   std::vector<DropRecord> drops(int worker) const override;
 
  private:
@@ -101,9 +103,12 @@ class RunTrial final : public Trial {
   // no worker (worker < 0), or that worker, can still write it, else
   // kUnavailable.
   Status MissingRecord(int worker, const std::string& what, std::int64_t step, Mode mode) const;
-  // The records of segment `ordinal` of worker `w` (the cache's).
+  // The records of segment `ordinal` of worker `w` (the cache's), indexed
+  // by tensor (Records) or by step (StepRecords).
   Result<std::shared_ptr<const WorkerIndex>> Records(const WorkerIndex& w,
                                                      std::uint32_t ordinal) const;
+  Result<std::shared_ptr<const SegmentSteps>> StepRecords(const WorkerIndex& w,
+                                                          std::uint32_t ordinal) const;
   // The modes each tensor of worker `w` has records in (bit 1 << mode),
   // reading the segments not seen yet.
   Result<const std::map<std::uint32_t, std::uint8_t>*> TensorModes(const WorkerIndex& w) const;

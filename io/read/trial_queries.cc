@@ -68,6 +68,15 @@ Result<std::shared_ptr<const WorkerIndex>> RunTrial::Records(const WorkerIndex& 
   return cache_.Get(w.rank, ordinal, w.segment_files[ordinal]);
 }
 
+Result<std::shared_ptr<const SegmentSteps>> RunTrial::StepRecords(const WorkerIndex& w,
+                                                                  std::uint32_t ordinal) const {
+  if (ordinal >= w.segment_files.size()) {
+    return Status::Internal("worker " + std::to_string(w.rank) + ": no segment " +
+                            std::to_string(ordinal));
+  }
+  return cache_.GetSteps(w.rank, ordinal, w.segment_files[ordinal]);
+}
+
 Result<const std::map<std::uint32_t, std::uint8_t>*> RunTrial::TensorModes(
     const WorkerIndex& w) const {
   ModesSeen& seen = modes_[w.rank];
@@ -297,6 +306,13 @@ std::vector<StepKey> RunTrial::raw_steps(const std::string& name, int worker) co
 
 Result<std::vector<TensorStatsRecord>> RunTrial::step_records(int worker,
                                                               std::int64_t global_step) const {
+  std::vector<TensorStatsRecord> out;
+  TSTAT_RETURN_IF_ERROR(step_records_into(worker, global_step, &out));
+  return out;
+}
+
+Status RunTrial::step_records_into(int worker, std::int64_t global_step,
+                                   std::vector<TensorStatsRecord>* out) const {
   TSTAT_ASSIGN_OR_RETURN(std::vector<const WorkerIndex*> searched, Candidates(worker));
   if (worker < 0) return Status::InvalidArgument("step_records needs a worker rank");
   const WorkerIndex* w = searched.front();
@@ -304,17 +320,10 @@ Result<std::vector<TensorStatsRecord>> RunTrial::step_records(int worker,
   if (it == w->steps.end()) {
     return MissingRecord(worker, "worker " + std::to_string(worker), global_step, Mode::kGlobal);
   }
-  TSTAT_ASSIGN_OR_RETURN(std::shared_ptr<const WorkerIndex> records,
-                         Records(*w, it->second.segment));
-  std::vector<TensorStatsRecord> out;
-  auto step = records->steps.find(global_step);
-  if (step == records->steps.end()) return out;
-  out.reserve(step->second.records.size());
-  for (const auto& [id, row] : step->second.records) {
-    const TensorSeries* ts = records->FindSeries(id);
-    if (ts && row < ts->keys.size()) out.push_back(records->MakeRecord(id, *ts, row));
-  }
-  return out;
+  TSTAT_ASSIGN_OR_RETURN(std::shared_ptr<const SegmentSteps> steps,
+                         StepRecords(*w, it->second.segment));
+  steps->Fill(global_step, out);
+  return Status::OK();
 }
 
 std::vector<DropRecord> RunTrial::drops(int worker) const {

@@ -20,6 +20,87 @@ struct PairHash {
 
 }  // namespace
 
+void JoinRecordExtras(const SegmentBuffers& b,
+                      const std::function<RecordExtras*(std::int64_t, std::uint32_t)>& at) {
+  for (const LinearHistRow& r : b.linear_hist) {
+    RecordExtras* e = at(r.global_step, r.tensor_id);
+    if (e == nullptr) continue;
+    LinearHistogram h;
+    h.lo = r.lo;
+    h.hi = r.hi;
+    h.below = r.below;
+    h.above = r.above;
+    auto first = b.linear_hist_counts.begin() + static_cast<std::ptrdiff_t>(r.offset);
+    h.counts = std::vector<std::uint64_t>(first, first + r.num_bins);
+    e->linear = std::move(h);
+  }
+  for (const ChannelRow& r : b.channels) {
+    RecordExtras* e = at(r.global_step, r.tensor_id);
+    if (e == nullptr) continue;
+    auto& pc = e->channels;
+    if (!pc) pc.emplace();
+    pc->axis = r.axis;
+    if (pc->channels.size() <= r.channel)
+      pc->channels.resize(static_cast<std::size_t>(r.channel) + 1);
+    pc->channels[r.channel] = FromStored(r.s);
+  }
+  for (const LabelRow& r : b.labels) {
+    RecordExtras* e = at(r.global_step, r.tensor_id);
+    if (e == nullptr) continue;
+    LabelCounts l;
+    l.out_of_range = r.out_of_range;
+    auto first = b.label_counts.begin() + static_cast<std::ptrdiff_t>(r.offset);
+    l.counts = std::vector<std::uint64_t>(first, first + r.num_classes);
+    e->labels = std::move(l);
+  }
+  for (const SampleRow& r : b.samples) {
+    RecordExtras* e = at(r.global_step, r.tensor_id);
+    if (e == nullptr) continue;
+    ElementSample sample;
+    const auto off = static_cast<std::ptrdiff_t>(r.offset);
+    const auto n = static_cast<std::ptrdiff_t>(r.num_values);
+    sample.positions.assign(b.sample_positions.begin() + off, b.sample_positions.begin() + off + n);
+    sample.values.assign(b.sample_values.begin() + off, b.sample_values.begin() + off + n);
+    e->sample = std::move(sample);
+  }
+  for (const DeltaRow& r : b.delta) {
+    RecordExtras* e = at(r.global_step, r.tensor_id);
+    if (e == nullptr) continue;
+    e->delta = DeltaStats{r.count, r.changed_count, r.nonfinite_pairs, r.l1, r.l2, r.amax};
+  }
+  for (const ConfusionRow& r : b.confusion) {
+    RecordExtras* e = at(r.global_step, r.tensor_id);
+    if (e == nullptr) continue;
+    ConfusionMatrix m;
+    m.classes = static_cast<int>(r.classes);
+    m.invalid = r.invalid;
+    auto first = b.confusion_counts.begin() + static_cast<std::ptrdiff_t>(r.offset);
+    m.counts = std::vector<std::uint64_t>(
+        first, first + static_cast<std::ptrdiff_t>(r.classes) * r.classes);
+    e->confusion = std::move(m);
+  }
+  for (const ValueCountsRow& r : b.value_counts) {
+    RecordExtras* e = at(r.global_step, r.tensor_id);
+    if (e == nullptr) continue;
+    const auto off = static_cast<std::ptrdiff_t>(r.offset);
+    e->count_values = std::vector<std::int64_t>(b.counted_values.begin() + off,
+                                                b.counted_values.begin() + off + r.num_values);
+    e->value_counts = std::vector<std::uint64_t>(b.counted_counts.begin() + off,
+                                                 b.counted_counts.begin() + off + r.num_values);
+  }
+}
+
+void CopyExtras(const RecordExtras& e, TensorStatsRecord* r) {
+  r->linear_histogram = e.linear;
+  r->per_channel = e.channels;
+  r->label_counts = e.labels;
+  r->sample = e.sample;
+  r->delta = e.delta;
+  r->confusion = e.confusion;
+  r->count_values = e.count_values;
+  r->value_counts = e.value_counts;
+}
+
 std::ptrdiff_t TensorSeries::Find(std::int64_t global_step) const {
   if (sorted) {
     auto it = std::lower_bound(keys.begin(), keys.end(), global_step,
@@ -99,73 +180,11 @@ void WorkerIndex::AddSegment(const SegmentContents& s, const std::string& path,
                     b.exp_hist_counts.begin() + static_cast<std::ptrdiff_t>(r.offset),
                     b.exp_hist_counts.begin() + static_cast<std::ptrdiff_t>(r.offset + r.num_bins));
   }
-  for (const LinearHistRow& r : b.linear_hist) {
-    const std::ptrdiff_t row = row_of(r.global_step, r.tensor_id);
-    if (row < 0) continue;
-    LinearHistogram h;
-    h.lo = r.lo;
-    h.hi = r.hi;
-    h.below = r.below;
-    h.above = r.above;
-    auto first = b.linear_hist_counts.begin() + static_cast<std::ptrdiff_t>(r.offset);
-    h.counts.assign(first, first + r.num_bins);
-    series[r.tensor_id].extras[static_cast<std::size_t>(row)].linear = std::move(h);
-  }
-  for (const ChannelRow& r : b.channels) {
-    const std::ptrdiff_t row = row_of(r.global_step, r.tensor_id);
-    if (row < 0) continue;
-    auto& pc = series[r.tensor_id].extras[static_cast<std::size_t>(row)].channels;
-    if (!pc) pc.emplace();
-    pc->axis = r.axis;
-    if (pc->channels.size() <= r.channel)
-      pc->channels.resize(static_cast<std::size_t>(r.channel) + 1);
-    pc->channels[r.channel] = FromStored(r.s);
-  }
-  for (const LabelRow& r : b.labels) {
-    const std::ptrdiff_t row = row_of(r.global_step, r.tensor_id);
-    if (row < 0) continue;
-    LabelCounts l;
-    l.out_of_range = r.out_of_range;
-    auto first = b.label_counts.begin() + static_cast<std::ptrdiff_t>(r.offset);
-    l.counts.assign(first, first + r.num_classes);
-    series[r.tensor_id].extras[static_cast<std::size_t>(row)].labels = std::move(l);
-  }
-  for (const SampleRow& r : b.samples) {
-    const std::ptrdiff_t row = row_of(r.global_step, r.tensor_id);
-    if (row < 0) continue;
-    ElementSample e;
-    const auto off = static_cast<std::ptrdiff_t>(r.offset);
-    const auto n = static_cast<std::ptrdiff_t>(r.num_values);
-    e.positions.assign(b.sample_positions.begin() + off, b.sample_positions.begin() + off + n);
-    e.values.assign(b.sample_values.begin() + off, b.sample_values.begin() + off + n);
-    series[r.tensor_id].extras[static_cast<std::size_t>(row)].sample = std::move(e);
-  }
-  for (const DeltaRow& r : b.delta) {
-    const std::ptrdiff_t row = row_of(r.global_step, r.tensor_id);
-    if (row < 0) continue;
-    series[r.tensor_id].extras[static_cast<std::size_t>(row)].delta =
-        DeltaStats{r.count, r.changed_count, r.nonfinite_pairs, r.l1, r.l2, r.amax};
-  }
-  for (const ConfusionRow& r : b.confusion) {
-    const std::ptrdiff_t row = row_of(r.global_step, r.tensor_id);
-    if (row < 0) continue;
-    ConfusionMatrix m;
-    m.classes = static_cast<int>(r.classes);
-    m.invalid = r.invalid;
-    auto first = b.confusion_counts.begin() + static_cast<std::ptrdiff_t>(r.offset);
-    m.counts.assign(first, first + static_cast<std::ptrdiff_t>(r.classes) * r.classes);
-    series[r.tensor_id].extras[static_cast<std::size_t>(row)].confusion = std::move(m);
-  }
-  for (const ValueCountsRow& r : b.value_counts) {
-    const std::ptrdiff_t row = row_of(r.global_step, r.tensor_id);
-    if (row < 0) continue;
-    RecordExtras& e = series[r.tensor_id].extras[static_cast<std::size_t>(row)];
-    const auto off = static_cast<std::ptrdiff_t>(r.offset);
-    e.count_values.assign(b.counted_values.begin() + off,
-                          b.counted_values.begin() + off + r.num_values);
-    e.value_counts.assign(b.counted_counts.begin() + off,
-                          b.counted_counts.begin() + off + r.num_values);
-  }
+  JoinRecordExtras(b, [&](std::int64_t g, std::uint32_t id) -> RecordExtras* {
+    const std::ptrdiff_t row = row_of(g, id);
+    if (row < 0) return nullptr;
+    return &series[id].extras[static_cast<std::size_t>(row)];
+  });
   for (const ScalarRow& r : b.scalars) {
     scalars[r.scalar_id].push_back(
         ScalarPoint{KeyOf(r.global_step, r.mode, r.mode_step), r.value, r.wall_time});
@@ -243,16 +262,7 @@ TensorStatsRecord WorkerIndex::MakeRecord(std::uint32_t id, const TensorSeries& 
                     exp_pool.begin() + static_cast<std::ptrdiff_t>(e.offset + e.num));
   }
   auto it = ts.extras.find(row);
-  if (it != ts.extras.end()) {
-    r.linear_histogram = it->second.linear;
-    r.per_channel = it->second.channels;
-    r.label_counts = it->second.labels;
-    r.sample = it->second.sample;
-    r.delta = it->second.delta;
-    r.confusion = it->second.confusion;
-    r.count_values = it->second.count_values;
-    r.value_counts = it->second.value_counts;
-  }
+  if (it != ts.extras.end()) CopyExtras(it->second, &r);
   return r;
 }
 

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -45,6 +46,15 @@ struct RecordExtras {
   std::vector<std::int64_t> count_values;
   std::vector<std::uint64_t> value_counts;
 };
+
+// Calls `at(global step, tensor id)` for the row of every extras table of
+// `b` (linear histograms, per-channel stats, label counts, samples, deltas,
+// confusion matrices, value counts) and fills the RecordExtras it returns
+// (none: the row is skipped).
+void JoinRecordExtras(const SegmentBuffers& b,
+                      const std::function<RecordExtras*(std::int64_t, std::uint32_t)>& at);
+// Sets r's extras (every optional and vector) to `e`'s.
+void CopyExtras(const RecordExtras& e, TensorStatsRecord* r);
 
 struct TensorSeries {
   std::vector<StepKey> keys;

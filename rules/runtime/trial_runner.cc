@@ -99,24 +99,29 @@ void TrialRunner::FeedSteps(bool all, std::vector<Finding>* findings) {
 
   for (auto it = first; it != steps.end(); ++it) {
     const std::int64_t s = it->global_step;
-    std::vector<std::pair<int, StepBatch>> parts;
+    // The batches of the previous step are refilled: their records' buffers
+    // are reused (no allocation per record).
+    std::size_t used = 0;
     bool ready = true;
     for (int rank : ranks) {
-      Result<std::vector<TensorStatsRecord>> records = trial_->step_records(rank, s);
-      if (records.ok()) {
-        StepBatch b;
+      if (parts_.size() == used) parts_.emplace_back();
+      auto& [part_rank, b] = parts_[used];
+      const Status got = trial_->step_records_into(rank, s, &b.stats);
+      if (got.ok()) {
+        part_rank = rank;
         b.key = *it;
         b.wall_time = WallClockNow();
-        b.stats = std::move(records).value();
-        parts.emplace_back(rank, std::move(b));
-      } else if (records.status().code() == StatusCode::kUnavailable && !all) {
+        b.scalars.clear();
+        ++used;
+      } else if (got.code() == StatusCode::kUnavailable && !all) {
         ready = false;  // this worker may still write it
         break;
       }
       // kStepUnavailable (the worker moved past it) or anything else: no part.
     }
     if (!ready) return;
-    for (auto& [rank, batch] : parts) {
+    for (std::size_t p = 0; p < used; ++p) {
+      auto& [rank, batch] = parts_[p];
       auto& pending = scalars_[rank];
       // Scalars of steps the worker saved no step row for travel with the next step.
       while (!pending.empty() && pending.begin()->first <= s) {

@@ -92,6 +92,8 @@ class TrialRunner {
   // last global step taken.
   std::map<int, std::map<std::int64_t, std::vector<ScalarRecord>>> scalars_;
   std::map<int, std::map<std::string, std::int64_t>> scalar_taken_;
+  // FeedSteps' (rank, batch) of the step being fed, reused from step to step.
+  std::vector<std::pair<int, StepBatch>> parts_;
   std::int64_t last_fed_ = -1;  // global step
   std::int64_t steps_fed_ = 0;
   bool complete_ = false;

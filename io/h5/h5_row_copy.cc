@@ -1,0 +1,80 @@
+// See h5_row_copy.h.
+#include "io/h5/h5_row_copy.h"
+
+#include <cstring>
+#include <string>
+
+#include "io/h5/h5_error.h"
+
+namespace tstat::io {
+namespace {
+
+constexpr int kMaxDepth = 8;  // as CheckReadableAs
+
+// Adds the runs that copy `stored` at src to `mem` at dst; false when some
+// shared part needs a conversion.
+bool AddRuns(hid_t stored, std::size_t src, hid_t mem, std::size_t dst, int depth,
+             std::vector<RowCopyPlan::Run>* runs) {
+  if (depth > kMaxDepth) return false;
+  if (H5Tget_class(mem) != H5T_COMPOUND) {
+    if (H5Tequal(stored, mem) <= 0) return false;
+    runs->push_back({src, dst, H5Tget_size(mem)});
+    return true;
+  }
+  if (H5Tget_class(stored) != H5T_COMPOUND) return false;
+  const int n = H5Tget_nmembers(mem);
+  if (n < 0) return false;
+  for (int i = 0; i < n; ++i) {
+    char* name = H5Tget_member_name(mem, static_cast<unsigned>(i));
+    if (name == nullptr) return false;
+    const int s = H5Tget_member_index(stored, name);
+    H5free_memory(name);
+    if (s < 0) continue;  // stays as the background, as H5Tconvert leaves it
+    H5Type mem_member(H5Tget_member_type(mem, static_cast<unsigned>(i)));
+    H5Type stored_member(H5Tget_member_type(stored, static_cast<unsigned>(s)));
+    if (!mem_member.valid() || !stored_member.valid()) return false;
+    if (!AddRuns(stored_member.get(), src + H5Tget_member_offset(stored, static_cast<unsigned>(s)),
+                 mem_member.get(), dst + H5Tget_member_offset(mem, static_cast<unsigned>(i)),
+                 depth + 1, runs)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+std::optional<RowCopyPlan> RowCopyPlan::Build(hid_t stored, hid_t mem) {
+  RowCopyPlan plan;
+  plan.stored_size_ = H5Tget_size(stored);
+  plan.mem_size_ = H5Tget_size(mem);
+  std::vector<Run> runs;
+  const bool copyable =
+      plan.stored_size_ > 0 && plan.mem_size_ > 0 && AddRuns(stored, 0, mem, 0, 0, &runs);
+  TakeH5ErrorStack();  // H5Tget_member_index reports the members it lacks
+  if (!copyable) return std::nullopt;
+  for (const Run& r : runs) {
+    // A crafted stored type may place a member outside its compound.
+    if (r.bytes == 0 || r.src > plan.stored_size_ || r.bytes > plan.stored_size_ - r.src ||
+        r.dst > plan.mem_size_ || r.bytes > plan.mem_size_ - r.dst) {
+      return std::nullopt;
+    }
+    if (!plan.runs_.empty() && plan.runs_.back().src + plan.runs_.back().bytes == r.src &&
+        plan.runs_.back().dst + plan.runs_.back().bytes == r.dst) {
+      plan.runs_.back().bytes += r.bytes;
+    } else {
+      plan.runs_.push_back(r);
+    }
+  }
+  return plan;
+}
+
+void RowCopyPlan::Apply(const unsigned char* src, std::size_t rows, unsigned char* dst) const {
+  for (std::size_t i = 0; i < rows; ++i) {
+    for (const Run& r : runs_) std::memcpy(dst + r.dst, src + r.src, r.bytes);
+    src += stored_size_;
+    dst += mem_size_;
+  }
+}
+
+}  // namespace tstat::io

@@ -1,0 +1,160 @@
+// See segment_steps.h.
+#include "io/read/segment_steps.h"
+
+#include <algorithm>
+#include <utility>
+
+namespace tstat::io {
+namespace {
+
+struct KeyHash {
+  std::size_t operator()(const std::pair<std::int64_t, std::uint32_t>& k) const {
+    return std::hash<std::uint64_t>()(static_cast<std::uint64_t>(k.first) * 1000003u + k.second);
+  }
+};
+using RowMap = std::unordered_map<std::pair<std::int64_t, std::uint32_t>, std::uint32_t, KeyHash>;
+
+// (global step, tensor id) -> stats row; a key seen twice (a crafted file)
+// maps to its last row, as WorkerIndex joins it.
+RowMap RowsByKey(const std::vector<StatsRow>& stats) {
+  RowMap rows;
+  rows.reserve(stats.size());
+  for (std::size_t i = 0; i < stats.size(); ++i) {
+    rows[{stats[i].global_step, stats[i].tensor_id}] = static_cast<std::uint32_t>(i);
+  }
+  return rows;
+}
+
+}  // namespace
+
+SegmentSteps::SegmentSteps(SegmentContents contents) : tables_(std::move(contents.tables)) {
+  const std::vector<StatsRow>& stats = tables_.stats;
+  // The writer appends a step's rows together, steps in order: one new Step
+  // per change of global step. Anything else (a crafted file) still lands in
+  // the right Step through the map, and the Steps are sorted after.
+  std::unordered_map<std::int64_t, std::size_t> step_of;
+  bool sorted = true;
+  for (std::size_t i = 0; i < stats.size(); ++i) {
+    const std::int64_t g = stats[i].global_step;
+    if (steps_.empty() || steps_.back().global_step != g) {
+      auto [it, added] = step_of.try_emplace(g, steps_.size());
+      if (added) {
+        if (!steps_.empty() && steps_.back().global_step > g) sorted = false;
+        steps_.push_back(Step{g, {}});
+      }
+      steps_[it->second].rows.push_back(static_cast<std::uint32_t>(i));
+    } else {
+      steps_.back().rows.push_back(static_cast<std::uint32_t>(i));
+    }
+  }
+  if (!sorted) {
+    std::stable_sort(steps_.begin(), steps_.end(),
+                     [](const Step& a, const Step& b) { return a.global_step < b.global_step; });
+  }
+  JoinExpHist();
+  const SegmentBuffers& b = tables_;
+  const bool any_extras = !b.linear_hist.empty() || !b.channels.empty() || !b.labels.empty() ||
+                          !b.samples.empty() || !b.delta.empty() || !b.confusion.empty() ||
+                          !b.value_counts.empty();
+  if (any_extras) {
+    const RowMap rows = RowsByKey(stats);
+    JoinRecordExtras(b, [&](std::int64_t g, std::uint32_t id) -> RecordExtras* {
+      auto it = rows.find({g, id});
+      return it == rows.end() ? nullptr : &extras_[it->second];
+    });
+  }
+  // What only the per-tensor index needs is dropped.
+  tables_.linear_hist = {};
+  tables_.linear_hist_counts = {};
+  tables_.channels = {};
+  tables_.labels = {};
+  tables_.label_counts = {};
+  tables_.samples = {};
+  tables_.sample_positions = {};
+  tables_.sample_values = {};
+  tables_.delta = {};
+  tables_.confusion = {};
+  tables_.confusion_counts = {};
+  tables_.value_counts = {};
+  tables_.counted_values = {};
+  tables_.counted_counts = {};
+  tables_.scalars = {};
+  tables_.drops = {};
+  tables_.raw_index = {};
+  tables_.raw_shapes = {};
+}
+
+// The writer writes a record's exp_hist row right after its stats row, so the
+// two tables walk together; rows out of that order (a crafted file) are
+// joined by key instead.
+void SegmentSteps::JoinExpHist() {
+  const std::vector<StatsRow>& stats = tables_.stats;
+  const std::vector<ExpHistRow>& exp = tables_.exp_hist;
+  exp_row_.assign(stats.size(), -1);
+  std::size_t j = 0;
+  for (std::size_t i = 0; i < stats.size() && j < exp.size(); ++i) {
+    if (exp[j].global_step == stats[i].global_step && exp[j].tensor_id == stats[i].tensor_id) {
+      exp_row_[i] = static_cast<std::int64_t>(j++);
+    }
+  }
+  if (j == exp.size()) return;
+  exp_row_.assign(stats.size(), -1);
+  const RowMap rows = RowsByKey(stats);
+  for (std::size_t k = 0; k < exp.size(); ++k) {
+    auto it = rows.find({exp[k].global_step, exp[k].tensor_id});
+    if (it != rows.end()) exp_row_[it->second] = static_cast<std::int64_t>(k);
+  }
+}
+
+const SegmentSteps::Step* SegmentSteps::Find(std::int64_t global_step) const {
+  auto it = std::lower_bound(steps_.begin(), steps_.end(), global_step,
+                             [](const Step& s, std::int64_t g) { return s.global_step < g; });
+  return it != steps_.end() && it->global_step == global_step ? &*it : nullptr;
+}
+
+void SegmentSteps::Fill(std::int64_t global_step, std::vector<TensorStatsRecord>* out) const {
+  const Step* step = Find(global_step);
+  out->resize(step == nullptr ? 0 : step->rows.size());
+  if (step == nullptr) return;
+  static const RecordExtras kNoExtras;
+  for (std::size_t k = 0; k < step->rows.size(); ++k) {
+    const std::uint32_t i = step->rows[k];
+    const StatsRow& row = tables_.stats[i];
+    TensorStatsRecord& r = (*out)[k];
+    r.tensor_id = row.tensor_id;
+    r.has_stats = row.has_stats != 0;
+    r.stats = FromStored(row.s);
+    const std::int64_t e = exp_row_[i];
+    if (e >= 0) {
+      const ExpHistRow& h = tables_.exp_hist[static_cast<std::size_t>(e)];
+      ExponentBins& bins =
+          r.exponent_histogram ? *r.exponent_histogram : r.exponent_histogram.emplace();
+      bins.first_bin = static_cast<int>(h.first_bin);
+      const auto first = tables_.exp_hist_counts.begin() + static_cast<std::ptrdiff_t>(h.offset);
+      bins.counts.assign(first, first + h.num_bins);
+    } else {
+      r.exponent_histogram.reset();
+    }
+    auto x = extras_.find(i);
+    CopyExtras(x == extras_.end() ? kNoExtras : x->second, &r);
+  }
+}
+
+std::uint64_t SegmentSteps::ApproxBytes() const {
+  std::uint64_t total = tables_.stats.size() * (sizeof(StatsRow) + sizeof(std::int64_t) + 4) +
+                        tables_.exp_hist.size() * sizeof(ExpHistRow) +
+                        tables_.exp_hist_counts.size() * sizeof(std::uint64_t) +
+                        tables_.steps.size() * sizeof(StepRow) + steps_.size() * 64;
+  total += extras_.size() * 256;  // a map node and its optionals
+  for (const auto& [row, e] : extras_) {
+    if (e.channels) total += e.channels->channels.size() * sizeof(TensorStats);
+    if (e.linear) total += e.linear->counts.size() * sizeof(std::uint64_t);
+    if (e.labels) total += e.labels->counts.size() * sizeof(std::uint64_t);
+    if (e.confusion) total += e.confusion->counts.size() * sizeof(std::uint64_t);
+    if (e.sample) total += e.sample->values.size() * 16;
+    total += (e.count_values.size() + e.value_counts.size()) * 8;
+  }
+  return total;
+}
+
+}  // namespace tstat::io

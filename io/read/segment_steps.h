@@ -1,0 +1,46 @@
+// SegmentSteps: the records of one segment by step, for step_records() and a
+// single pass over a run (`tstat check`, the rules runner). Built in one pass
+// over a ReadSegment result's rows, without WorkerIndex's per-tensor series
+// (which a series or record query needs, and a step-by-step walk pays for
+// without using), and filled into the caller's records, whose buffers are
+// reused from one step to the next.
+// Thread safety: immutable once built; Fill may be called from any thread.
+#pragma once
+
+#include <cstdint>
+#include <unordered_map>
+#include <vector>
+
+#include "io/read/segment_reader.h"
+#include "io/read/worker_index.h"
+#include "tstat/stats_record.h"
+
+namespace tstat::io {
+
+class SegmentSteps {
+ public:
+  explicit SegmentSteps(SegmentContents contents);
+
+  // Whether the segment holds records of `global_step`.
+  bool Has(std::int64_t global_step) const { return Find(global_step) != nullptr; }
+  // The records of `global_step`, in the order they were captured, into
+  // `out` (resized to their number; every field of every element set).
+  void Fill(std::int64_t global_step, std::vector<TensorStatsRecord>* out) const;
+  // The memory it holds, approximately (the segment cache's unit).
+  std::uint64_t ApproxBytes() const;
+
+ private:
+  struct Step {
+    std::int64_t global_step = 0;
+    std::vector<std::uint32_t> rows;  // stats rows, in file order
+  };
+  const Step* Find(std::int64_t global_step) const;
+  void JoinExpHist();
+
+  SegmentBuffers tables_;
+  std::vector<Step> steps_;            // ascending global step
+  std::vector<std::int64_t> exp_row_;  // per stats row: its exp_hist row, or -1
+  std::unordered_map<std::uint32_t, RecordExtras> extras_;  // by stats row
+};
+
+}  // namespace tstat::io
