@@ -12,8 +12,10 @@ const SegmentCache::Entry* SegmentCache::Touch(const Key& key) {
   return &found->second;
 }
 
-Result<SegmentContents> SegmentCache::Read(const SegmentFile& file) {
-  Result<SegmentContents> contents = ReadSegment(file.path);
+Result<SegmentContents> SegmentCache::Read(const SegmentFile& file,
+                                           const std::function<bool(std::uint32_t)>* known) {
+  Result<SegmentContents> contents =
+      known != nullptr ? ReadSegmentStats(file.path, *known) : ReadSegment(file.path);
   if (!contents.ok()) {
     const Status& s = contents.status();
     // It was read whole when the run was opened: whatever fails now is the
@@ -40,7 +42,7 @@ void SegmentCache::Insert(const Key& key, Entry entry) {
 
 Result<std::shared_ptr<const WorkerIndex>> SegmentCache::Get(int rank, std::uint32_t ordinal,
                                                              const SegmentFile& file) {
-  const Key key{rank, ordinal, false};
+  const Key key{rank, ordinal, Kind::kIndex};
   if (const Entry* e = Touch(key)) return e->index;
   TSTAT_ASSIGN_OR_RETURN(SegmentContents contents, Read(file));
   auto index = std::make_shared<WorkerIndex>(rank);
@@ -54,7 +56,7 @@ Result<std::shared_ptr<const WorkerIndex>> SegmentCache::Get(int rank, std::uint
 
 Result<std::shared_ptr<const SegmentSteps>> SegmentCache::GetSteps(int rank, std::uint32_t ordinal,
                                                                    const SegmentFile& file) {
-  const Key key{rank, ordinal, true};
+  const Key key{rank, ordinal, Kind::kSteps};
   if (const Entry* e = Touch(key)) return e->steps;
   TSTAT_ASSIGN_OR_RETURN(SegmentContents contents, Read(file));
   auto steps = std::make_shared<const SegmentSteps>(std::move(contents));
@@ -63,6 +65,25 @@ Result<std::shared_ptr<const SegmentSteps>> SegmentCache::GetSteps(int rank, std
   entry.steps = steps;
   Insert(key, std::move(entry));
   return steps;
+}
+
+Result<std::shared_ptr<const SegmentStatsRows>> SegmentCache::GetStatsRows(
+    int rank, std::uint32_t ordinal, const SegmentFile& file,
+    const std::function<bool(std::uint32_t)>& known) {
+  const Key key{rank, ordinal, Kind::kStatsRows};
+  if (const Entry* e = Touch(key)) return e->stats_rows;
+  TSTAT_ASSIGN_OR_RETURN(SegmentContents contents, Read(file, &known));
+  auto rows = std::make_shared<const SegmentStatsRows>(std::move(contents));
+  Entry entry;
+  entry.bytes = rows->ApproxBytes();
+  entry.stats_rows = rows;
+  Insert(key, std::move(entry));
+  return rows;
+}
+
+std::shared_ptr<const WorkerIndex> SegmentCache::Peek(int rank, std::uint32_t ordinal) {
+  const Entry* e = Touch(Key{rank, ordinal, Kind::kIndex});
+  return e == nullptr ? nullptr : e->index;
 }
 
 }  // namespace tstat::io

@@ -8,12 +8,14 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <list>
 #include <map>
 #include <memory>
 #include <tuple>
 #include <utility>
 
+#include "io/read/segment_stats_rows.h"
 #include "io/read/segment_steps.h"
 #include "io/read/worker_index.h"
 #include "tstat/status.h"
@@ -31,28 +33,39 @@ class SegmentCache {
   // metadata read when the run was opened could be).
   Result<std::shared_ptr<const WorkerIndex>> Get(int rank, std::uint32_t ordinal,
                                                  const SegmentFile& file);
-  // The same segment's records by step (segment_steps.h), for step queries;
-  // cached beside, and counted with, the indexes.
+  // The same segment's records by step (segment_steps.h), for step queries,
+  // and its stats rows by tensor (segment_stats_rows.h), for series; cached
+  // beside, and counted with, the indexes.
   Result<std::shared_ptr<const SegmentSteps>> GetSteps(int rank, std::uint32_t ordinal,
                                                        const SegmentFile& file);
+  // `known`: the tensor ids of the worker's registry (ReadSegmentStats).
+  Result<std::shared_ptr<const SegmentStatsRows>> GetStatsRows(
+      int rank, std::uint32_t ordinal, const SegmentFile& file,
+      const std::function<bool(std::uint32_t)>& known);
+  // The index of the segment if it is cached (not read otherwise), else null.
+  std::shared_ptr<const WorkerIndex> Peek(int rank, std::uint32_t ordinal);
 
   std::uint64_t bytes() const { return bytes_; }
   std::uint64_t reads() const { return reads_; }  // segments read so far
 
  private:
-  // (rank, segment ordinal, by step): an index and a SegmentSteps of one
-  // segment are two entries.
-  using Key = std::tuple<int, std::uint32_t, bool>;
+  // (rank, segment ordinal, kind): the index, SegmentSteps and
+  // SegmentStatsRows of one segment are three entries.
+  enum class Kind : std::uint8_t { kIndex, kSteps, kStatsRows };
+  using Key = std::tuple<int, std::uint32_t, Kind>;
   struct Entry {
     std::shared_ptr<const WorkerIndex> index;
     std::shared_ptr<const SegmentSteps> steps;
+    std::shared_ptr<const SegmentStatsRows> stats_rows;
     std::uint64_t bytes = 0;
     std::list<Key>::iterator use;  // in uses_
   };
   // The entry of `key`, moved to the front of uses_; null when absent.
   const Entry* Touch(const Key& key);
-  // Reads `file`, with the errors Get documents.
-  static Result<SegmentContents> Read(const SegmentFile& file);
+  // Reads `file` whole, or with `known` its stats alone (ReadSegmentStats),
+  // with the errors Get documents.
+  static Result<SegmentContents> Read(const SegmentFile& file,
+                                      const std::function<bool(std::uint32_t)>* known = nullptr);
   // Adds `entry` under `key` as the most recently used, then evicts.
   void Insert(const Key& key, Entry entry);
 

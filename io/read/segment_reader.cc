@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <optional>
 #include <unordered_map>
 #include <unordered_set>
@@ -355,6 +356,24 @@ Status Validate(const SegmentContents& s, const std::string& path) {
 // drops, raw index and counters.
 enum class RecordTables { kRead, kWalk, kSkip };
 
+// The header and the stats table; its rows' tensor ids checked with
+// `known` (the registry the caller read when it opened the run) instead of
+// reading the segment's registry again.
+Result<SegmentContents> ReadOpenSegmentStats(hid_t file, const std::string& path,
+                                             const std::function<bool(std::uint32_t)>& known) {
+  SegmentContents s;
+  TSTAT_RETURN_IF_ERROR(ReadHeader(file, path, &s.header));
+  TSTAT_ASSIGN_OR_RETURN(H5Type t, StatsRowType());
+  TSTAT_RETURN_IF_ERROR(ReadTable(file, kStatsTable, t.get(), &s.tables.stats, path));
+  for (const StatsRow& r : s.tables.stats) {
+    if (!ValidMode(r.mode)) return Status::Corruption(path + ": stats: invalid mode");
+    if (!known(r.tensor_id)) {
+      return Status::Corruption(path + ": stats: tensor id not in the registry");
+    }
+  }
+  return s;
+}
+
 Result<SegmentContents> ReadOpenSegment(hid_t file, const std::string& path, RecordTables records) {
   SegmentContents s;
   TSTAT_RETURN_IF_ERROR(ReadHeader(file, path, &s.header));
@@ -422,6 +441,18 @@ Result<SegmentContents> ReadSegmentLocked(const std::string& path) {
 Result<SegmentContents> ReadSegmentMetadata(const std::string& path) {
   H5Lock lock;
   return ReadSegmentLocked(path, RecordTables::kSkip);
+}
+
+Result<SegmentContents> ReadSegmentStats(const std::string& path,
+                                         const std::function<bool(std::uint32_t)>& known) {
+  H5Lock lock;
+  TSTAT_RETURN_IF_ERROR(VerifySegmentSeal(path));
+  TSTAT_ASSIGN_OR_RETURN(H5File file, OpenH5FileReadOnly(path));
+  Result<SegmentContents> contents = ReadOpenSegmentStats(file.get(), path, known);
+  Status closed = CloseH5File(&file, path);
+  if (!contents.ok()) return contents.status();
+  if (!closed.ok()) return Status::Corruption(closed.message());
+  return contents;
 }
 
 Status WalkSegmentLocked(const std::string& path) {

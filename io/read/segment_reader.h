@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -38,6 +39,12 @@ Result<SegmentContents> ReadSegmentLocked(const std::string& path);
 // run (the records are read when asked for, segment_cache.h). The same
 // checks of what it reads.
 Result<SegmentContents> ReadSegmentMetadata(const std::string& path);
+
+// The header and the stats table alone (no other table, not the registry):
+// what a series of a stat reads. Its rows' tensor ids are checked with
+// `known` (the registry read when the run was opened); `tensors` stays empty.
+Result<SegmentContents> ReadSegmentStats(const std::string& path,
+                                         const std::function<bool(std::uint32_t)>& known);
 
 // What the isolated child runs (isolated_read.h), with the HDF5 lock held:
 // the seal, then what ReadSegment reads except the per-record tables

@@ -109,6 +109,9 @@ class RunTrial final : public Trial {
                                                      std::uint32_t ordinal) const;
   Result<std::shared_ptr<const SegmentSteps>> StepRecords(const WorkerIndex& w,
                                                           std::uint32_t ordinal) const;
+  // Its stats rows alone, by tensor (series).
+  Result<std::shared_ptr<const SegmentStatsRows>> StatsRows(const WorkerIndex& w,
+                                                            std::uint32_t ordinal) const;
   // The modes each tensor of worker `w` has records in (bit 1 << mode),
   // reading the segments not seen yet.
   Result<const std::map<std::uint32_t, std::uint8_t>*> TensorModes(const WorkerIndex& w) const;

@@ -77,6 +77,16 @@ Result<std::shared_ptr<const SegmentSteps>> RunTrial::StepRecords(const WorkerIn
   return cache_.GetSteps(w.rank, ordinal, w.segment_files[ordinal]);
 }
 
+Result<std::shared_ptr<const SegmentStatsRows>> RunTrial::StatsRows(const WorkerIndex& w,
+                                                                    std::uint32_t ordinal) const {
+  if (ordinal >= w.segment_files.size()) {
+    return Status::Internal("worker " + std::to_string(w.rank) + ": no segment " +
+                            std::to_string(ordinal));
+  }
+  return cache_.GetStatsRows(w.rank, ordinal, w.segment_files[ordinal],
+                             [&w](std::uint32_t id) { return w.tensors.count(id) != 0; });
+}
+
 Result<const std::map<std::uint32_t, std::uint8_t>*> RunTrial::TensorModes(
     const WorkerIndex& w) const {
   ModesSeen& seen = modes_[w.rank];
@@ -216,18 +226,26 @@ Result<std::vector<SeriesPoint>> RunTrial::series(const std::string& name, StatF
     // time beyond the cache.
     std::vector<SeriesPoint> points;
     bool sorted = true;
+    const auto add = [&](const StepKey& key, const TensorStats& stats) {
+      if (!points.empty() && points.back().step.global_step >= key.global_step) sorted = false;
+      points.push_back(SeriesPoint{key, StatValue(stats, field)});
+    };
     for (std::uint32_t seg = 0; seg < w->segment_files.size(); ++seg) {
-      TSTAT_ASSIGN_OR_RETURN(std::shared_ptr<const WorkerIndex> records, Records(*w, seg));
-      const TensorSeries* ts = records->FindSeries(t->id);
-      if (!ts) continue;
-      sorted = sorted && ts->sorted;
-      for (std::size_t i = 0; i < ts->keys.size(); ++i) {
-        if (!ts->has_stats[i] || !ModeMatches(ts->keys[i], mode)) continue;
-        if (!points.empty() && points.back().step.global_step >= ts->keys[i].global_step) {
-          sorted = false;
+      // A segment whose records are indexed already answers from its index;
+      // any other reads its stats table alone.
+      if (std::shared_ptr<const WorkerIndex> records = cache_.Peek(w->rank, seg)) {
+        const TensorSeries* ts = records->FindSeries(t->id);
+        if (!ts) continue;
+        for (std::size_t i = 0; i < ts->keys.size(); ++i) {
+          if (ts->has_stats[i] && ModeMatches(ts->keys[i], mode)) add(ts->keys[i], ts->stats[i]);
         }
-        points.push_back(SeriesPoint{ts->keys[i], StatValue(ts->stats[i], field)});
+        continue;
       }
+      TSTAT_ASSIGN_OR_RETURN(std::shared_ptr<const SegmentStatsRows> rows, StatsRows(*w, seg));
+      rows->ForEach(t->id, [&](const StatsRow& r) {
+        const StepKey key{r.global_step, static_cast<Mode>(r.mode), r.mode_step};
+        if (r.has_stats && ModeMatches(key, mode)) add(key, FromStored(r.s));
+      });
     }
     if (points.empty()) continue;  // this worker has no such data: try the next
     if (!sorted) SortBySteps(&points);

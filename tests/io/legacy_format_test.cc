@@ -75,6 +75,22 @@ TEST(LegacyFormatTest, Version2IsReadOnlyWhenAllowedAndThenReadsTheSame) {
   ASSERT_EQ(now->tables.drops.size(), 2u);
   EXPECT_EQ(now->tables.drops[1].drop.reason, "raw snapshot memory cap (256 MiB) reached, step 1");
 
+  // What a series and a step walk read (the stats table alone; records by
+  // step) is the same from the version 2 file.
+  const std::string tensor = now->tensors[0].name;
+  std::vector<SeriesPoint> series_v3;
+  std::vector<TensorStatsRecord> step_v3;
+  {
+    auto trial = Trial::Open(run);
+    TSTAT_ASSERT_OK(trial);
+    auto series = (*trial)->series(tensor, StatField::kL2);
+    TSTAT_ASSERT_OK(series);
+    series_v3 = *series;
+    TSTAT_ASSERT_OK((*trial)->step_records_into(0, series_v3.back().step.global_step, &step_v3));
+  }
+  ASSERT_FALSE(series_v3.empty());
+  ASSERT_FALSE(step_v3.empty());
+
   TSTAT_ASSERT_OK(RewriteAsLegacySegment(path, 2));
   const Status refused = ReadSegment(path).status();
   EXPECT_EQ(refused.code(), StatusCode::kNotSupported) << refused.ToString();
@@ -93,6 +109,23 @@ TEST(LegacyFormatTest, Version2IsReadOnlyWhenAllowedAndThenReadsTheSame) {
   TSTAT_ASSERT_OK(legacy);
   EXPECT_EQ(legacy->header.format_version, 2);
   ExpectSameContents(*now, *legacy);
+  auto trial = Trial::Open(run);
+  TSTAT_ASSERT_OK(trial);
+  auto series = (*trial)->series(tensor, StatField::kL2);
+  TSTAT_ASSERT_OK(series);
+  ASSERT_EQ(series->size(), series_v3.size());
+  for (std::size_t i = 0; i < series->size(); ++i) {
+    EXPECT_EQ((*series)[i].step.global_step, series_v3[i].step.global_step);
+    EXPECT_EQ((*series)[i].value, series_v3[i].value);
+  }
+  std::vector<TensorStatsRecord> step_v2;
+  TSTAT_ASSERT_OK((*trial)->step_records_into(0, series_v3.back().step.global_step, &step_v2));
+  ASSERT_EQ(step_v2.size(), step_v3.size());
+  for (std::size_t i = 0; i < step_v2.size(); ++i) {
+    EXPECT_EQ(step_v2[i].tensor_id, step_v3[i].tensor_id);
+    EXPECT_EQ(step_v2[i].stats.l2, step_v3[i].stats.l2);
+    EXPECT_EQ(step_v2[i].exponent_histogram.has_value(), step_v3[i].exponent_histogram.has_value());
+  }
 }
 
 // What h5py or h5dump users see is fixed-length strings: no dataset or
