@@ -4,11 +4,13 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 
 #include "io/h5/h5_chunk_check.h"
 #include "io/h5/h5_chunk_read.h"
 #include "io/h5/h5_error.h"
 #include "io/h5/h5_file.h"
+#include "io/h5/h5_row_copy.h"
 #include "io/h5/h5_type_check.h"
 #include "io/h5/table_chunk_writer.h"
 
@@ -176,7 +178,30 @@ Status ReadH5Dataset(hid_t dataset, hid_t mem_type, void* out, const std::string
     return ReadChunkedDataset(dataset, mem_type, count, out, path + ": dataset");
   }
   TSTAT_RETURN_IF_ERROR(CheckStorageHoldsElements(dataset, path + ": dataset"));
-  if (H5Dread(dataset, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, out) < 0) {
+  H5Space space(H5Dget_space(dataset));
+  const hssize_t points = space.valid() ? H5Sget_simple_extent_npoints(space.get()) : -1;
+  if (points < 0) return H5Failure(StatusCode::kCorruption, path + ": a dataset's extent");
+  if (points == 0) return Status::OK();
+  const auto n = static_cast<std::size_t>(points);
+  // Stored bytes read as they are, then copied member by member: libhdf5
+  // converting itself allocates and zeroes a 1 MiB conversion buffer per
+  // read, most of the cost of opening a run of small tables.
+  if (const std::optional<RowCopyPlan> copy = RowCopyPlan::Build(stored.get(), mem_type)) {
+    std::vector<unsigned char> raw(n * H5Tget_size(stored.get()));
+    if (H5Dread(dataset, stored.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, raw.data()) < 0) {
+      return H5Failure(StatusCode::kCorruption, path + ": reading a dataset failed");
+    }
+    copy->Apply(raw.data(), n, static_cast<unsigned char*>(out));
+    return Status::OK();
+  }
+  // A conversion buffer as large as this read needs, not the 1 MiB default.
+  H5Plist xfer(H5Pcreate(H5P_DATASET_XFER));
+  const std::size_t largest = std::max(H5Tget_size(stored.get()), H5Tget_size(mem_type));
+  if (!xfer.valid() ||
+      H5Pset_buffer(xfer.get(), std::max<std::size_t>(n * largest, 64), nullptr, nullptr) < 0) {
+    return H5Failure(StatusCode::kInternal, path + ": a transfer property list");
+  }
+  if (H5Dread(dataset, mem_type, H5S_ALL, H5S_ALL, xfer.get(), out) < 0) {
     return H5Failure(StatusCode::kCorruption, path + ": reading a dataset failed");
   }
   return Status::OK();

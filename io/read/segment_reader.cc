@@ -98,6 +98,46 @@ Status ReadHeader(hid_t file, const std::string& path, SegmentHeader* h) {
   return Status::OK();
 }
 
+// The stored form of the registry's datasets (tensors, tensor_shapes,
+// collections, tensor_collections): each one's name, encoded type and rows
+// as stored, read without conversion. Two segments whose keys are equal hold
+// the same registry. nullopt when a dataset holds variable-length data.
+Result<std::optional<std::vector<unsigned char>>> StoredRegistryKey(hid_t file,
+                                                                    const std::string& path) {
+  std::vector<unsigned char> key;
+  for (const char* name : {kTensorsTable, kTensorShapes, kCollections, kTensorCollectionsTable}) {
+    key.insert(key.end(), name, name + std::strlen(name) + 1);
+    TSTAT_ASSIGN_OR_RETURN(bool exists, H5LinkExists(file, name, path));
+    if (!exists) continue;
+    H5Type stored;
+    {
+      TSTAT_ASSIGN_OR_RETURN(H5DataSet d, OpenH5Dataset(file, name, path));
+      stored = H5Type(H5Dget_type(d.get()));
+    }
+    if (!stored.valid()) return H5Failure(StatusCode::kCorruption, path + ": type of " + name);
+    if (HasVariableLengthParts(stored.get())) return std::optional<std::vector<unsigned char>>();
+    std::size_t encoded = 0;
+    if (H5Tencode(stored.get(), nullptr, &encoded) < 0 || encoded == 0) {
+      return H5Failure(StatusCode::kCorruption, path + ": type of " + name);
+    }
+    const std::size_t at = key.size();
+    key.resize(at + encoded);
+    if (H5Tencode(stored.get(), key.data() + at, &encoded) < 0) {
+      return H5Failure(StatusCode::kCorruption, path + ": type of " + name);
+    }
+    const std::size_t row = H5Tget_size(stored.get());
+    const std::size_t rows_at = key.size();
+    TSTAT_RETURN_IF_ERROR(ReadTableInto(
+        file, name, stored.get(), row,
+        [&](std::size_t count) -> void* {
+          key.resize(rows_at + count * row);
+          return key.data() + rows_at;
+        },
+        path));
+  }
+  return std::optional<std::vector<unsigned char>>(std::move(key));
+}
+
 Status ReadRegistry(hid_t file, const std::string& path, bool legacy,
                     std::vector<TensorInfo>* tensors) {
   std::vector<TensorRow> rows;
@@ -374,10 +414,35 @@ Result<SegmentContents> ReadOpenSegmentStats(hid_t file, const std::string& path
   return s;
 }
 
-Result<SegmentContents> ReadOpenSegment(hid_t file, const std::string& path, RecordTables records) {
+// The registry of the open segment into `tensors`: from `memo` when the
+// segment stores exactly the registry the memo decoded last, else decoded
+// (and remembered).
+Status ReadRegistryWithMemo(hid_t file, const std::string& path, bool legacy, RegistryMemo* memo,
+                            std::vector<TensorInfo>* tensors) {
+  if (memo == nullptr || legacy) return ReadRegistry(file, path, legacy, tensors);
+  TSTAT_ASSIGN_OR_RETURN(std::optional<std::vector<unsigned char>> key,
+                         StoredRegistryKey(file, path));
+  if (key && memo->valid && *key == memo->key) {
+    *tensors = memo->tensors;
+    ++memo->hits;
+    return Status::OK();
+  }
+  memo->valid = false;
+  TSTAT_RETURN_IF_ERROR(ReadRegistry(file, path, legacy, tensors));
+  if (key) {
+    memo->key = std::move(*key);
+    memo->tensors = *tensors;
+    memo->valid = true;
+  }
+  return Status::OK();
+}
+
+Result<SegmentContents> ReadOpenSegment(hid_t file, const std::string& path, RecordTables records,
+                                        RegistryMemo* memo = nullptr) {
   SegmentContents s;
   TSTAT_RETURN_IF_ERROR(ReadHeader(file, path, &s.header));
-  TSTAT_RETURN_IF_ERROR(ReadRegistry(file, path, IsLegacy(s.header.format_version), &s.tensors));
+  TSTAT_RETURN_IF_ERROR(
+      ReadRegistryWithMemo(file, path, IsLegacy(s.header.format_version), memo, &s.tensors));
   TSTAT_RETURN_IF_ERROR(ReadStepTables(file, path, s.header.format_version, &s.tables));
   if (records == RecordTables::kRead) {
     TSTAT_RETURN_IF_ERROR(ReadRecordTables(file, path, &s.tables));
@@ -422,10 +487,11 @@ Result<SegmentContents> ReadSegment(const std::string& path) {
 
 namespace {
 
-Result<SegmentContents> ReadSegmentLocked(const std::string& path, RecordTables records) {
+Result<SegmentContents> ReadSegmentLocked(const std::string& path, RecordTables records,
+                                          RegistryMemo* memo = nullptr) {
   TSTAT_RETURN_IF_ERROR(VerifySegmentSeal(path));
   TSTAT_ASSIGN_OR_RETURN(H5File file, OpenH5FileReadOnly(path));
-  Result<SegmentContents> contents = ReadOpenSegment(file.get(), path, records);
+  Result<SegmentContents> contents = ReadOpenSegment(file.get(), path, records, memo);
   Status closed = CloseH5File(&file, path);
   if (!contents.ok()) return contents.status();
   if (!closed.ok()) return Status::Corruption(closed.message());
@@ -438,9 +504,9 @@ Result<SegmentContents> ReadSegmentLocked(const std::string& path) {
   return ReadSegmentLocked(path, RecordTables::kRead);
 }
 
-Result<SegmentContents> ReadSegmentMetadata(const std::string& path) {
+Result<SegmentContents> ReadSegmentMetadata(const std::string& path, RegistryMemo* memo) {
   H5Lock lock;
-  return ReadSegmentLocked(path, RecordTables::kSkip);
+  return ReadSegmentLocked(path, RecordTables::kSkip, memo);
 }
 
 Result<SegmentContents> ReadSegmentStats(const std::string& path,

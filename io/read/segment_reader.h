@@ -34,11 +34,24 @@ Result<SegmentContents> ReadSegment(const std::string& path);
 // The same, for a caller that holds the HDF5 lock (h5_lock.h) already.
 Result<SegmentContents> ReadSegmentLocked(const std::string& path);
 
+// What ReadSegmentMetadata remembers of the registry it decoded last: its
+// datasets as stored (names, encoded types, rows), so that the next segment
+// of the worker, which repeats the whole registry and usually the same one,
+// is recognised by comparing bytes instead of being decoded again (1,000
+// tensors: ~1 MB of fixed-width name rows per segment). One per worker.
+struct RegistryMemo {
+  std::vector<unsigned char> key;
+  std::vector<TensorInfo> tensors;
+  bool valid = false;
+  std::uint64_t hits = 0;  // segments whose registry came from the memo
+};
+
 // All ReadSegment reads but the per-record tables (stats, histograms,
 // per-channel stats, ...), which stay empty: what a Trial reads to open a
 // run (the records are read when asked for, segment_cache.h). The same
-// checks of what it reads.
-Result<SegmentContents> ReadSegmentMetadata(const std::string& path);
+// checks of what it reads. With a `memo`, an unchanged registry is taken
+// from it (segments before format_version 3 are always decoded).
+Result<SegmentContents> ReadSegmentMetadata(const std::string& path, RegistryMemo* memo = nullptr);
 
 // The header and the stats table alone (no other table, not the registry):
 // what a series of a stat reads. Its rows' tensor ids are checked with

@@ -119,7 +119,7 @@ Status RunTrial::RefreshWorker(WorkerState* state) {
         continue;
       }
     }
-    Result<SegmentContents> contents = ReadSegmentMetadata(path);
+    Result<SegmentContents> contents = ReadSegmentMetadata(path, &state->registry_memo);
     if (!contents.ok()) {
       const StatusCode code = contents.status().code();
       if (code != StatusCode::kCorruption && code != StatusCode::kNotSupported) {

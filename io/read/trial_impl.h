@@ -90,6 +90,7 @@ class RunTrial final : public Trial {
     std::set<std::int64_t> attempted;  // segment indices loaded or skipped
     bool marker_seen = false;
     std::int64_t marker_segments = -1;
+    RegistryMemo registry_memo;  // the registry of the last segment read
   };
 
   Status RefreshWorker(WorkerState* state);
