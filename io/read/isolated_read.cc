@@ -11,6 +11,8 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
+#include <map>
+#include <string>
 #include <vector>
 
 #include "io/h5/h5_lock.h"
@@ -50,12 +52,15 @@ bool ReadAll(int fd, void* data, std::size_t n) {
 // (refused, with an error the parent will see again), until the socket
 // closes. Runs nothing but this, then _exit.
 [[noreturn]] void Serve(int fd) {
+  // One registry memo per worker directory, as the parent keeps.
+  std::map<std::string, RegistryMemo> memos;
   for (;;) {
     std::uint32_t size = 0;
     if (!ReadAll(fd, &size, sizeof size) || size > kMaxPathBytes) _exit(0);
     std::string path(size, '\0');
     if (!ReadAll(fd, path.data(), size)) _exit(0);
-    const char reply = WalkSegmentLocked(path).ok() ? '0' : '3';
+    RegistryMemo& memo = memos[path.substr(0, path.rfind('/') + 1)];
+    const char reply = WalkSegmentLocked(path, &memo).ok() ? '0' : '3';
     if (!WriteAll(fd, &reply, 1)) _exit(0);
   }
 }

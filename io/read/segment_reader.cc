@@ -521,8 +521,8 @@ Result<SegmentContents> ReadSegmentStats(const std::string& path,
   return contents;
 }
 
-Status WalkSegmentLocked(const std::string& path) {
-  return ReadSegmentLocked(path, RecordTables::kWalk).status();
+Status WalkSegmentLocked(const std::string& path, RegistryMemo* memo) {
+  return ReadSegmentLocked(path, RecordTables::kWalk, memo).status();
 }
 
 namespace {

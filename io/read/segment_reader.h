@@ -67,7 +67,7 @@ Result<SegmentContents> ReadSegmentStats(const std::string& path,
 // libhdf5 parses of the file to read it is parsed here; the chunks
 // ReadSegment then reads are decoded by tstat (h5_chunk_read.h). The same
 // errors as ReadSegment for what it reads.
-Status WalkSegmentLocked(const std::string& path);
+Status WalkSegmentLocked(const std::string& path, RegistryMemo* memo = nullptr);
 
 // Reads raw snapshot `dataset` of the segment at `path`: its bytes, checked
 // against `dtype` and the element count of `shape` (empty shape: any). For
