@@ -1,8 +1,10 @@
 // See h5_row_copy.h.
 #include "io/h5/h5_row_copy.h"
 
+#include <cstdint>
 #include <cstring>
 #include <string>
+#include <type_traits>
 
 #include "io/h5/h5_error.h"
 
@@ -44,10 +46,64 @@ bool AddRuns(hid_t stored, std::size_t src, hid_t mem, std::size_t dst, int dept
 
 }  // namespace
 
+bool RowCopyPlan::BuildWidening(hid_t stored, hid_t mem) {
+  if (H5Tget_class(stored) != H5T_INTEGER || H5Tget_class(mem) != H5T_INTEGER) return false;
+  const H5T_sign_t sign = H5Tget_sign(stored);
+  if (sign == H5T_SGN_ERROR || sign != H5Tget_sign(mem)) return false;
+  if (H5Tget_order(stored) != H5T_ORDER_LE || H5Tget_order(mem) != H5T_ORDER_LE) return false;
+  // Precision and offset as a plain integer of its size (no padding bits).
+  for (hid_t t : {stored, mem}) {
+    if (H5Tget_offset(t) != 0 || H5Tget_precision(t) != 8 * H5Tget_size(t)) return false;
+  }
+  const std::size_t from = stored_size_, to = mem_size_;
+  if (from >= to || to > 8 || (from != 1 && from != 2 && from != 4)) return false;
+  widen_ = true;
+  widen_signed_ = sign == H5T_SGN_2;
+  return true;
+}
+
+namespace {
+
+template <class From, class To>
+void Widen(const unsigned char* src, std::size_t rows, unsigned char* dst) {
+  for (std::size_t i = 0; i < rows; ++i) {
+    From v;
+    std::memcpy(&v, src + i * sizeof(From), sizeof(From));
+    const To w = static_cast<To>(v);
+    std::memcpy(dst + i * sizeof(To), &w, sizeof(To));
+  }
+}
+
+template <class From>
+void WidenTo(std::size_t to, bool is_signed, const unsigned char* src, std::size_t rows,
+             unsigned char* dst) {
+  using S = std::make_signed_t<From>;
+  switch (to) {
+    case 2:
+      is_signed ? Widen<S, std::int16_t>(src, rows, dst)
+                : Widen<From, std::uint16_t>(src, rows, dst);
+      break;
+    case 4:
+      is_signed ? Widen<S, std::int32_t>(src, rows, dst)
+                : Widen<From, std::uint32_t>(src, rows, dst);
+      break;
+    default:
+      is_signed ? Widen<S, std::int64_t>(src, rows, dst)
+                : Widen<From, std::uint64_t>(src, rows, dst);
+      break;
+  }
+}
+
+}  // namespace
+
 std::optional<RowCopyPlan> RowCopyPlan::Build(hid_t stored, hid_t mem) {
   RowCopyPlan plan;
   plan.stored_size_ = H5Tget_size(stored);
   plan.mem_size_ = H5Tget_size(mem);
+  if (plan.BuildWidening(stored, mem)) {
+    TakeH5ErrorStack();
+    return plan;
+  }
   std::vector<Run> runs;
   const bool copyable =
       plan.stored_size_ > 0 && plan.mem_size_ > 0 && AddRuns(stored, 0, mem, 0, 0, &runs);
@@ -70,6 +126,20 @@ std::optional<RowCopyPlan> RowCopyPlan::Build(hid_t stored, hid_t mem) {
 }
 
 void RowCopyPlan::Apply(const unsigned char* src, std::size_t rows, unsigned char* dst) const {
+  if (widen_) {
+    switch (stored_size_) {
+      case 1:
+        WidenTo<std::uint8_t>(mem_size_, widen_signed_, src, rows, dst);
+        break;
+      case 2:
+        WidenTo<std::uint16_t>(mem_size_, widen_signed_, src, rows, dst);
+        break;
+      default:
+        WidenTo<std::uint32_t>(mem_size_, widen_signed_, src, rows, dst);
+        break;
+    }
+    return;
+  }
   for (std::size_t i = 0; i < rows; ++i) {
     for (const Run& r : runs_) std::memcpy(dst + r.dst, src + r.src, r.bytes);
     src += stored_size_;

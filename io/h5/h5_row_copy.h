@@ -7,8 +7,11 @@
 // compounds member by member), the conversion is a fixed set of byte runs
 // (members adjacent on both sides merged into one run); members the stored
 // type lacks stay as the caller's background (zeros), as H5Tconvert leaves
-// them. Otherwise (a width or byte order that differs, a string of another
-// length) there is no plan, and the caller converts with H5Tconvert.
+// them. Rows that are one little-endian integer stored narrower than it is
+// read (tstat stores histogram counts in 16 or 32 bits and reads them as 64)
+// are widened by a plain loop. Otherwise (a width or byte order that differs
+// inside a compound, a string of another length) there is no plan, and the
+// caller converts with H5Tconvert.
 // Callers hold the HDF5 lock (h5_lock.h) to build a plan; Apply needs none.
 #pragma once
 
@@ -36,8 +39,13 @@ class RowCopyPlan {
   const std::vector<Run>& runs() const { return runs_; }
 
  private:
+  // Builds the widening of one integer, or false.
+  bool BuildWidening(hid_t stored, hid_t mem);
+
   std::vector<Run> runs_;
   std::size_t stored_size_ = 0, mem_size_ = 0;
+  bool widen_ = false;  // one integer widened: stored_size_ < mem_size_
+  bool widen_signed_ = false;
 };
 
 }  // namespace tstat::io

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "io/h5/h5_lock.h"
@@ -131,6 +132,39 @@ TEST(RowCopyPlanTest, NoPlanWhenAValueNeedsConverting) {
   H5Type flat(H5Tcreate(H5T_COMPOUND, 8));
   H5Tinsert(flat.get(), "inner", 0, H5T_NATIVE_DOUBLE);
   EXPECT_FALSE(RowCopyPlan::Build(flat.get(), mem.get()).has_value());
+}
+
+// Integers stored narrower than they are read: widened as H5Tconvert widens
+// them (sign-extended when signed); never for another byte order or a
+// narrowing.
+TEST(RowCopyPlanTest, WidensIntegersAsH5TconvertDoes) {
+  H5Lock lock;
+  struct Case {
+    hid_t stored, mem;
+  };
+  const Case cases[] = {{H5T_STD_U16LE, H5T_NATIVE_UINT64}, {H5T_STD_I16LE, H5T_NATIVE_INT64},
+                        {H5T_STD_U8LE, H5T_NATIVE_UINT32},  {H5T_STD_I32LE, H5T_NATIVE_INT64},
+                        {H5T_STD_U32LE, H5T_NATIVE_UINT64}, {H5T_STD_I8LE, H5T_NATIVE_INT16}};
+  for (const Case& c : cases) {
+    const std::size_t from = H5Tget_size(c.stored), to = H5Tget_size(c.mem);
+    SCOPED_TRACE(std::to_string(from) + " -> " + std::to_string(to));
+    constexpr std::size_t kRows = 300;
+    std::vector<unsigned char> packed(kRows * from);
+    for (std::size_t i = 0; i < packed.size(); ++i) {
+      packed[i] = static_cast<unsigned char>(i * 37 + 11);  // high bits set in many values
+    }
+    const std::optional<RowCopyPlan> plan = RowCopyPlan::Build(c.stored, c.mem);
+    ASSERT_TRUE(plan.has_value());
+    std::vector<unsigned char> widened(kRows * to, 0xCD);
+    plan->Apply(packed.data(), kRows, widened.data());
+    std::vector<unsigned char> want(kRows * to);
+    std::memcpy(want.data(), packed.data(), packed.size());
+    ASSERT_GE(H5Tconvert(c.stored, c.mem, kRows, want.data(), nullptr, H5P_DEFAULT), 0);
+    EXPECT_EQ(widened, want);
+  }
+  EXPECT_FALSE(RowCopyPlan::Build(H5T_STD_U16BE, H5T_NATIVE_UINT64).has_value());
+  EXPECT_FALSE(RowCopyPlan::Build(H5T_STD_U64LE, H5T_NATIVE_UINT16).has_value());
+  EXPECT_FALSE(RowCopyPlan::Build(H5T_STD_I16LE, H5T_NATIVE_UINT64).has_value());
 }
 
 }  // namespace
