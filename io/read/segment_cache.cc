@@ -13,9 +13,10 @@ const SegmentCache::Entry* SegmentCache::Touch(const Key& key) {
 }
 
 Result<SegmentContents> SegmentCache::Read(const SegmentFile& file,
-                                           const std::function<bool(std::uint32_t)>* known) {
+                                           const std::function<bool(std::uint32_t)>* known,
+                                           SegmentBuffers* reuse) {
   Result<SegmentContents> contents =
-      known != nullptr ? ReadSegmentStats(file.path, *known) : ReadSegment(file.path);
+      known != nullptr ? ReadSegmentStats(file.path, *known) : ReadSegment(file.path, reuse);
   if (!contents.ok()) {
     const Status& s = contents.status();
     // It was read whole when the run was opened: whatever fails now is the
@@ -35,6 +36,8 @@ void SegmentCache::Insert(const Key& key, Entry entry) {
   while (bytes_ > cap_bytes_ && uses_.size() > 1) {
     auto last = entries_.find(uses_.back());
     bytes_ -= last->second.bytes;
+    std::shared_ptr<SegmentSteps>& steps = last->second.steps;
+    if (steps != nullptr && steps.use_count() == 1) spare_ = steps->ReleaseTables();
     entries_.erase(last);
     uses_.pop_back();
   }
@@ -57,14 +60,14 @@ Result<std::shared_ptr<const WorkerIndex>> SegmentCache::Get(int rank, std::uint
 Result<std::shared_ptr<const SegmentSteps>> SegmentCache::GetSteps(int rank, std::uint32_t ordinal,
                                                                    const SegmentFile& file) {
   const Key key{rank, ordinal, Kind::kSteps};
-  if (const Entry* e = Touch(key)) return e->steps;
-  TSTAT_ASSIGN_OR_RETURN(SegmentContents contents, Read(file));
-  auto steps = std::make_shared<const SegmentSteps>(std::move(contents));
+  if (const Entry* e = Touch(key)) return std::shared_ptr<const SegmentSteps>(e->steps);
+  TSTAT_ASSIGN_OR_RETURN(SegmentContents contents, Read(file, nullptr, &spare_));
+  auto steps = std::make_shared<SegmentSteps>(std::move(contents));
   Entry entry;
   entry.bytes = steps->ApproxBytes();
   entry.steps = steps;
   Insert(key, std::move(entry));
-  return steps;
+  return std::shared_ptr<const SegmentSteps>(std::move(steps));
 }
 
 Result<std::shared_ptr<const SegmentStatsRows>> SegmentCache::GetStatsRows(

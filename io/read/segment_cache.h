@@ -55,7 +55,7 @@ class SegmentCache {
   using Key = std::tuple<int, std::uint32_t, Kind>;
   struct Entry {
     std::shared_ptr<const WorkerIndex> index;
-    std::shared_ptr<const SegmentSteps> steps;
+    std::shared_ptr<SegmentSteps> steps;  // handed out const
     std::shared_ptr<const SegmentStatsRows> stats_rows;
     std::uint64_t bytes = 0;
     std::list<Key>::iterator use;  // in uses_
@@ -65,10 +65,15 @@ class SegmentCache {
   // Reads `file` whole, or with `known` its stats alone (ReadSegmentStats),
   // with the errors Get documents.
   static Result<SegmentContents> Read(const SegmentFile& file,
-                                      const std::function<bool(std::uint32_t)>* known = nullptr);
+                                      const std::function<bool(std::uint32_t)>* known = nullptr,
+                                      SegmentBuffers* reuse = nullptr);
   // Adds `entry` under `key` as the most recently used, then evicts.
   void Insert(const Key& key, Entry entry);
 
+  // The tables of the last SegmentSteps evicted while nobody else held it:
+  // the next GetSteps reads into their memory (a walk over every step of a
+  // run then faults in no fresh pages). At most one segment's worth.
+  SegmentBuffers spare_;
   std::uint64_t cap_bytes_;
   std::uint64_t bytes_ = 0;
   std::uint64_t reads_ = 0;

@@ -438,8 +438,13 @@ Status ReadRegistryWithMemo(hid_t file, const std::string& path, bool legacy, Re
 }
 
 Result<SegmentContents> ReadOpenSegment(hid_t file, const std::string& path, RecordTables records,
-                                        RegistryMemo* memo = nullptr) {
+                                        RegistryMemo* memo = nullptr,
+                                        SegmentBuffers* reuse = nullptr) {
   SegmentContents s;
+  if (reuse != nullptr) {
+    s.tables = std::move(*reuse);
+    s.tables.Clear();
+  }
   TSTAT_RETURN_IF_ERROR(ReadHeader(file, path, &s.header));
   TSTAT_RETURN_IF_ERROR(
       ReadRegistryWithMemo(file, path, IsLegacy(s.header.format_version), memo, &s.tensors));
@@ -480,18 +485,14 @@ Result<SegmentContents> ReadOpenSegment(hid_t file, const std::string& path, Rec
 
 }  // namespace
 
-Result<SegmentContents> ReadSegment(const std::string& path) {
-  H5Lock lock;
-  return ReadSegmentLocked(path);
-}
-
 namespace {
 
 Result<SegmentContents> ReadSegmentLocked(const std::string& path, RecordTables records,
-                                          RegistryMemo* memo = nullptr) {
+                                          RegistryMemo* memo = nullptr,
+                                          SegmentBuffers* reuse = nullptr) {
   TSTAT_RETURN_IF_ERROR(VerifySegmentSeal(path));
   TSTAT_ASSIGN_OR_RETURN(H5File file, OpenH5FileReadOnly(path));
-  Result<SegmentContents> contents = ReadOpenSegment(file.get(), path, records, memo);
+  Result<SegmentContents> contents = ReadOpenSegment(file.get(), path, records, memo, reuse);
   Status closed = CloseH5File(&file, path);
   if (!contents.ok()) return contents.status();
   if (!closed.ok()) return Status::Corruption(closed.message());
@@ -499,6 +500,11 @@ Result<SegmentContents> ReadSegmentLocked(const std::string& path, RecordTables 
 }
 
 }  // namespace
+
+Result<SegmentContents> ReadSegment(const std::string& path, SegmentBuffers* reuse) {
+  H5Lock lock;
+  return ReadSegmentLocked(path, RecordTables::kRead, nullptr, reuse);
+}
 
 Result<SegmentContents> ReadSegmentLocked(const std::string& path) {
   return ReadSegmentLocked(path, RecordTables::kRead);

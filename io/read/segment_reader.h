@@ -30,7 +30,9 @@ struct SegmentContents {
   std::optional<PipelineCounters> counters;
 };
 
-Result<SegmentContents> ReadSegment(const std::string& path);
+// With `reuse`, its vectors (emptied, their memory kept) become the tables
+// read: a walk over a run's segments then touches no fresh pages.
+Result<SegmentContents> ReadSegment(const std::string& path, SegmentBuffers* reuse = nullptr);
 // The same, for a caller that holds the HDF5 lock (h5_lock.h) already.
 Result<SegmentContents> ReadSegmentLocked(const std::string& path);
 

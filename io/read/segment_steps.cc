@@ -140,6 +140,13 @@ void SegmentSteps::Fill(std::int64_t global_step, std::vector<TensorStatsRecord>
   }
 }
 
+SegmentBuffers SegmentSteps::ReleaseTables() {
+  steps_.clear();
+  exp_row_.clear();
+  extras_.clear();
+  return std::move(tables_);
+}
+
 std::uint64_t SegmentSteps::ApproxBytes() const {
   std::uint64_t total = tables_.stats.size() * (sizeof(StatsRow) + sizeof(std::int64_t) + 4) +
                         tables_.exp_hist.size() * sizeof(ExpHistRow) +

@@ -28,6 +28,9 @@ class SegmentSteps {
   void Fill(std::int64_t global_step, std::vector<TensorStatsRecord>* out) const;
   // The memory it holds, approximately (the segment cache's unit).
   std::uint64_t ApproxBytes() const;
+  // Gives its tables' memory away (for the next segment's read); it holds no
+  // records after.
+  SegmentBuffers ReleaseTables();
 
  private:
   struct Step {
