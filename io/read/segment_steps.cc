@@ -152,15 +152,7 @@ std::uint64_t SegmentSteps::ApproxBytes() const {
                         tables_.exp_hist.size() * sizeof(ExpHistRow) +
                         tables_.exp_hist_counts.size() * sizeof(std::uint64_t) +
                         tables_.steps.size() * sizeof(StepRow) + steps_.size() * 64;
-  total += extras_.size() * 256;  // a map node and its optionals
-  for (const auto& [row, e] : extras_) {
-    if (e.channels) total += e.channels->channels.size() * sizeof(TensorStats);
-    if (e.linear) total += e.linear->counts.size() * sizeof(std::uint64_t);
-    if (e.labels) total += e.labels->counts.size() * sizeof(std::uint64_t);
-    if (e.confusion) total += e.confusion->counts.size() * sizeof(std::uint64_t);
-    if (e.sample) total += e.sample->values.size() * 16;
-    total += (e.count_values.size() + e.value_counts.size()) * 8;
-  }
+  for (const auto& [row, e] : extras_) total += ExtrasBytes(e);
   return total;
 }
 

@@ -12,6 +12,15 @@
 namespace tstat::io {
 namespace {
 
+// Segment `ordinal` of `w`.
+Result<const SegmentFile*> SegmentOf(const WorkerIndex& w, std::uint32_t ordinal) {
+  if (ordinal >= w.segment_files.size()) {
+    return Status::Internal("worker " + std::to_string(w.rank) + ": no segment " +
+                            std::to_string(ordinal));
+  }
+  return &w.segment_files[ordinal];
+}
+
 std::string StepText(std::int64_t step, Mode mode) {
   return std::string(mode == Mode::kGlobal ? "global step " : "step ") + std::to_string(step) +
          (mode == Mode::kGlobal ? "" : std::string(" of mode ") + ModeName(mode));
@@ -61,29 +70,20 @@ Status RunTrial::MissingRecord(int worker, const std::string& what, std::int64_t
 
 Result<std::shared_ptr<const WorkerIndex>> RunTrial::Records(const WorkerIndex& w,
                                                              std::uint32_t ordinal) const {
-  if (ordinal >= w.segment_files.size()) {
-    return Status::Internal("worker " + std::to_string(w.rank) + ": no segment " +
-                            std::to_string(ordinal));
-  }
-  return cache_.Get(w.rank, ordinal, w.segment_files[ordinal]);
+  TSTAT_ASSIGN_OR_RETURN(const SegmentFile* file, SegmentOf(w, ordinal));
+  return cache_.Get(w.rank, ordinal, *file);
 }
 
 Result<std::shared_ptr<const SegmentSteps>> RunTrial::StepRecords(const WorkerIndex& w,
                                                                   std::uint32_t ordinal) const {
-  if (ordinal >= w.segment_files.size()) {
-    return Status::Internal("worker " + std::to_string(w.rank) + ": no segment " +
-                            std::to_string(ordinal));
-  }
-  return cache_.GetSteps(w.rank, ordinal, w.segment_files[ordinal]);
+  TSTAT_ASSIGN_OR_RETURN(const SegmentFile* file, SegmentOf(w, ordinal));
+  return cache_.GetSteps(w.rank, ordinal, *file);
 }
 
 Result<std::shared_ptr<const SegmentStatsRows>> RunTrial::StatsRows(const WorkerIndex& w,
                                                                     std::uint32_t ordinal) const {
-  if (ordinal >= w.segment_files.size()) {
-    return Status::Internal("worker " + std::to_string(w.rank) + ": no segment " +
-                            std::to_string(ordinal));
-  }
-  return cache_.GetStatsRows(w.rank, ordinal, w.segment_files[ordinal],
+  TSTAT_ASSIGN_OR_RETURN(const SegmentFile* file, SegmentOf(w, ordinal));
+  return cache_.GetStatsRows(w.rank, ordinal, *file,
                              [&w](std::uint32_t id) { return w.tensors.count(id) != 0; });
 }
 

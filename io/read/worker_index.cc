@@ -90,6 +90,17 @@ void JoinRecordExtras(const SegmentBuffers& b,
   }
 }
 
+std::uint64_t ExtrasBytes(const RecordExtras& e) {
+  std::uint64_t total = 256;  // a map node and its optionals
+  if (e.channels) total += e.channels->channels.size() * sizeof(TensorStats);
+  if (e.linear) total += e.linear->counts.size() * sizeof(std::uint64_t);
+  if (e.labels) total += e.labels->counts.size() * sizeof(std::uint64_t);
+  if (e.confusion) total += e.confusion->counts.size() * sizeof(std::uint64_t);
+  if (e.sample) total += e.sample->values.size() * 16;
+  total += (e.count_values.size() + e.value_counts.size()) * 8;
+  return total;
+}
+
 void CopyExtras(const RecordExtras& e, TensorStatsRecord* r) {
   r->linear_histogram = e.linear;
   r->per_channel = e.channels;
@@ -201,18 +212,10 @@ void WorkerIndex::AddSegment(const SegmentContents& s, const std::string& path,
 
 std::uint64_t WorkerIndex::ApproxBytes() const {
   constexpr std::uint64_t kPerRow = sizeof(StepKey) + sizeof(TensorStats) + 1 + sizeof(ExpHistRef);
-  constexpr std::uint64_t kPerExtras = 256;  // a map node and its optionals
   std::uint64_t total = exp_pool.size() * sizeof(std::uint64_t);
   for (const auto& [id, ts] : series) {
-    total += ts.keys.size() * kPerRow + ts.extras.size() * kPerExtras;
-    for (const auto& [row, e] : ts.extras) {
-      if (e.channels) total += e.channels->channels.size() * sizeof(TensorStats);
-      if (e.linear) total += e.linear->counts.size() * sizeof(std::uint64_t);
-      if (e.labels) total += e.labels->counts.size() * sizeof(std::uint64_t);
-      if (e.confusion) total += e.confusion->counts.size() * sizeof(std::uint64_t);
-      if (e.sample) total += e.sample->values.size() * 16;
-      total += (e.count_values.size() + e.value_counts.size()) * 8;
-    }
+    total += ts.keys.size() * kPerRow;
+    for (const auto& [row, e] : ts.extras) total += ExtrasBytes(e);
   }
   for (const auto& [g, e] : steps) total += 96 + e.records.size() * 16;
   return total;

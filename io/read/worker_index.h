@@ -55,6 +55,8 @@ void JoinRecordExtras(const SegmentBuffers& b,
                       const std::function<RecordExtras*(std::int64_t, std::uint32_t)>& at);
 // Sets r's extras (every optional and vector) to `e`'s.
 void CopyExtras(const RecordExtras& e, TensorStatsRecord* r);
+// The memory `e` holds, approximately, with its map node (a cache's unit).
+std::uint64_t ExtrasBytes(const RecordExtras& e);
 
 struct TensorSeries {
   std::vector<StepKey> keys;
