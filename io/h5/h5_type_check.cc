@@ -44,6 +44,34 @@ const char* ClassName(H5T_class_t c) {
 
 bool IsNumber(H5T_class_t c) { return c == H5T_INTEGER || c == H5T_FLOAT; }
 
+// Empty when the bit fields of the number type `t` lie inside its bytes, else
+// why not. libhdf5 converts numbers by these fields without checking them
+// against the size: a crafted integer of 4 bytes with 200 bits of precision
+// made H5Tconvert read past its buffer (H5T__bit_find, found by fuzzing).
+std::string BadNumberFields(hid_t t) {
+  const std::size_t bits = 8 * H5Tget_size(t);
+  const std::size_t precision = H5Tget_precision(t);
+  const int offset = H5Tget_offset(t);
+  if (precision == 0 || offset < 0 || precision > bits ||
+      static_cast<std::size_t>(offset) > bits - precision) {
+    return "a number whose " + std::to_string(precision) + " bits at offset " +
+           std::to_string(offset) + " do not fit its " + std::to_string(bits / 8) + " bytes";
+  }
+  if (H5Tget_class(t) != H5T_FLOAT) return "";
+  std::size_t spos = 0, epos = 0, esize = 0, mpos = 0, msize = 0;
+  if (H5Tget_fields(t, &spos, &epos, &esize, &mpos, &msize) < 0) {
+    return "a float type HDF5 cannot describe";
+  }
+  const auto inside = [&](std::size_t pos, std::size_t size) {
+    return size <= precision && pos <= precision - size;
+  };
+  if (!inside(spos, 1) || esize == 0 || !inside(epos, esize) || !inside(mpos, msize) ||
+      esize > 64 || msize > 1024) {
+    return "a float whose sign, exponent or mantissa lies outside its precision";
+  }
+  return "";
+}
+
 // Whether `type` holds variable-length data (a sequence or a string) at any
 // depth (up to kMaxNesting; deeper counts as yes).
 bool HasVariableParts(hid_t type, int depth) {
@@ -83,7 +111,7 @@ std::string Incompatible(hid_t stored, hid_t wanted, int depth) {
   }
   const std::string mismatch =
       std::string("stored as ") + ClassName(sc) + ", not readable as " + ClassName(wc);
-  if (IsNumber(wc)) return IsNumber(sc) ? "" : mismatch;
+  if (IsNumber(wc)) return IsNumber(sc) ? BadNumberFields(stored) : mismatch;
   if (sc != wc) return mismatch;
   switch (wc) {
     case H5T_STRING: {
