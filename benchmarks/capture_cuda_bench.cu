@@ -62,6 +62,7 @@ Result<CudaCaptureBenchResult> RunCudaCaptureCase(const CudaCaptureBenchOptions&
   config.out_dir = dir + "/run";
   config.pipeline.cuda_device = o.device;
   config.save_config = SaveConfig::Every(1);  // stats of every tensor at every step
+  config.rules.enabled = o.in_process_rules;
   TSTAT_ASSIGN_OR_RETURN(std::unique_ptr<Session> session, Session::Create(config));
   for (std::int64_t i = 0; i < o.tensors; ++i) {
     TensorView v;
@@ -93,6 +94,7 @@ Result<CudaCaptureBenchResult> RunCudaCaptureCase(const CudaCaptureBenchOptions&
   r.tensors = o.tensors;
   r.elements = o.elements;
   r.allocations = static_cast<std::int64_t>(buffers.size());
+  r.in_process_rules = o.in_process_rules;
   r.steps = o.steps;
   r.busy_ms = o.busy_ms;
   std::vector<double> idle_s, busy_s, device_s;

@@ -17,6 +17,10 @@
 // With separate_allocations each tensor is its own cudaMalloc instead of a
 // slice of one buffer: the worst case of the per-allocation memory check
 // EndStep makes before reducing (kernels/cuda/device_memory_check.h).
+// With in_process_rules the session also runs the default rule set in its
+// rules thread and captures what those rules need (the weights' deltas: a
+// device copy of every weight at every step): the difference is what the
+// in-process rules cost EndStep.
 // Every record must reach the file: the counters after Close are checked.
 #pragma once
 
@@ -35,13 +39,15 @@ struct CudaCaptureBenchOptions {
   int steps = 200;               // timed steps per measurement
   double busy_ms = 20.0;         // the long kernel of the busy measurement
   bool separate_allocations = false;
-  std::string dir;               // "" : $TMPDIR, else /tmp
+  bool in_process_rules = false;  // InProcessRulesConfig::enabled
+  std::string dir;                // "" : $TMPDIR, else /tmp
   bool json = false;
 };
 
 struct CudaCaptureBenchResult {
   std::int64_t tensors = 0, elements = 0;
   std::int64_t allocations = 0;  // 1, or tensors with separate_allocations
+  bool in_process_rules = false;
   int steps = 0;
   double end_step_s = 0.0, end_step_p90_s = 0.0, end_step_max_s = 0.0;
   double busy_end_step_s = 0.0;

@@ -10,9 +10,9 @@ namespace tstat::bench {
 std::string FormatCudaCaptureJson(const CudaCaptureBenchResult& r) {
   JsonObject o;
   o.Str("case", "capture_cuda_" + std::to_string(r.tensors) + "x" + std::to_string(r.elements) +
-                    (r.allocations > 1 ? "_separate" : ""));
+                    (r.allocations > 1 ? "_separate" : "") + (r.in_process_rules ? "_rules" : ""));
   o.Int("tensors", r.tensors).Int("elements", r.elements).Str("dtype", "f32").Int("steps", r.steps);
-  o.Int("allocations", r.allocations);
+  o.Int("allocations", r.allocations).Bool("in_process_rules", r.in_process_rules);
   o.Num("end_step_s", r.end_step_s).Num("end_step_p90_s", r.end_step_p90_s);
   o.Num("end_step_max_s", r.end_step_max_s).Num("busy_ms", r.busy_ms);
   o.Num("busy_end_step_s", r.busy_end_step_s).Bool("returned_while_busy", r.returned_while_busy);
@@ -24,7 +24,7 @@ std::string FormatCudaCaptureJson(const CudaCaptureBenchResult& r) {
 std::string FormatCudaCaptureText(const CudaCaptureBenchResult& r) {
   char buf[768];
   std::snprintf(buf, sizeof buf,
-                "%lld CUDA tensors x %lld f32 in %lld allocation(s), %d steps each:\n"
+                "%lld CUDA tensors x %lld f32 in %lld allocation(s), %d steps each%s:\n"
                 "  EndStep host time, idle GPU:   median %.1f us, p90 %.1f us, max %.1f us\n"
                 "  EndStep host time, GPU busy:   median %.1f us (a %.0f ms kernel before it)\n"
                 "  returned before that kernel ended: %s (%d of %d waited)\n"
@@ -32,10 +32,10 @@ std::string FormatCudaCaptureText(const CudaCaptureBenchResult& r) {
                 "  records written: %llu\n",
                 static_cast<long long>(r.tensors), static_cast<long long>(r.elements),
                 static_cast<long long>(r.allocations), r.steps,
-                r.end_step_s * 1e6, r.end_step_p90_s * 1e6, r.end_step_max_s * 1e6,
-                r.busy_end_step_s * 1e6, r.busy_ms, r.returned_while_busy ? "yes" : "NO",
-                r.busy_steps_waited, r.steps, r.device_step_s * 1e6,
-                static_cast<unsigned long long>(r.records_written));
+                r.in_process_rules ? " (with the in-process rules)" : "", r.end_step_s * 1e6,
+                r.end_step_p90_s * 1e6, r.end_step_max_s * 1e6, r.busy_end_step_s * 1e6, r.busy_ms,
+                r.returned_while_busy ? "yes" : "NO", r.busy_steps_waited, r.steps,
+                r.device_step_s * 1e6, static_cast<unsigned long long>(r.records_written));
   return buf;
 }
 

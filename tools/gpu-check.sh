@@ -17,7 +17,8 @@
 #   bench/capture_cuda.json  `tstat bench capture --device cuda`: EndStep's
 #                       host time for 1,000 CUDA tensors, and whether it waits
 #                       for the device; capture_cuda_separate.json the same
-#                       with every tensor its own allocation
+#                       with every tensor its own allocation,
+#                       capture_cuda_rules.json with the in-process rules
 #   summary.json, summary.md  everything above in one place, with the targets
 #                       of docs/gpu.md marked met or not
 # Exit status: 0 when every test passed and no sanitizer reported an error;
@@ -115,6 +116,11 @@ run_step "capture cuda 1000x1000" 30 180 "$out/bench/capture_cuda.json" \
 run_step "capture cuda 1000x1000 separate" 30 180 "$out/bench/capture_cuda_separate.json" \
   "$tstat" bench capture --device cuda --tensors 1000 --elements 1000 --steps 200 \
   --separate-allocations --json
+# The same with the in-process rules (the default set, and what it needs
+# captured: a device copy of every weight at every step for its delta).
+run_step "capture cuda 1000x1000 rules" 30 180 "$out/bench/capture_cuda_rules.json" \
+  "$tstat" bench capture --device cuda --tensors 1000 --elements 1000 --steps 200 \
+  --in-process-rules --json
 
 # 5. Sanitizers on reduced sizes (TSTAT_TEST_QUICK), after the figures: what
 # the budget cannot fit is skipped here, never a measurement. The bad-input

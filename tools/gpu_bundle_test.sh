@@ -109,6 +109,8 @@ cat > "$s/bench/stats.jsonl" <<'EOF'
 EOF
 echo '{"tensors":1000,"elements":1000,"steps":200,"end_step_s":4e-05,"returned_while_busy":true,"busy_ms":20}' \
   > "$s/bench/capture_cuda.json"
+echo '{"tensors":1000,"elements":1000,"steps":200,"allocations":1,"in_process_rules":true,"end_step_s":3e-05}' \
+  > "$s/bench/capture_cuda_rules.json"
 cat > "$s/tests/tstat_test_x.json" <<'EOF'
 {"testsuites":[{"name":"A","testsuite":[{"name":"ok","result":"COMPLETED"},{"name":"bad","result":"COMPLETED","failures":[{"failure":"x"}]},{"name":"skip","result":"SKIPPED"}]}]}
 EOF
@@ -138,6 +140,8 @@ x = s["tests"]["tstat_test_x"]
 assert (x["passed"], x["failed"], x["skipped"]) == (1, 1, 1), x
 assert s["all_passed"] is False
 EOF
+grep -q "## Capture of CUDA tensors (1 allocation(s), with the in-process rules)" "$s/summary.md" ||
+  fail "summary.md lacks the capture with the in-process rules: $(cat "$s/summary.md")"
 grep -q "| bf16_1024MiB_x1: stat set vs read kernel (same run) | 0.6 | 0.7 | NO |" "$s/summary.md" ||
   fail "summary.md lacks the bf16 row: $(cat "$s/summary.md")"
 echo "gpu bundle test: ok ($(du -sh "$bundle" | cut -f1))"

@@ -187,10 +187,11 @@ def markdown(s):
     for r in s["stats"]:
         lines.append(f"| {r.get('case')} | {fmt(r.get('gbps'))} | {fmt(r.get('read_bw_gbps'))} "
                      f"| {fmt(r.get('ratio_to_read_bw'))} |")
-    for c in (s["capture"], s.get("capture_separate")):
+    for c in (s["capture"], s.get("capture_separate"), s.get("capture_rules")):
         if not c:
             continue
-        lines += ["", f"## Capture of CUDA tensors ({c.get('allocations')} allocation(s))", "",
+        needs = ", with the in-process rules" if c.get("in_process_rules") else ""
+        lines += ["", f"## Capture of CUDA tensors ({c.get('allocations')} allocation(s){needs})", "",
                   f"{c.get('tensors')} tensors x {c.get('elements')} f32, {c.get('steps')} steps: "
                   f"EndStep median {c.get('end_step_s', 0) * 1e6:.1f} us (p90 "
                   f"{c.get('end_step_p90_s', 0) * 1e6:.1f}, max {c.get('end_step_max_s', 0) * 1e6:.1f}); "
@@ -225,6 +226,7 @@ def main():
         "stats": read_json_lines(os.path.join(out, "bench", "stats.jsonl")),
         "capture": read_json(os.path.join(out, "bench", "capture_cuda.json")),
         "capture_separate": read_json(os.path.join(out, "bench", "capture_cuda_separate.json")),
+        "capture_rules": read_json(os.path.join(out, "bench", "capture_cuda_rules.json")),
     }
     s["targets"] = targets(s["device"], s["stats"], s["capture"], s["capture_separate"],
                            s["sanitizers"])

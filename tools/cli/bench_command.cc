@@ -136,6 +136,9 @@ CLI::App* AddCaptureCommand(CLI::App* bench, CaptureFlags* f) {
   capture->add_flag("--separate-allocations", f->cuda.separate_allocations,
                     "Each CUDA tensor its own cudaMalloc instead of a slice of one buffer "
                     "(--device cuda)");
+  capture->add_flag("--in-process-rules", f->cuda.in_process_rules,
+                    "Also run the default rules in the session, with what they need captured "
+                    "(the weights' deltas; --device cuda)");
   return capture;
 }
 
