@@ -98,11 +98,10 @@ void ShuffleBytes(const std::uint8_t* in, std::size_t bytes, std::size_t element
   }
   // Whole groups of 16 elements x 8 columns by SSE2; the last element_size % 8
   // columns and the last n % 16 elements byte by byte.
-#if defined(__SSE2__)
   const std::size_t n16 = n / 16 * 16;
+#if defined(__SSE2__)
   const std::size_t j8 = element_size / 8 * 8;
 #else
-  const std::size_t n16 = n / 16 * 16;
   const std::size_t j8 = 0;
 #endif
   for (std::size_t i = 0; i < n16; i += 16) {
