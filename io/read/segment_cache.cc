@@ -43,45 +43,47 @@ void SegmentCache::Insert(const Key& key, Entry entry) {
   }
 }
 
+template <class T, class Make>
+Result<std::shared_ptr<const T>> SegmentCache::GetOrMake(const Key& key,
+                                                         std::shared_ptr<T> Entry::*slot,
+                                                         Make&& make) {
+  if (const Entry* e = Touch(key)) return std::shared_ptr<const T>(e->*slot);
+  TSTAT_ASSIGN_OR_RETURN(std::shared_ptr<T> made, make());
+  Entry entry;
+  entry.bytes = made->ApproxBytes();
+  entry.*slot = made;
+  Insert(key, std::move(entry));
+  return std::shared_ptr<const T>(std::move(made));
+}
+
 Result<std::shared_ptr<const WorkerIndex>> SegmentCache::Get(int rank, std::uint32_t ordinal,
                                                              const SegmentFile& file) {
-  const Key key{rank, ordinal, Kind::kIndex};
-  if (const Entry* e = Touch(key)) return e->index;
-  TSTAT_ASSIGN_OR_RETURN(SegmentContents contents, Read(file));
-  auto index = std::make_shared<WorkerIndex>(rank);
-  index->AddSegment(contents, file.path, file.bytes);
-  Entry entry;
-  entry.bytes = index->ApproxBytes();
-  entry.index = index;
-  Insert(key, std::move(entry));
-  return std::shared_ptr<const WorkerIndex>(std::move(index));
+  return GetOrMake(Key{rank, ordinal, Kind::kIndex}, &Entry::index,
+                   [&]() -> Result<std::shared_ptr<WorkerIndex>> {
+                     TSTAT_ASSIGN_OR_RETURN(SegmentContents contents, Read(file));
+                     auto index = std::make_shared<WorkerIndex>(rank);
+                     index->AddSegment(contents, file.path, file.bytes);
+                     return index;
+                   });
 }
 
 Result<std::shared_ptr<const SegmentSteps>> SegmentCache::GetSteps(int rank, std::uint32_t ordinal,
                                                                    const SegmentFile& file) {
-  const Key key{rank, ordinal, Kind::kSteps};
-  if (const Entry* e = Touch(key)) return std::shared_ptr<const SegmentSteps>(e->steps);
-  TSTAT_ASSIGN_OR_RETURN(SegmentContents contents, Read(file, nullptr, &spare_));
-  auto steps = std::make_shared<SegmentSteps>(std::move(contents));
-  Entry entry;
-  entry.bytes = steps->ApproxBytes();
-  entry.steps = steps;
-  Insert(key, std::move(entry));
-  return std::shared_ptr<const SegmentSteps>(std::move(steps));
+  return GetOrMake(Key{rank, ordinal, Kind::kSteps}, &Entry::steps,
+                   [&]() -> Result<std::shared_ptr<SegmentSteps>> {
+                     TSTAT_ASSIGN_OR_RETURN(SegmentContents contents, Read(file, nullptr, &spare_));
+                     return std::make_shared<SegmentSteps>(std::move(contents));
+                   });
 }
 
 Result<std::shared_ptr<const SegmentStatsRows>> SegmentCache::GetStatsRows(
     int rank, std::uint32_t ordinal, const SegmentFile& file,
     const std::function<bool(std::uint32_t)>& known) {
-  const Key key{rank, ordinal, Kind::kStatsRows};
-  if (const Entry* e = Touch(key)) return e->stats_rows;
-  TSTAT_ASSIGN_OR_RETURN(SegmentContents contents, Read(file, &known));
-  auto rows = std::make_shared<const SegmentStatsRows>(std::move(contents));
-  Entry entry;
-  entry.bytes = rows->ApproxBytes();
-  entry.stats_rows = rows;
-  Insert(key, std::move(entry));
-  return rows;
+  return GetOrMake(Key{rank, ordinal, Kind::kStatsRows}, &Entry::stats_rows,
+                   [&]() -> Result<std::shared_ptr<SegmentStatsRows>> {
+                     TSTAT_ASSIGN_OR_RETURN(SegmentContents contents, Read(file, &known));
+                     return std::make_shared<SegmentStatsRows>(std::move(contents));
+                   });
 }
 
 std::shared_ptr<const WorkerIndex> SegmentCache::Peek(int rank, std::uint32_t ordinal) {

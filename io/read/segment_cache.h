@@ -53,10 +53,10 @@ class SegmentCache {
   // SegmentStatsRows of one segment are three entries.
   enum class Kind : std::uint8_t { kIndex, kSteps, kStatsRows };
   using Key = std::tuple<int, std::uint32_t, Kind>;
-  struct Entry {
-    std::shared_ptr<const WorkerIndex> index;
-    std::shared_ptr<SegmentSteps> steps;  // handed out const
-    std::shared_ptr<const SegmentStatsRows> stats_rows;
+  struct Entry {  // one of the three, handed out const
+    std::shared_ptr<WorkerIndex> index;
+    std::shared_ptr<SegmentSteps> steps;
+    std::shared_ptr<SegmentStatsRows> stats_rows;
     std::uint64_t bytes = 0;
     std::list<Key>::iterator use;  // in uses_
   };
@@ -69,6 +69,11 @@ class SegmentCache {
                                       SegmentBuffers* reuse = nullptr);
   // Adds `entry` under `key` as the most recently used, then evicts.
   void Insert(const Key& key, Entry entry);
+  // The `slot` of `key`'s entry, or `make()`'s (contents read from the file,
+  // made into a T) cached under `key` first.
+  template <class T, class Make>
+  Result<std::shared_ptr<const T>> GetOrMake(const Key& key, std::shared_ptr<T> Entry::*slot,
+                                             Make&& make);
 
   // The tables of the last SegmentSteps evicted while nobody else held it:
   // the next GetSteps reads into their memory (a walk over every step of a

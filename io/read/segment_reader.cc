@@ -297,6 +297,19 @@ Status ReadStepTables(hid_t file, const std::string& path, std::int64_t format_v
   return format_version == 1 ? ReadRawIndexV1(file, path, b) : ReadRawIndex(file, path, b);
 }
 
+// Every row of `table` has a valid mode and a tensor id `known` accepts.
+template <class Row, class Known>
+Status CheckRowKeys(const std::vector<Row>& rows, const char* table, const Known& known,
+                    const std::string& path) {
+  for (const Row& r : rows) {
+    if (!ValidMode(r.mode)) return Status::Corruption(path + ": " + table + ": invalid mode");
+    if (!known(r.tensor_id)) {
+      return Status::Corruption(path + ": " + table + ": tensor id not in the registry");
+    }
+  }
+  return Status::OK();
+}
+
 // Cross-checks rows against each other and the registry.
 Status Validate(const SegmentContents& s, const std::string& path) {
   std::unordered_set<std::uint32_t> ids;
@@ -308,11 +321,9 @@ Status Validate(const SegmentContents& s, const std::string& path) {
   };
   for (const StepRow& r : b.steps)
     if (!ValidMode(r.mode)) return bad("steps: invalid mode");
-#define TSTAT_IO_CHECK_KEYS(rows, table)                                              \
-  for (const auto& r : rows) {                                                        \
-    if (!ValidMode(r.mode)) return bad(table ": invalid mode");                       \
-    if (!ids.count(r.tensor_id)) return bad(table ": tensor id not in the registry"); \
-  }
+  const auto known = [&ids](std::uint32_t id) { return ids.count(id) != 0; };
+#define TSTAT_IO_CHECK_KEYS(rows, table) \
+  TSTAT_RETURN_IF_ERROR(CheckRowKeys(rows, table, known, path));
   TSTAT_IO_CHECK_KEYS(b.stats, "stats")
   TSTAT_IO_CHECK_KEYS(b.exp_hist, "exp_hist")
   TSTAT_IO_CHECK_KEYS(b.linear_hist, "linear_hist")
@@ -405,12 +416,7 @@ Result<SegmentContents> ReadOpenSegmentStats(hid_t file, const std::string& path
   TSTAT_RETURN_IF_ERROR(ReadHeader(file, path, &s.header));
   TSTAT_ASSIGN_OR_RETURN(H5Type t, StatsRowType());
   TSTAT_RETURN_IF_ERROR(ReadTable(file, kStatsTable, t.get(), &s.tables.stats, path));
-  for (const StatsRow& r : s.tables.stats) {
-    if (!ValidMode(r.mode)) return Status::Corruption(path + ": stats: invalid mode");
-    if (!known(r.tensor_id)) {
-      return Status::Corruption(path + ": stats: tensor id not in the registry");
-    }
-  }
+  TSTAT_RETURN_IF_ERROR(CheckRowKeys(s.tables.stats, "stats", known, path));
   return s;
 }
 
@@ -487,16 +493,24 @@ Result<SegmentContents> ReadOpenSegment(hid_t file, const std::string& path, Rec
 
 namespace {
 
-Result<SegmentContents> ReadSegmentLocked(const std::string& path, RecordTables records,
-                                          RegistryMemo* memo = nullptr,
-                                          SegmentBuffers* reuse = nullptr) {
+// `read(file)` of the segment at `path`, its seal verified before HDF5
+// opens it (HDF5 lock held).
+template <class Read>
+Result<SegmentContents> ReadSealedSegment(const std::string& path, Read&& read) {
   TSTAT_RETURN_IF_ERROR(VerifySegmentSeal(path));
   TSTAT_ASSIGN_OR_RETURN(H5File file, OpenH5FileReadOnly(path));
-  Result<SegmentContents> contents = ReadOpenSegment(file.get(), path, records, memo, reuse);
+  Result<SegmentContents> contents = read(file.get());
   Status closed = CloseH5File(&file, path);
   if (!contents.ok()) return contents.status();
   if (!closed.ok()) return Status::Corruption(closed.message());
   return contents;
+}
+
+Result<SegmentContents> ReadSegmentLocked(const std::string& path, RecordTables records,
+                                          RegistryMemo* memo = nullptr,
+                                          SegmentBuffers* reuse = nullptr) {
+  return ReadSealedSegment(
+      path, [&](hid_t file) { return ReadOpenSegment(file, path, records, memo, reuse); });
 }
 
 }  // namespace
@@ -518,13 +532,8 @@ Result<SegmentContents> ReadSegmentMetadata(const std::string& path, RegistryMem
 Result<SegmentContents> ReadSegmentStats(const std::string& path,
                                          const std::function<bool(std::uint32_t)>& known) {
   H5Lock lock;
-  TSTAT_RETURN_IF_ERROR(VerifySegmentSeal(path));
-  TSTAT_ASSIGN_OR_RETURN(H5File file, OpenH5FileReadOnly(path));
-  Result<SegmentContents> contents = ReadOpenSegmentStats(file.get(), path, known);
-  Status closed = CloseH5File(&file, path);
-  if (!contents.ok()) return contents.status();
-  if (!closed.ok()) return Status::Corruption(closed.message());
-  return contents;
+  return ReadSealedSegment(path,
+                           [&](hid_t file) { return ReadOpenSegmentStats(file, path, known); });
 }
 
 Status WalkSegmentLocked(const std::string& path, RegistryMemo* memo) {

@@ -7,12 +7,8 @@
 namespace tstat::io {
 namespace {
 
-struct KeyHash {
-  std::size_t operator()(const std::pair<std::int64_t, std::uint32_t>& k) const {
-    return std::hash<std::uint64_t>()(static_cast<std::uint64_t>(k.first) * 1000003u + k.second);
-  }
-};
-using RowMap = std::unordered_map<std::pair<std::int64_t, std::uint32_t>, std::uint32_t, KeyHash>;
+using RowMap =
+    std::unordered_map<std::pair<std::int64_t, std::uint32_t>, std::uint32_t, StepTensorHash>;
 
 // (global step, tensor id) -> stats row; a key seen twice (a crafted file)
 // maps to its last row, as WorkerIndex joins it.
@@ -63,25 +59,12 @@ SegmentSteps::SegmentSteps(SegmentContents contents) : tables_(std::move(content
       return it == rows.end() ? nullptr : &extras_[it->second];
     });
   }
-  // What only the per-tensor index needs is dropped.
-  tables_.linear_hist = {};
-  tables_.linear_hist_counts = {};
-  tables_.channels = {};
-  tables_.labels = {};
-  tables_.label_counts = {};
-  tables_.samples = {};
-  tables_.sample_positions = {};
-  tables_.sample_values = {};
-  tables_.delta = {};
-  tables_.confusion = {};
-  tables_.confusion_counts = {};
-  tables_.value_counts = {};
-  tables_.counted_values = {};
-  tables_.counted_counts = {};
-  tables_.scalars = {};
-  tables_.drops = {};
-  tables_.raw_index = {};
-  tables_.raw_shapes = {};
+  // Fill reads the stats and histogram tables alone (the extras are joined).
+  SegmentBuffers kept;
+  kept.stats = std::move(tables_.stats);
+  kept.exp_hist = std::move(tables_.exp_hist);
+  kept.exp_hist_counts = std::move(tables_.exp_hist_counts);
+  tables_ = std::move(kept);
 }
 
 // The writer writes a record's exp_hist row right after its stats row, so the
@@ -150,8 +133,7 @@ SegmentBuffers SegmentSteps::ReleaseTables() {
 std::uint64_t SegmentSteps::ApproxBytes() const {
   std::uint64_t total = tables_.stats.size() * (sizeof(StatsRow) + sizeof(std::int64_t) + 4) +
                         tables_.exp_hist.size() * sizeof(ExpHistRow) +
-                        tables_.exp_hist_counts.size() * sizeof(std::uint64_t) +
-                        tables_.steps.size() * sizeof(StepRow) + steps_.size() * 64;
+                        tables_.exp_hist_counts.size() * sizeof(std::uint64_t) + steps_.size() * 64;
   for (const auto& [row, e] : extras_) total += ExtrasBytes(e);
   return total;
 }

@@ -10,14 +10,6 @@ StepKey KeyOf(std::int64_t global_step, std::uint8_t mode, std::int64_t mode_ste
   return StepKey{global_step, static_cast<Mode>(mode), mode_step};
 }
 
-struct PairHash {
-  std::size_t operator()(const std::pair<std::int64_t, std::uint32_t>& p) const {
-    // Unsigned: a crafted segment's global step may be any int64, and a
-    // signed product would overflow.
-    return std::hash<std::uint64_t>()(static_cast<std::uint64_t>(p.first) * 1000003u + p.second);
-  }
-};
-
 }  // namespace
 
 void JoinRecordExtras(const SegmentBuffers& b,
@@ -156,7 +148,7 @@ void WorkerIndex::AddSegment(const SegmentContents& s, const std::string& path,
   }
 
   // (global step, tensor id) -> row of this segment's stats, for the extras.
-  std::unordered_map<std::pair<std::int64_t, std::uint32_t>, std::size_t, PairHash> rows;
+  std::unordered_map<std::pair<std::int64_t, std::uint32_t>, std::size_t, StepTensorHash> rows;
   rows.reserve(b.stats.size());
   for (const StatsRow& r : b.stats) {
     TensorSeries& ts = series[r.tensor_id];

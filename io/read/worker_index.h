@@ -47,6 +47,16 @@ struct RecordExtras {
   std::vector<std::uint64_t> value_counts;
 };
 
+// Hash of a (global step, tensor id) key, the key rows of a segment's tables
+// are joined by.
+struct StepTensorHash {
+  std::size_t operator()(const std::pair<std::int64_t, std::uint32_t>& k) const {
+    // Unsigned: a crafted segment's global step may be any int64, and a
+    // signed product would overflow.
+    return std::hash<std::uint64_t>()(static_cast<std::uint64_t>(k.first) * 1000003u + k.second);
+  }
+};
+
 // Calls `at(global step, tensor id)` for the row of every extras table of
 // `b` (linear histograms, per-channel stats, label counts, samples, deltas,
 // confusion matrices, value counts) and fills the RecordExtras it returns
