@@ -267,8 +267,16 @@ expect 1 'no worker 3' inspect "$run" --worker 3
 cp -r "$run" "$work/damaged"
 seg="$(ls "$work"/damaged/worker-00000/seg-*.h5 | head -1)"
 printf 'garbage' | dd of="$seg" bs=1 seek=2000 conv=notrunc 2>/dev/null
+# Opened from the worker catalog, the run is listed; the records that cannot
+# be read are said.
+expect 0 "warning: corruption: .*seg-0+\.h5: checksum mismatch" inspect "$work/damaged"
+# Opened from the worker catalog, the run lists x; reading its records fails
+# naming the segment.
+expect 1 "error: corruption: .*seg-0+\.h5: checksum mismatch" dump "$work/damaged" --tensor x
+# Without the catalog the segment is read when the run opens: skipped, and
+# (the run's only segment) nothing of x is left.
+rm "$work/damaged/worker-00000/catalog"
 expect 0 "warning: corruption: 1 file\(s\) skipped \(damaged.*seg-0+\.h5: checksum mismatch" inspect "$work/damaged"
-# (the run's only segment: nothing of x is left)
 expect 1 "warning: corruption: 1 file\(s\) skipped" dump "$work/damaged" --tensor x
 expect 1 "no tensor or scalar 'x'" dump "$work/damaged" --tensor x
 mkdir -p "$work/empty"

@@ -20,7 +20,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 BUILD="${TSTAT_FUZZ_BUILD_DIR:-build-fuzz}"
-TARGETS=(session_config rules_config expression findings_log segment_reader)
+TARGETS=(session_config rules_config expression findings_log segment_reader catalog)
 
 die() {
   echo "fuzz.sh: error: $*" >&2

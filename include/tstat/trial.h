@@ -92,7 +92,9 @@ struct WorkerSummary {
 };
 
 struct TrialOptions {
-  // Parse each new segment's HDF5 metadata once in a child process first: a
+  // Parse each segment's HDF5 metadata once in a child process before this
+  // process's HDF5 first reads it (at open, or at the first read of its
+  // records for a segment opened from the worker catalog): a
   // file crafted to crash or hang libhdf5's own parser (which no check
   // through its API can catch first, and which crashes h5py alike) is then
   // skipped with an error naming it, instead of ending this process. One

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
@@ -198,6 +199,67 @@ Result<std::string> ReadRegularFile(const std::string& path, std::uint64_t max_b
                                      " this file may have; not read");
   }
   return ReadToEnd(fd.get(), path, max_bytes);  // bounded: it may grow while read
+}
+
+Result<std::string> ReadRegularFileRange(const std::string& path, std::uint64_t offset,
+                                         std::uint64_t max_bytes) {
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+  if (fd.get() < 0) return ErrnoStatus(path, "open", errno);
+  struct stat st;
+  if (::fstat(fd.get(), &st) != 0) return ErrnoStatus(path, "fstat", errno);
+  if (!S_ISREG(st.st_mode)) {
+    return Status::InvalidArgument(path +
+                                   ": not a regular file (a FIFO, device or directory); "
+                                   "not read");
+  }
+  const auto size = static_cast<std::uint64_t>(st.st_size);
+  if (offset >= size) return std::string();
+  std::string out(static_cast<std::size_t>(std::min(max_bytes, size - offset)), '\0');
+  std::size_t done = 0;
+  while (done < out.size()) {
+    const ssize_t n =
+        ::pread(fd.get(), out.data() + done, out.size() - done, static_cast<off_t>(offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return ErrnoStatus(path, "read", errno);
+    if (n == 0) break;  // cut shorter since the fstat
+    done += static_cast<std::size_t>(n);
+  }
+  out.resize(done);
+  return out;
+}
+
+Status AppendToFile(const std::string& path, bool create_new, std::uint64_t expected_size,
+                    const void* data, std::size_t size, bool* cut_back) {
+  *cut_back = true;
+  const int flags = O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK |
+                    (create_new ? O_CREAT | O_EXCL : 0);
+  Fd fd(::open(path.c_str(), flags, 0644));
+  if (fd.get() < 0) return ErrnoStatus(path, create_new ? "create" : "open for append", errno);
+  struct stat st;
+  if (::fstat(fd.get(), &st) != 0) return ErrnoStatus(path, "fstat", errno);
+  if (!S_ISREG(st.st_mode) || static_cast<std::uint64_t>(st.st_size) != expected_size) {
+    return Status::FailedPrecondition(path + ": not the regular file of " +
+                                      std::to_string(expected_size) +
+                                      " bytes this writer left; not appended to");
+  }
+  const auto* bytes = static_cast<const char*>(data);
+  std::size_t done = 0;
+  Status failure;
+  while (done < size) {
+    const ssize_t n = ::write(fd.get(), bytes + done, size - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      failure = n < 0 ? ErrnoStatus(path, "write", errno)
+                      : Status::IoError(path + ": write wrote nothing");
+      break;
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  if (failure.ok() && ::close(fd.release()) != 0) failure = ErrnoStatus(path, "close", errno);
+  if (!failure.ok() && done > 0) {
+    *cut_back = ::truncate(path.c_str(), static_cast<off_t>(expected_size)) == 0;
+  }
+  return failure;
 }
 
 void AdviseHugePages(void* data, std::size_t bytes) {

@@ -49,6 +49,20 @@ Result<std::string> ReadWholeFile(const std::string& path);
 // device is refused without blocking on it, a larger file is not read).
 Result<std::string> ReadRegularFile(const std::string& path, std::uint64_t max_bytes);
 
+// Reads bytes [offset, offset + max_bytes) at most of a regular file that
+// anyone may have put in a run directory (FIFOs and devices refused without
+// blocking; a symlink is followed as open(2) does, a loop is an error):
+// fewer when the file ends first.
+Result<std::string> ReadRegularFileRange(const std::string& path, std::uint64_t offset,
+                                         std::uint64_t max_bytes);
+
+// Appends `size` bytes to `path`, whose length must be `expected_size`
+// (create_new: creates it, refusing one that exists, and a symlink). On a
+// failed or short write the file is cut back to `expected_size`; *cut_back
+// tells whether that worked (false: the file may end in a partial append).
+Status AppendToFile(const std::string& path, bool create_new, std::uint64_t expected_size,
+                    const void* data, std::size_t size, bool* cut_back);
+
 // The directory part of `path` ("." when there is none).
 std::string DirName(const std::string& path);
 std::string JoinPath(const std::string& a, const std::string& b);

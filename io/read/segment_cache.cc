@@ -15,6 +15,7 @@ const SegmentCache::Entry* SegmentCache::Touch(const Key& key) {
 Result<SegmentContents> SegmentCache::Read(const SegmentFile& file,
                                            const std::function<bool(std::uint32_t)>* known,
                                            SegmentBuffers* reuse) {
+  if (before_read_) TSTAT_RETURN_IF_ERROR(before_read_(file.path));
   Result<SegmentContents> contents =
       known != nullptr ? ReadSegmentStats(file.path, *known) : ReadSegment(file.path, reuse);
   if (!contents.ok()) {
@@ -48,7 +49,16 @@ Result<std::shared_ptr<const T>> SegmentCache::GetOrMake(const Key& key,
                                                          std::shared_ptr<T> Entry::*slot,
                                                          Make&& make) {
   if (const Entry* e = Touch(key)) return std::shared_ptr<const T>(e->*slot);
-  TSTAT_ASSIGN_OR_RETURN(std::shared_ptr<T> made, make());
+  auto failed = failed_.find(key);
+  if (failed != failed_.end()) return failed->second;
+  Result<std::shared_ptr<T>> result = make();
+  if (!result.ok()) {
+    // Damage does not heal: the next query is answered without reading the
+    // file again (an I/O error may pass, and is retried).
+    if (result.status().code() == StatusCode::kCorruption) failed_.emplace(key, result.status());
+    return result.status();
+  }
+  std::shared_ptr<T> made = std::move(result).value();
   Entry entry;
   entry.bytes = made->ApproxBytes();
   entry.*slot = made;

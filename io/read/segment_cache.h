@@ -45,6 +45,13 @@ class SegmentCache {
   // The index of the segment if it is cached (not read otherwise), else null.
   std::shared_ptr<const WorkerIndex> Peek(int rank, std::uint32_t ordinal);
 
+  // Called with a segment's path before any read of it (an error is the
+  // read's): the Trial's isolated first parse of a segment opened from the
+  // worker catalog, which HDF5 has not seen yet.
+  void set_before_read(std::function<Status(const std::string&)> hook) {
+    before_read_ = std::move(hook);
+  }
+
   std::uint64_t bytes() const { return bytes_; }
   std::uint64_t reads() const { return reads_; }  // segments read so far
 
@@ -64,9 +71,9 @@ class SegmentCache {
   const Entry* Touch(const Key& key);
   // Reads `file` whole, or with `known` its stats alone (ReadSegmentStats),
   // with the errors Get documents.
-  static Result<SegmentContents> Read(const SegmentFile& file,
-                                      const std::function<bool(std::uint32_t)>* known = nullptr,
-                                      SegmentBuffers* reuse = nullptr);
+  Result<SegmentContents> Read(const SegmentFile& file,
+                               const std::function<bool(std::uint32_t)>* known = nullptr,
+                               SegmentBuffers* reuse = nullptr);
   // Adds `entry` under `key` as the most recently used, then evicts.
   void Insert(const Key& key, Entry entry);
   // The `slot` of `key`'s entry, or `make()`'s (contents read from the file,
@@ -79,6 +86,8 @@ class SegmentCache {
   // the next GetSteps reads into their memory (a walk over every step of a
   // run then faults in no fresh pages). At most one segment's worth.
   SegmentBuffers spare_;
+  std::map<Key, Status> failed_;  // reads that found the file damaged
+  std::function<Status(const std::string&)> before_read_;
   std::uint64_t cap_bytes_;
   std::uint64_t bytes_ = 0;
   std::uint64_t reads_ = 0;

@@ -310,18 +310,19 @@ Status CheckRowKeys(const std::vector<Row>& rows, const char* table, const Known
   return Status::OK();
 }
 
-// Cross-checks rows against each other and the registry.
-Status Validate(const SegmentContents& s, const std::string& path) {
-  std::unordered_set<std::uint32_t> ids;
-  for (const TensorInfo& t : s.tensors) ids.insert(t.id);
-  const SegmentBuffers& b = s.tables;
+}  // namespace
+
+Status ValidateSegmentTables(const SegmentBuffers& b,
+                             const std::function<bool(std::uint32_t)>& known,
+                             const std::string& path) {
   auto bad = [&](const std::string& what) { return Status::Corruption(path + ": " + what); };
   auto fits = [](std::uint64_t offset, std::uint64_t n, std::size_t size) {
     return offset <= size && n <= size - offset;
   };
   for (const StepRow& r : b.steps)
     if (!ValidMode(r.mode)) return bad("steps: invalid mode");
-  const auto known = [&ids](std::uint32_t id) { return ids.count(id) != 0; };
+  for (const DropEntry& d : b.drops)
+    if (!ValidMode(static_cast<std::uint8_t>(d.key.mode))) return bad("drops: invalid mode");
 #define TSTAT_IO_CHECK_KEYS(rows, table) \
   TSTAT_RETURN_IF_ERROR(CheckRowKeys(rows, table, known, path));
   TSTAT_IO_CHECK_KEYS(b.stats, "stats")
@@ -343,10 +344,10 @@ Status Validate(const SegmentContents& s, const std::string& path) {
     }
   }
   for (const ScalarRow& r : b.scalars) {
-    if (!ValidMode(r.mode) || !ids.count(r.scalar_id)) return bad("scalars: invalid row");
+    if (!ValidMode(r.mode) || !known(r.scalar_id)) return bad("scalars: invalid row");
   }
   for (const RawIndexRow& r : b.raw_index) {
-    if (!ValidMode(r.mode) || !ids.count(r.tensor_id)) return bad("raw_index: invalid row");
+    if (!ValidMode(r.mode) || !known(r.tensor_id)) return bad("raw_index: invalid row");
     if (!fits(r.shape_offset, r.rank, b.raw_shapes.size())) {
       return bad("raw_index: row with a shape outside raw_shapes");
     }
@@ -401,6 +402,16 @@ Status Validate(const SegmentContents& s, const std::string& path) {
       return bad("samples: values outside sample_values");
   }
   return Status::OK();
+}
+
+namespace {
+
+// Cross-checks rows against each other and the registry.
+Status Validate(const SegmentContents& s, const std::string& path) {
+  std::unordered_set<std::uint32_t> ids;
+  for (const TensorInfo& t : s.tensors) ids.insert(t.id);
+  return ValidateSegmentTables(
+      s.tables, [&ids](std::uint32_t id) { return ids.count(id) != 0; }, path);
 }
 
 // What of a segment is read besides its header, registry, steps, scalars,

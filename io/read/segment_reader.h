@@ -61,6 +61,13 @@ Result<SegmentContents> ReadSegmentMetadata(const std::string& path, RegistryMem
 Result<SegmentContents> ReadSegmentStats(const std::string& path,
                                          const std::function<bool(std::uint32_t)>& known);
 
+// The checks ReadSegment makes of the rows it read (modes, ids that `known`
+// accepts, offsets inside their payload arrays, ...), for rows that came
+// from elsewhere (the worker catalog). kCorruption naming `path`.
+Status ValidateSegmentTables(const SegmentBuffers& b,
+                             const std::function<bool(std::uint32_t)>& known,
+                             const std::string& path);
+
 // What the isolated child runs (isolated_read.h), with the HDF5 lock held:
 // the seal, then what ReadSegment reads except the per-record tables
 // (stats, histograms, per-channel stats, ...) and raw snapshots, whose

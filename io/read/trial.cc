@@ -8,6 +8,7 @@
 
 #include "io/format/closed_marker.h"
 #include "io/format/run_layout.h"
+#include "io/format/segment_catalog.h"
 #include "io/format/segment_schema.h"
 #include "io/h5/posix_file.h"
 #include "io/read/isolated_read.h"
@@ -39,6 +40,91 @@ Result<std::unique_ptr<Trial>> Trial::Open(const std::string& run_dir,
 }  // namespace tstat
 
 namespace tstat::io {
+
+RunTrial::RunTrial(std::string run_dir, TrialOptions options)
+    : run_dir_(std::move(run_dir)), options_(options), cache_(options.cache_bytes) {
+  if (options_.isolate_segment_reads) {
+    cache_.set_before_read([this](const std::string& path) { return CheckIsolated(path); });
+  }
+}
+
+Status RunTrial::CheckIsolated(const std::string& path) const {
+  auto refused = refused_.find(path);
+  if (refused != refused_.end()) return refused->second;
+  if (!unchecked_.count(path)) return Status::OK();  // parsed by the child at open
+  if (!isolated_) {
+    isolated_ = std::make_unique<IsolatedSegmentReads>(options_.isolated_read_timeout_s);
+  }
+  Status child = isolated_->Check(path);
+  unchecked_.erase(path);
+  if (!child.ok()) refused_.emplace(path, child);
+  return child;
+}
+
+void RunTrial::ReadCatalog(const std::string& dir, WorkerState* state) {
+  if (state->catalog_stopped) return;
+  const std::string path = JoinPath(dir, kCatalogFileName);
+  // Pieces of at least one whole frame, so that every frame can be decoded.
+  constexpr std::uint64_t kPiece = std::uint64_t{kMaxCatalogFrameBytes} + kCatalogFrameHeaderBytes;
+  for (;;) {
+    Result<std::string> piece = ReadRegularFileRange(path, state->catalog_used, kPiece);
+    if (!piece.ok()) {
+      // No catalog (older runs, or not written yet): the segments are read.
+      // Anything else there (a FIFO, a loop, no permission) is not used.
+      if (piece.status().code() != StatusCode::kNotFound) state->catalog_stopped = true;
+      return;
+    }
+    CatalogFrames frames =
+        DecodeCatalogFrames(reinterpret_cast<const std::uint8_t*>(piece->data()), piece->size());
+    for (CatalogEntry& e : frames.entries) {
+      if (e.has_registry) {
+        state->catalog_ids.clear();
+        for (const TensorInfo& t : e.tensors) state->catalog_ids.insert(t.id);
+      }
+      if (e.has_config) {
+        state->catalog_config = e.header.config_json;
+      } else {
+        e.header.config_json = state->catalog_config;
+      }
+      // The ids the frame's rows are checked with (a frame that carries no
+      // registry has the previous frame's).
+      Status valid = ValidateSegmentTables(
+          e.tables, [state](std::uint32_t id) { return state->catalog_ids.count(id) != 0; }, path);
+      if (!valid.ok()) {
+        state->catalog_stopped = true;  // the segments themselves are read
+        return;
+      }
+      const std::int64_t seg = e.header.segment_index;
+      state->catalog[seg] = std::move(e);
+    }
+    state->catalog_used += frames.used;
+    if (!frames.problem.empty() && !frames.incomplete) {
+      state->catalog_stopped = true;
+      return;
+    }
+    if (frames.used == 0 || piece->size() < kPiece) return;
+  }
+}
+
+std::optional<SegmentContents> RunTrial::FromCatalog(WorkerState* state, std::int64_t seg,
+                                                     const std::string& path) {
+  auto it = state->catalog.find(seg);
+  if (it == state->catalog.end()) return std::nullopt;
+  CatalogEntry e = std::move(it->second);
+  state->catalog.erase(it);
+  Result<std::uint64_t> size = FileSize(path);
+  if (!size.ok() || *size != e.file_bytes || e.header.rank != state->index.rank ||
+      e.header.format_version != kFormatVersion) {
+    return std::nullopt;  // not the file the frame describes
+  }
+  SegmentContents contents;
+  contents.header = std::move(e.header);
+  contents.tensors = std::move(e.tensors);  // empty: the registry is unchanged
+  contents.tables = std::move(e.tables);
+  contents.counters = e.counters;
+  if (options_.isolate_segment_reads) unchecked_.insert(path);
+  return contents;
+}
 
 Status RunTrial::Refresh() {
   Result<std::vector<std::string>> names = ListDir(run_dir_);
@@ -106,9 +192,11 @@ Status RunTrial::RefreshWorker(WorkerState* state) {
     if (ParseSegmentFileName(name, &seg) && !state->attempted.count(seg)) fresh.push_back(seg);
   }
   std::sort(fresh.begin(), fresh.end());
+  if (!fresh.empty()) ReadCatalog(dir, state);
   for (std::int64_t seg : fresh) {
     const std::string path = JoinPath(dir, SegmentFileName(seg));
-    if (options_.isolate_segment_reads) {
+    std::optional<SegmentContents> cataloged = FromCatalog(state, seg, path);
+    if (!cataloged && options_.isolate_segment_reads) {
       if (!isolated_) {
         isolated_ = std::make_unique<IsolatedSegmentReads>(options_.isolated_read_timeout_s);
       }
@@ -119,7 +207,8 @@ Status RunTrial::RefreshWorker(WorkerState* state) {
         continue;
       }
     }
-    Result<SegmentContents> contents = ReadSegmentMetadata(path, &state->registry_memo);
+    Result<SegmentContents> contents = cataloged ? Result<SegmentContents>(std::move(*cataloged))
+                                                 : ReadSegmentMetadata(path, &state->registry_memo);
     if (!contents.ok()) {
       const StatusCode code = contents.status().code();
       if (code != StatusCode::kCorruption && code != StatusCode::kNotSupported) {

@@ -3,18 +3,23 @@
 //
 // Loading: Refresh() lists RUN/worker-*/, reads each worker's CLOSED marker
 // (before listing its segments, so that a worker is "closed" only once every
-// segment it wrote has been seen), then reads the metadata of the seg-*.h5
-// files it has not attempted yet (ReadSegmentMetadata: registry, steps,
-// scalars, raw index, drops, counters), in index order, into that worker's
-// WorkerIndex. .tmp files are never read. The records (stats, histograms,
+// segment it wrote has been seen), lists its seg-*.h5 files, decodes the
+// frames appended to its catalog since the last refresh (segment_catalog.h),
+// then takes the metadata of each segment it has not attempted yet
+// (registry, steps, scalars, raw index, drops, counters), in index order,
+// from its catalog frame -- without reading the file -- or, where there is
+// none, from the file (ReadSegmentMetadata), into that worker's WorkerIndex. .tmp files are never
+// read. The records (stats, histograms,
 // ...) are read when a query needs them, a segment at a time, and kept in a
 // SegmentCache of TrialOptions::cache_bytes: record() and step_records()
 // read the segment of their step, series() every segment of the worker,
 // tensor_names() with a mode every segment once (the modes each tensor has
 // are then remembered).
 //
-// Damaged data: a segment that fails its seal check or whose metadata
-// cannot be parsed is skipped (never retried) and the rest of the run stays
+// Damaged data: a segment opened from the catalog is checked (seal, HDF5)
+// when its records are first read, and a damaged one fails those queries
+// (remembered: not read again). A segment read at open that fails its seal
+// check or whose metadata cannot be parsed is skipped (never retried) and the rest of the run stays
 // readable; every Refresh() then returns kCorruption naming each skipped file (and a worker
 // whose CLOSED marker records more segments than exist). A Trial opened on
 // such a run still opens. loaded_all_steps() counts a skipped segment as
@@ -38,10 +43,13 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
+#include "io/format/segment_catalog.h"
 #include "io/read/isolated_read.h"
 #include "io/read/segment_cache.h"
 #include "io/read/worker_index.h"
@@ -51,8 +59,7 @@ namespace tstat::io {
 
 class RunTrial final : public Trial {
  public:
-  RunTrial(std::string run_dir, TrialOptions options)
-      : run_dir_(std::move(run_dir)), options_(options), cache_(options.cache_bytes) {}
+  RunTrial(std::string run_dir, TrialOptions options);
 
   Status Refresh() override;
   Status WaitForStep(std::int64_t step, Mode mode, double timeout_s) override;
@@ -91,9 +98,26 @@ class RunTrial final : public Trial {
     bool marker_seen = false;
     std::int64_t marker_segments = -1;
     RegistryMemo registry_memo;  // the registry of the last segment read
+    // The worker catalog (segment_catalog.h): bytes decoded so far, whether
+    // a damaged frame ended it, the frames of segments not loaded yet, and
+    // the registry ids and config of the last frame decoded.
+    std::uint64_t catalog_used = 0;
+    bool catalog_stopped = false;
+    std::map<std::int64_t, CatalogEntry> catalog;
+    std::unordered_set<std::uint32_t> catalog_ids;
+    std::string catalog_config;
   };
 
   Status RefreshWorker(WorkerState* state);
+  // Decodes the frames appended to the worker's catalog since the last call.
+  void ReadCatalog(const std::string& dir, WorkerState* state);
+  // Segment `seg` at `path` from its catalog frame: nullopt when there is
+  // none, or when it does not match the file (then the file is read).
+  std::optional<SegmentContents> FromCatalog(WorkerState* state, std::int64_t seg,
+                                             const std::string& path);
+  // Before HDF5 reads a segment opened from the catalog, with
+  // options_.isolate_segment_reads: its first parse, in the child.
+  Status CheckIsolated(const std::string& path) const;
   // Workers to search: all, in rank order (worker < 0), or that one.
   Result<std::vector<const WorkerIndex*>> Candidates(int worker) const;
   // Whether `step` of `mode` is loaded for any worker.
@@ -123,7 +147,11 @@ class RunTrial final : public Trial {
   std::vector<std::string> problems_;  // persistent corruption reports
   // With options_.isolate_segment_reads: the child that reads each new
   // segment first (started with the first one).
-  std::unique_ptr<IsolatedSegmentReads> isolated_;
+  mutable std::unique_ptr<IsolatedSegmentReads> isolated_;
+  // Segments opened from the catalog that the child has not parsed yet, and
+  // those it refused (never given to HDF5 here).
+  mutable std::set<std::string> unchecked_;
+  mutable std::map<std::string, Status> refused_;
   // Queries are const; reading records fills these.
   mutable SegmentCache cache_;
   struct ModesSeen {

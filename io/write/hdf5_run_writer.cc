@@ -10,6 +10,7 @@
 
 #include "io/format/closed_marker.h"
 #include "io/format/run_layout.h"
+#include "io/format/segment_catalog.h"
 #include "io/format/segment_schema.h"
 #include "io/h5/h5_file.h"
 #include "io/h5/h5_lock.h"
@@ -34,6 +35,11 @@ struct OpenSegmentFile {
 };
 
 namespace {
+
+bool SameTensor(const TensorInfo& a, const TensorInfo& b) {
+  return a.id == b.id && a.name == b.name && a.kind == b.kind && a.dtype == b.dtype &&
+         a.shape == b.shape && a.space == b.space && a.collections == b.collections;
+}
 
 double NowUnixSeconds() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -144,7 +150,12 @@ Status Hdf5RunWriter::RegisterTensors(const std::vector<TensorInfo>& tensors) {
     }
   }
   for (const TensorInfo& t : tensors) {
-    registry_[t.id] = t;
+    auto [it, added] = registry_.try_emplace(t.id, t);
+    if (!added && !SameTensor(it->second, t)) {
+      it->second = t;
+      added = true;
+    }
+    if (added) ++registry_version_;  // the catalog's next frame carries the registry
     if (t.id < kDenseIds) {
       if (declared_.size() <= t.id) declared_.resize(t.id + 1, 0);
       declared_[t.id] = 1;
@@ -313,7 +324,7 @@ PipelineCounters Hdf5RunWriter::StoredCounters(const PipelineCounters& counters,
   return stored;
 }
 
-Status Hdf5RunWriter::FinishImage(const PipelineCounters& counters) {
+SegmentHeader Hdf5RunWriter::OpenSegmentHeader() const {
   SegmentHeader header;
   header.rank = options_.info.rank;
   header.world_size = options_.info.world_size;
@@ -322,9 +333,19 @@ Status Hdf5RunWriter::FinishImage(const PipelineCounters& counters) {
   header.config_json = options_.info.config_json;
   header.tstat_version = TSTAT_VERSION_STRING;
   header.created_unix_time = segment_created_;
+  return header;
+}
+
+std::vector<TensorInfo> Hdf5RunWriter::Registry() const {
   std::vector<TensorInfo> registry;
   registry.reserve(registry_.size());
   for (const auto& entry : registry_) registry.push_back(entry.second);
+  return registry;
+}
+
+Status Hdf5RunWriter::FinishImage(const PipelineCounters& counters) {
+  const SegmentHeader header = OpenSegmentHeader();
+  const std::vector<TensorInfo> registry = Registry();
   H5Lock lock;
   TSTAT_RETURN_IF_ERROR(packed_->Finish(segment_->file.get(), TmpPath()));
   TSTAT_RETURN_IF_ERROR(WriteSegmentTables(segment_->file.get(), header, registry, *buffers_,
@@ -353,12 +374,50 @@ Status Hdf5RunWriter::Flush(const PipelineCounters& counters) {
   if (!written.ok()) return FailSegment(written, 0);
   bytes_written_ += size;
   ++segments_written_;
+  AppendCatalogFrame(size, StoredCounters(counters, false));
   ++next_index_;
   buffers_->Clear();
   raw_count_ = 0;
   // The segment is complete and visible; only its durability is in question
   // if the directory cannot be synced, so nothing is counted as lost.
   return FsyncPath(worker_dir_);
+}
+
+void Hdf5RunWriter::AppendCatalogFrame(std::uint64_t file_bytes, const PipelineCounters& counters) {
+  if (!catalog_on_) return;
+  CatalogEntry e;
+  e.file_bytes = file_bytes;
+  e.header = OpenSegmentHeader();
+  e.has_config = !catalog_has_config_;
+  if (!e.has_config) e.header.config_json.clear();
+  e.has_registry = catalog_registry_version_ != registry_version_;
+  if (e.has_registry) e.tensors = Registry();
+  e.tables.steps = buffers_->steps;
+  e.tables.scalars = buffers_->scalars;
+  e.tables.drops = buffers_->drops;
+  e.tables.raw_index = buffers_->raw_index;
+  e.tables.raw_shapes = buffers_->raw_shapes;
+  e.counters = counters;
+  std::string frame;
+  Status s = EncodeCatalogFrame(e, &frame);
+  bool cut_back = true;
+  const std::string path = JoinPath(worker_dir_, kCatalogFileName);
+  if (s.ok()) {
+    s = AppendToFile(path, catalog_bytes_ == 0 && !catalog_created_, catalog_bytes_, frame.data(),
+                     frame.size(), &cut_back);
+  }
+  if (!s.ok()) {
+    // The segment is written; readers read it without the catalog. Frames
+    // after a hole would describe segments the catalog cannot be read up to,
+    // so a catalog that cannot take this one takes no more.
+    catalog_error_ = s;
+    catalog_on_ = false;
+    return;
+  }
+  catalog_created_ = true;
+  catalog_bytes_ += frame.size();
+  catalog_has_config_ = true;
+  catalog_registry_version_ = registry_version_;
 }
 
 Status Hdf5RunWriter::Close(const PipelineCounters& counters) {

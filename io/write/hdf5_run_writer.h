@@ -52,6 +52,7 @@ namespace tstat::io {
 
 // Private parts that need hdf5.h, which stays out of this header.
 struct OpenSegmentFile;
+struct SegmentHeader;
 struct SegmentBuffers;
 struct StreamedRows;
 class PackedRawDataset;
@@ -84,6 +85,8 @@ class Hdf5RunWriter final : public StepSink {
   // The path the open segment will be written to (its .tmp name), "" when
   // no segment is open.
   std::string TEST_open_segment_path() const;
+  // Why the worker catalog stopped taking frames (OK while it takes them).
+  const Status& catalog_error() const { return catalog_error_; }
 
  private:
   explicit Hdf5RunWriter(const Hdf5RunWriterOptions& options, std::string worker_dir);
@@ -94,6 +97,11 @@ class Hdf5RunWriter final : public StepSink {
   // The segment store's disk error if it has one, else `hdf5_error`.
   Status StoreErrorOr(const Status& hdf5_error) const;
   Status FailSegment(const Status& cause, std::uint64_t extra_records_lost);
+  SegmentHeader OpenSegmentHeader() const;
+  std::vector<TensorInfo> Registry() const;  // by id
+  // Appends the just-renamed segment's frame to the worker catalog
+  // (segment_catalog.h); a failure stops the catalog, not the writer.
+  void AppendCatalogFrame(std::uint64_t file_bytes, const PipelineCounters& counters);
   // Writes the tables, closes the open segment's file and seals its image
   // (in segment_->memory).
   Status FinishImage(const PipelineCounters& counters);
@@ -123,6 +131,15 @@ class Hdf5RunWriter final : public StepSink {
   std::int64_t segments_written_ = 0;
   std::uint64_t records_lost_ = 0;
   bool closed_ = false;
+  // The worker catalog: its length, whether frames are still appended, and
+  // what its last frame carried (registry_version_ counts registry changes).
+  std::uint64_t catalog_bytes_ = 0;
+  bool catalog_on_ = true;
+  bool catalog_created_ = false;
+  bool catalog_has_config_ = false;
+  std::uint64_t registry_version_ = 0;
+  std::uint64_t catalog_registry_version_ = ~std::uint64_t{0};
+  Status catalog_error_;
 };
 
 }  // namespace tstat::io

@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "io/format/segment_catalog.h"
 #include "io/h5/posix_file.h"
 #include "io/h5/segment_seal.h"
 #include "tests/support/data.h"
@@ -339,7 +340,8 @@ Status ResealSegmentFile(const std::string& path) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out.write(reinterpret_cast<const char*>(image.data()),
             static_cast<std::streamsize>(image.size()));
-  return out ? Status::OK() : Status::IoError(path + ": rewrite failed");
+  if (!out) return Status::IoError(path + ": rewrite failed");
+  return RemoveFile(JoinPath(DirName(path), kCatalogFileName));
 }
 
 }  // namespace tstat::io::testing

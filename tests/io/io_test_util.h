@@ -77,7 +77,10 @@ RawSnapshot MakeRawSnapshot(std::uint32_t tensor_id, DType dtype, std::vector<st
                             std::vector<std::uint8_t> bytes);
 
 // Seals the segment file at `path` again over its current bytes (for tests
-// that edit a closed segment with HDF5 and need the seal to match).
+// that edit a closed segment with HDF5 and need the seal to match), and
+// removes its worker's catalog, which describes the segment as written: the
+// edited file is then what a reader reads (crafted catalogs are tested in
+// catalog_test.cc).
 Status ResealSegmentFile(const std::string& path);
 
 // Opens a writer for `run_dir` (rank/world_size as given); fails the test on error.

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "io/format/run_layout.h"
+#include "io/format/segment_catalog.h"
 #include "io/h5/posix_file.h"
 #include "io/h5/segment_seal.h"
 #include "tests/io/io_test_util.h"
@@ -75,6 +76,44 @@ TEST(IsolatedReadTest, SegmentThatCrashesLibhdf5IsSkippedAndTheRestReads) {
     EXPECT_EQ((*isolated)[i].step.global_step, (*expected)[i].step.global_step);
     EXPECT_EQ((*isolated)[i].value, (*expected)[i].value);
   }
+}
+
+// A run opened from its worker catalog has not shown its segments to HDF5:
+// with isolation, each is parsed by the child before the first read of its
+// records or raw snapshots, so a segment planted with the catalog's byte
+// count for it fails that read with an error naming it, and the process and
+// the other segments carry on.
+TEST(IsolatedReadTest, CatalogedSegmentsAreParsedInTheChildBeforeTheirFirstRead) {
+  TempDir dir;
+  const std::string run = dir.Sub("run");
+  WriteSegments(run, 3);
+  PlantCraftedSegment(run, 1);
+  const std::string worker = run + "/" + WorkerDirName(0) + "/";
+  auto catalog = ReadWholeFile(worker + kCatalogFileName);
+  TSTAT_ASSERT_OK(catalog);
+  CatalogFrames frames =
+      DecodeCatalogFrames(reinterpret_cast<const std::uint8_t*>(catalog->data()), catalog->size());
+  ASSERT_EQ(frames.entries.size(), 3u);
+  frames.entries[1].file_bytes = FileSize(worker + SegmentFileName(1)).value();
+  std::string rewritten;
+  for (const CatalogEntry& e : frames.entries) TSTAT_ASSERT_OK(EncodeCatalogFrame(e, &rewritten));
+  std::ofstream(worker + kCatalogFileName, std::ios::binary | std::ios::trunc) << rewritten;
+
+  TrialOptions options;
+  options.isolate_segment_reads = true;
+  auto trial = Trial::Open(run, options);
+  TSTAT_ASSERT_OK(trial);
+  TSTAT_EXPECT_OK((*trial)->Refresh());  // from the catalog: nothing parsed yet
+  EXPECT_EQ((*trial)->steps().size(), 3u);
+  TSTAT_EXPECT_OK((*trial)->record("w", 0).status());
+  for (int attempt = 0; attempt < 2; ++attempt) {  // refused again, not parsed again
+    const Status crashed = (*trial)->record("w", 1).status();
+    EXPECT_EQ(crashed.code(), StatusCode::kCorruption) << crashed.ToString();
+    EXPECT_NE(crashed.message().find(SegmentFileName(1)), std::string::npos) << crashed.message();
+    EXPECT_NE(crashed.message().find("child process"), std::string::npos) << crashed.message();
+  }
+  TSTAT_EXPECT_OK((*trial)->record("w", 2).status());
+  EXPECT_EQ((*trial)->series("w", StatField::kMean).status().code(), StatusCode::kCorruption);
 }
 
 // One child reads every segment (it is forked once, while the reader is

@@ -87,13 +87,13 @@ TEST(NamesTest, HostileNamesRoundTripAndNeverCollide) {
     }
     TSTAT_ASSERT_OK(writer->Close({}));
   }
-  // No file but the segments and CLOSED, whatever the names.
+  // No file but the segments, the catalog and CLOSED, whatever the names.
   auto files = ListDir(dir.path());
   ASSERT_TRUE(files.ok());
   EXPECT_EQ(files.value(), std::vector<std::string>{"worker-00000"});
   auto worker_files = ListDir(dir.Sub("worker-00000"));
   ASSERT_TRUE(worker_files.ok());
-  EXPECT_EQ(worker_files->size(), 4u);
+  EXPECT_EQ(worker_files->size(), 5u);
   // No HDF5 object named after a tensor: the root holds the tables only.
   const std::set<std::string> tables = {
       "collections",        "config",        "counters", "header", "stats", "steps",

@@ -115,12 +115,12 @@ class RoundTripTest : public ::testing::Test {
   std::unique_ptr<Trial> trial_;
 };
 
-TEST_F(RoundTripTest, FilesAreSegmentsPlusClosed) {
+TEST_F(RoundTripTest, FilesAreSegmentsCatalogAndClosed) {
   auto names = ListDir(dir_.Sub("worker-00000"));
   ASSERT_TRUE(names.ok());
   std::sort(names->begin(), names->end());
-  EXPECT_EQ(names.value(),
-            (std::vector<std::string>{"CLOSED", "seg-000000000000.h5", "seg-000000000001.h5"}));
+  EXPECT_EQ(names.value(), (std::vector<std::string>{"CLOSED", "catalog", "seg-000000000000.h5",
+                                                     "seg-000000000001.h5"}));
 }
 
 TEST_F(RoundTripTest, EveryStatsRecordMatches) {

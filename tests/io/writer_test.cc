@@ -103,11 +103,12 @@ TEST(WriterTest, EmptyFlushWritesNothing) {
   TSTAT_ASSERT_OK(writer->Flush({}));
   TSTAT_ASSERT_OK(writer->Flush({}));
   TSTAT_ASSERT_OK(writer->Flush({}));
-  EXPECT_EQ(Files(dir.Sub("worker-00000")), std::vector<std::string>{"seg-000000000000.h5"});
+  EXPECT_EQ(Files(dir.Sub("worker-00000")),
+            (std::vector<std::string>{"catalog", "seg-000000000000.h5"}));
   EXPECT_EQ(writer->segments_written(), 1u);
   TSTAT_ASSERT_OK(writer->Close({}));
   EXPECT_EQ(Files(dir.Sub("worker-00000")),
-            (std::vector<std::string>{"CLOSED", "seg-000000000000.h5"}));
+            (std::vector<std::string>{"CLOSED", "catalog", "seg-000000000000.h5"}));
   EXPECT_EQ(writer->bytes_written(), FileSize(dir.Sub("worker-00000/seg-000000000000.h5")).value());
 }
 
@@ -294,10 +295,12 @@ TEST(WriterTest, DestroyedWithoutCloseDropsTheUnflushedSegment) {
     // The open segment is a .tmp (raw data on disk, metadata in memory) until
     // its Flush seals and renames it.
     EXPECT_EQ(writer->TEST_open_segment_path(), dir.Sub("worker-00000/seg-000000000001.h5.tmp"));
-    EXPECT_EQ(Files(dir.Sub("worker-00000")),
-              (std::vector<std::string>{"seg-000000000000.h5", "seg-000000000001.h5.tmp"}));
+    EXPECT_EQ(
+        Files(dir.Sub("worker-00000")),
+        (std::vector<std::string>{"catalog", "seg-000000000000.h5", "seg-000000000001.h5.tmp"}));
   }
-  EXPECT_EQ(Files(dir.Sub("worker-00000")), std::vector<std::string>{"seg-000000000000.h5"});
+  EXPECT_EQ(Files(dir.Sub("worker-00000")),
+            (std::vector<std::string>{"catalog", "seg-000000000000.h5"}));
   EXPECT_EQ(OpenH5ObjectCount(), 0);
   auto trial = Trial::Open(dir.path());
   TSTAT_ASSERT_OK(trial);
@@ -452,7 +455,8 @@ TEST(WriterTest, DiskFullLosesOnlyTheFailedSegment) {
     EXPECT_EQ(writer->records_lost(), attempted);
     std::cout << "disk full: " << failure.ToString() << "\n";
     // The failed segment left nothing behind.
-    EXPECT_EQ(Files(run + "/worker-00000"), std::vector<std::string>{"seg-000000000000.h5"});
+    EXPECT_EQ(Files(run + "/worker-00000"),
+              (std::vector<std::string>{"catalog", "seg-000000000000.h5"}));
     // Space comes back: the writer carries on with a fresh segment.
     TSTAT_ASSERT_OK(RemoveFile(fs.path() + "/filler"));
     TSTAT_ASSERT_OK(writer->Write(StatsBatch(3)));
@@ -496,7 +500,8 @@ TEST(WriterTest, ReadOnlyDirectoryIsReportedAndSurvived) {
   TSTAT_ASSERT_OK(writer->Write(StatsBatch(3)));
   TSTAT_ASSERT_OK(writer->Close({}));
   EXPECT_EQ(Files(run + "/worker-00000"),
-            (std::vector<std::string>{"CLOSED", "seg-000000000000.h5", "seg-000000000002.h5"}));
+            (std::vector<std::string>{"CLOSED", "catalog", "seg-000000000000.h5",
+                                      "seg-000000000002.h5"}));
   auto trial = Trial::Open(run);
   TSTAT_ASSERT_OK(trial);
   std::vector<StepKey> steps = (*trial)->steps();
@@ -529,7 +534,8 @@ TEST(WriterTest, FileSizeLimitFailsTheSegmentOnly) {
   TSTAT_ASSERT_OK(writer->Write(StatsBatch(2)));
   TSTAT_ASSERT_OK(writer->Close({}));
   EXPECT_EQ(Files(dir.Sub("worker-00000")),
-            (std::vector<std::string>{"CLOSED", "seg-000000000000.h5", "seg-000000000002.h5"}));
+            (std::vector<std::string>{"CLOSED", "catalog", "seg-000000000000.h5",
+                                      "seg-000000000002.h5"}));
   auto trial = Trial::Open(dir.path());
   TSTAT_ASSERT_OK(trial);
   EXPECT_EQ((*trial)->steps().size(), 2u);

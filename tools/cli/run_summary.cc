@@ -92,7 +92,16 @@ void SummarizeTensors(const Trial& trial, int worker, RunSummary* out) {
     }
     for (auto step = all.rbegin(); step != all.rend() && !unseen.empty(); ++step) {
       Result<std::vector<TensorStatsRecord>> records = trial.step_records(rank, step->global_step);
-      if (!records.ok()) continue;  // not a step of this worker
+      if (!records.ok()) {
+        // Not a step of this worker, or records that cannot be read (a
+        // segment damaged since it was written): said, and older steps tried.
+        const Status& s = records.status();
+        if (s.code() != StatusCode::kUnavailable && s.code() != StatusCode::kStepUnavailable &&
+            out->load_problem.find(s.message()) == std::string::npos) {
+          out->load_problem += (out->load_problem.empty() ? "" : "; ") + s.ToString();
+        }
+        continue;
+      }
       for (const TensorStatsRecord& r : records.value()) {
         auto found = unseen.find(r.tensor_id);
         if (found == unseen.end() || !r.has_stats) continue;

@@ -1,0 +1,395 @@
+// The worker catalog (io/format/segment_catalog.h): a run opened from it
+// answers every query exactly as the same run opened from its segments; a
+// catalog cut at any byte, damaged, crafted or replaced by a hostile file
+// never changes an answer (the segments are read instead); a live run's new
+// segments come from the catalog on Refresh(); a writer that finds a file
+// named catalog leaves it alone.
+#include <gtest/gtest.h>
+#include <zlib.h>
+
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "io/format/run_layout.h"
+#include "io/format/segment_catalog.h"
+#include "io/format/segment_schema.h"
+#include "io/h5/posix_file.h"
+#include "io/write/hdf5_run_writer.h"
+#include "tests/io/io_test_util.h"
+#include "tstat/trial.h"
+
+namespace tstat::io::testing {
+namespace {
+
+void WriteFile(const std::string& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+}
+
+// Five segments of tensors a, b (from segment 2) and scalar loss; b's shape
+// changes in segment 3; TRAIN and EVAL steps, raw snapshots, drops and
+// counters at each flush.
+// With `open`, the writer is handed back unclosed.
+void WriteRichRun(const std::string& run, std::unique_ptr<Hdf5RunWriter>* open = nullptr) {
+  auto writer = OpenWriterOrDie(run);
+  ASSERT_NE(writer, nullptr);
+  TSTAT_ASSERT_OK(
+      writer->RegisterTensors({MakeTensorInfo(0, "a", {"weights"}), MakeScalarInfo(1, "loss")}));
+  TensorInfo b = MakeTensorInfo(2, "b", {"gradients", "all"});
+  std::int64_t train = 0, eval = 0;
+  for (std::int64_t g = 0; g < 15; ++g) {
+    if (g == 6) TSTAT_ASSERT_OK(writer->RegisterTensors({b}));
+    if (g == 9) {
+      b.shape = {4, 2};
+      TSTAT_ASSERT_OK(writer->RegisterTensors({b}));
+    }
+    const bool is_eval = g % 5 == 4;
+    StepBatch batch =
+        MakeBatch(g, is_eval ? Mode::kEval : Mode::kTrain, is_eval ? eval++ : train++);
+    batch.wall_time = 1000.0 + g;
+    batch.stats.push_back(ReferenceRecord(g, 0, g % 2 == 0));
+    if (g >= 6) batch.stats.push_back(ReferenceRecord(g, 2, false));
+    batch.scalars.push_back(ScalarRecord{1, 0.5 * static_cast<double>(g), 2000.0 + g});
+    if (g % 3 == 0) {
+      std::vector<std::uint8_t> bytes(3 * 8 * 4);
+      for (std::size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<std::uint8_t>(i + g);
+      batch.raws.push_back(MakeRawSnapshot(0, DType::kFloat32, {3, 8}, std::move(bytes)));
+    }
+    if (g == 7) batch.drops.push_back(DropRecord{0, "raw", "raw snapshot memory cap", 4096});
+    TSTAT_ASSERT_OK(writer->Write(batch));
+    if (g % 3 == 2) {
+      PipelineCounters c;
+      c.steps_captured = static_cast<std::uint64_t>(g + 1);
+      c.stats_wait_seconds = 0.25 * static_cast<double>(g);
+      c.capture = CaptureTotals{static_cast<std::uint64_t>(g + 1), 3, 1.5, 0.01};
+      TSTAT_ASSERT_OK(writer->Flush(c));
+    }
+  }
+  if (open != nullptr) {
+    *open = std::move(writer);
+    return;
+  }
+  TSTAT_ASSERT_OK(writer->Close({}));
+}
+
+std::string Stats(const TensorStats& s) {
+  std::ostringstream o;
+  o.precision(17);
+  o << s.count << "," << s.finite_count << "," << s.min << "," << s.max << "," << s.mean << ","
+    << s.m2 << "," << s.l1 << "," << s.amax << "," << s.zero_count << "," << s.nan_count;
+  return o.str();
+}
+
+std::string Key(const StepKey& k) {
+  return std::to_string(k.global_step) + "/" + std::to_string(static_cast<int>(k.mode)) + "/" +
+         std::to_string(k.mode_step);
+}
+
+// Everything a Trial answers about the run, as text.
+std::string Answers(Trial& t) {
+  std::ostringstream o;
+  o.precision(17);
+  for (const WorkerSummary& w : t.workers()) {
+    const PipelineCounters& c = w.counters;
+    o << "worker " << w.rank << " " << w.world_size << " " << w.format_version << " " << w.host
+      << " " << w.closed << " " << w.segments << " " << w.bytes << " " << c.steps_captured << " "
+      << c.records_written << " " << c.stats_wait_seconds << " " << c.segments_written << " "
+      << c.capture.steps << " " << c.capture.step_seconds << "\n";
+  }
+  o << "config " << t.config_json(0) << "\n";
+  for (const std::string& c : t.collections()) o << "collection " << c << "\n";
+  for (Mode m : {Mode::kGlobal, Mode::kTrain, Mode::kEval}) {
+    for (const StepKey& k : t.steps(m)) o << "step " << Key(k) << "\n";
+  }
+  for (const std::string& name : t.tensor_names()) {
+    auto info = t.tensor_info(name, 0);
+    o << "tensor " << name << " " << (info.ok() ? info->id : 99u) << " "
+      << (info.ok() ? info->shape.size() : 99u);
+    if (info.ok()) {
+      for (std::int64_t d : info->shape) o << " " << d;
+      for (const std::string& c : info->collections) o << " " << c;
+    }
+    o << "\n";
+    auto series = t.series(name, StatField::kL2);
+    o << "series " << series.status().ToString();
+    if (series.ok()) {
+      for (const SeriesPoint& p : *series) o << " " << Key(p.step) << "=" << p.value;
+    }
+    o << "\n";
+    for (const StepKey& k : t.raw_steps(name, 0)) {
+      auto raw = t.raw(name, k.global_step);
+      o << "raw " << Key(k) << " " << raw.status().ToString();
+      if (raw.ok()) o << " " << raw->bytes.size() << " " << int(raw->bytes.back());
+      o << "\n";
+    }
+  }
+  for (const std::string& name : t.scalar_names()) {
+    auto series = t.scalar_series(name);
+    o << "scalar " << name;
+    if (series.ok()) {
+      for (const SeriesPoint& p : *series) o << " " << Key(p.step) << "=" << p.value;
+    }
+    o << "\n";
+  }
+  for (const StepKey& k : t.steps(Mode::kGlobal)) {
+    auto records = t.step_records(0, k.global_step);
+    o << "records " << Key(k) << " " << records.status().ToString();
+    if (records.ok()) {
+      for (const TensorStatsRecord& r : *records) {
+        o << " " << r.tensor_id << ":" << Stats(r.stats) << ":" << r.exponent_histogram.has_value();
+      }
+    }
+    o << "\n";
+  }
+  for (const DropRecord& d : t.drops(0)) {
+    o << "drop " << d.tensor_id << " " << d.kind << " " << d.reason << " " << d.bytes << "\n";
+  }
+  o << "complete " << t.loaded_all_steps() << "\n";
+  return o.str();
+}
+
+// The answers of a Trial opened on `run`, and its Refresh() status.
+std::string OpenAndAnswer(const std::string& run, Status* refreshed = nullptr,
+                          const TrialOptions& options = {}) {
+  auto trial = Trial::Open(run, options);
+  if (!trial.ok()) return "open failed: " + trial.status().ToString();
+  const Status s = (*trial)->Refresh();
+  if (refreshed != nullptr) *refreshed = s;
+  return Answers(**trial);
+}
+
+class CatalogTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    run_ = dir_.Sub("run");
+    WriteRichRun(run_);
+    worker_ = run_ + "/" + WorkerDirName(0);
+    catalog_path_ = worker_ + "/" + kCatalogFileName;
+    auto catalog = ReadWholeFile(catalog_path_);
+    TSTAT_ASSERT_OK(catalog);
+    catalog_ = *catalog;
+    Status refreshed;
+    with_catalog_ = OpenAndAnswer(run_, &refreshed);
+    TSTAT_ASSERT_OK(refreshed);
+    TSTAT_ASSERT_OK(RemoveFile(catalog_path_));
+    from_segments_ = OpenAndAnswer(run_, &refreshed);
+    TSTAT_ASSERT_OK(refreshed);
+  }
+
+  // The frames of the catalog as written.
+  std::vector<CatalogEntry> Frames() const {
+    CatalogFrames f = DecodeCatalogFrames(reinterpret_cast<const std::uint8_t*>(catalog_.data()),
+                                          catalog_.size());
+    EXPECT_TRUE(f.problem.empty()) << f.problem;
+    return std::move(f.entries);
+  }
+
+  // With the catalog at `bytes`, the run answers as from its segments.
+  void ExpectSameAnswers(const std::string& bytes, const std::string& what) {
+    SCOPED_TRACE(what);
+    WriteFile(catalog_path_, bytes);
+    Status refreshed;
+    EXPECT_EQ(OpenAndAnswer(run_, &refreshed), from_segments_);
+    TSTAT_EXPECT_OK(refreshed);
+  }
+
+  TempDir dir_;
+  std::string run_, worker_, catalog_path_, catalog_;
+  std::string with_catalog_, from_segments_;
+};
+
+TEST_F(CatalogTest, OneFramePerSegmentCarryingRegistryAndConfigOnlyWhenChanged) {
+  const std::vector<CatalogEntry> frames = Frames();
+  ASSERT_EQ(frames.size(), 5u);
+  const bool registry[] = {true, false, true, true, false};
+  for (std::size_t i = 0; i < frames.size(); ++i) {
+    SCOPED_TRACE(i);
+    const CatalogEntry& e = frames[i];
+    EXPECT_EQ(e.header.segment_index, static_cast<std::int64_t>(i));
+    EXPECT_EQ(e.file_bytes,
+              FileSize(worker_ + "/" + SegmentFileName(static_cast<std::int64_t>(i))).value());
+    EXPECT_EQ(e.has_config, i == 0);
+    EXPECT_EQ(e.has_registry, registry[i]);
+    EXPECT_EQ(e.tables.steps.size(), 3u);
+    EXPECT_EQ(e.tables.scalars.size(), 3u);
+    EXPECT_EQ(e.tables.raw_index.size(), 1u);
+    ASSERT_TRUE(e.counters.has_value());
+    EXPECT_EQ(e.counters->steps_captured, 3 * i + 3);
+    EXPECT_TRUE(e.tables.stats.empty());
+  }
+  ASSERT_EQ(frames[3].tensors.size(), 3u);
+  EXPECT_EQ(frames[3].tensors[2].shape, (std::vector<std::int64_t>{4, 2}));
+  EXPECT_EQ(frames[2].tables.drops.size(), 1u);
+  // Encoding a decoded frame gives the same bytes.
+  std::string again;
+  for (const CatalogEntry& e : frames) TSTAT_ASSERT_OK(EncodeCatalogFrame(e, &again));
+  EXPECT_EQ(again, catalog_);
+}
+
+TEST_F(CatalogTest, OpensAsFromTheSegmentsWithoutReadingThem) {
+  EXPECT_EQ(with_catalog_, from_segments_);
+  EXPECT_NE(from_segments_.find("drop 0 raw raw snapshot memory cap 4096"), std::string::npos);
+  // Segment 1 replaced by zeros of its size: the run still opens whole from
+  // the catalog (the segment is not read), and the records of its steps are
+  // kCorruption naming it.
+  WriteFile(catalog_path_, catalog_);
+  const std::string seg1 = worker_ + "/" + SegmentFileName(1);
+  WriteFile(seg1, std::string(FileSize(seg1).value(), '\0'));
+  auto trial = Trial::Open(run_);
+  TSTAT_ASSERT_OK(trial);
+  TSTAT_EXPECT_OK((*trial)->Refresh());
+  EXPECT_EQ((*trial)->steps().size(), 15u);
+  TSTAT_EXPECT_OK((*trial)->record("a", 0).status());
+  const Status damaged = (*trial)->step_records(0, 4).status();
+  EXPECT_EQ(damaged.code(), StatusCode::kCorruption) << damaged.ToString();
+  EXPECT_NE(damaged.message().find(SegmentFileName(1)), std::string::npos) << damaged.message();
+}
+
+TEST_F(CatalogTest, CutAtAnyByteReadsTheRestFromTheSegments) {
+  for (std::size_t cut = 0; cut < catalog_.size(); cut += (cut < 64 ? 1 : 61)) {
+    ExpectSameAnswers(catalog_.substr(0, cut), "cut at " + std::to_string(cut));
+  }
+}
+
+TEST_F(CatalogTest, DamagedBytesReadTheRestFromTheSegments) {
+  std::mt19937_64 rng(99);
+  for (int i = 0; i < 60; ++i) {
+    std::string damaged = catalog_;
+    const std::size_t at = i < 12 ? static_cast<std::size_t>(i) : rng() % damaged.size();
+    damaged[at] = static_cast<char>(damaged[at] ^ (1 << (rng() % 8)));
+    ExpectSameAnswers(damaged, "byte " + std::to_string(at) + " changed");
+  }
+  ExpectSameAnswers(catalog_ + std::string(100, '\0'), "zeros appended");
+  ExpectSameAnswers(catalog_ + "TSCF", "a frame begun");
+}
+
+TEST_F(CatalogTest, HostileCatalogFilesAreNotRead) {
+  for (const std::string& kind : HostileFileKinds()) {
+    std::filesystem::remove_all(catalog_path_);
+    ASSERT_TRUE(MakeHostileFile(catalog_path_, kind)) << kind;
+    const auto t0 = std::chrono::steady_clock::now();
+    Status refreshed;
+    EXPECT_EQ(OpenAndAnswer(run_, &refreshed), from_segments_) << kind;
+    TSTAT_EXPECT_OK(refreshed);
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5)) << kind;
+  }
+}
+
+// Frames with a valid CRC and contents no writer makes: each is refused and
+// the segments are read (from that frame on).
+TEST_F(CatalogTest, CraftedFramesAreRefused) {
+  struct Craft {
+    const char* what;
+    std::function<void(CatalogEntry*)> edit;
+  };
+  const std::vector<Craft> crafts = {
+      {"invalid step mode", [](CatalogEntry* e) { e->tables.steps[0].mode = 9; }},
+      {"scalar of an unknown id", [](CatalogEntry* e) { e->tables.scalars[0].scalar_id = 77; }},
+      {"raw shape outside raw_shapes",
+       [](CatalogEntry* e) { e->tables.raw_index[0].shape_offset = std::uint64_t{1} << 62; }},
+      {"raw dtype unknown",
+       [](CatalogEntry* e) { std::memcpy(e->tables.raw_index[0].dtype, "zz", 3); }},
+      {"NUL in a tensor name",
+       [](CatalogEntry* e) { e->tensors[0].name = std::string("a\0b", 3); }},
+      {"empty tensor name", [](CatalogEntry* e) { e->tensors[0].name.clear(); }},
+      {"rank 65", [](CatalogEntry* e) { e->tensors[0].shape.assign(65, 1); }},
+      {"file size not the segment's", [](CatalogEntry* e) { e->file_bytes += 1; }},
+      {"another rank", [](CatalogEntry* e) { e->header.rank = 1; }},
+      {"drop of an invalid mode",
+       [](CatalogEntry* e) {
+         e->tables.drops.push_back(DropEntry{StepKey{0, Mode(0), 0}, {}});
+       }},
+  };
+  for (const Craft& c : crafts) {
+    std::vector<CatalogEntry> frames = Frames();
+    c.edit(&frames[0]);
+    std::string bytes;
+    for (const CatalogEntry& e : frames) TSTAT_ASSERT_OK(EncodeCatalogFrame(e, &bytes));
+    ExpectSameAnswers(bytes, c.what);
+  }
+  // Counts past the frame, a frame of another version: not decoded at all.
+  std::vector<CatalogEntry> frames = Frames();
+  std::string bytes;
+  TSTAT_ASSERT_OK(EncodeCatalogFrame(frames[0], &bytes));
+  for (std::size_t at = 12; at + 8 <= bytes.size(); at += 7) {
+    std::string crafted = bytes;
+    const std::uint64_t huge = ~std::uint64_t{0} >> 1;
+    std::memcpy(crafted.data() + at, &huge, 8);
+    const auto crc =
+        static_cast<std::uint32_t>(crc32(0, reinterpret_cast<const Bytef*>(crafted.data() + 12),
+                                         static_cast<uInt>(crafted.size() - 12)));
+    std::memcpy(crafted.data() + 8, &crc, 4);
+    CatalogFrames decoded =
+        DecodeCatalogFrames(reinterpret_cast<const std::uint8_t*>(crafted.data()), crafted.size());
+    if (at == 12) EXPECT_NE(decoded.problem.find("version"), std::string::npos) << decoded.problem;
+    if (!decoded.problem.empty()) {
+      EXPECT_EQ(decoded.used, 0u);
+      EXPECT_FALSE(decoded.incomplete);
+    }
+  }
+}
+
+TEST_F(CatalogTest, LiveRunSegmentsComeFromTheCatalogOnRefresh) {
+  TempDir live_dir;
+  const std::string run = live_dir.Sub("run");
+  std::unique_ptr<Hdf5RunWriter> writer;
+  WriteRichRun(run, &writer);
+  ASSERT_NE(writer, nullptr);
+  auto trial = Trial::Open(run);
+  TSTAT_ASSERT_OK(trial);
+  EXPECT_EQ((*trial)->steps().size(), 15u);
+  // Two more segments; the second one's file is replaced by zeros of its
+  // size before the reader looks: its steps are there all the same (read
+  // from the catalog, not the file).
+  for (std::int64_t g = 15; g < 17; ++g) {
+    StepBatch batch = MakeBatch(g, Mode::kTrain, g);
+    batch.stats.push_back(ReferenceRecord(g, 0, false));
+    TSTAT_ASSERT_OK(writer->Write(batch));
+    TSTAT_ASSERT_OK(writer->Flush({}));
+  }
+  const std::string last = run + "/" + WorkerDirName(0) + "/" + SegmentFileName(6);
+  WriteFile(last, std::string(FileSize(last).value(), '\0'));
+  TSTAT_EXPECT_OK((*trial)->Refresh());
+  EXPECT_EQ((*trial)->steps().size(), 17u);
+  TSTAT_EXPECT_OK((*trial)->record("a", 15).status());
+  EXPECT_EQ((*trial)->record("a", 16).status().code(), StatusCode::kCorruption);
+  TSTAT_ASSERT_OK(writer->Close({}));
+  TSTAT_EXPECT_OK((*trial)->Refresh());
+  EXPECT_TRUE((*trial)->loaded_all_steps());
+}
+
+TEST(CatalogWriterTest, AFileNamedCatalogIsLeftAloneAndTheRunReads) {
+  TempDir dir;
+  const std::string run = dir.Sub("run");
+  const std::string worker = run + "/" + WorkerDirName(0);
+  TSTAT_ASSERT_OK(MakeDirs(worker));
+  WriteFile(worker + "/" + kCatalogFileName, "not a catalog");
+  auto writer = OpenWriterOrDie(run);
+  ASSERT_NE(writer, nullptr);
+  TSTAT_ASSERT_OK(writer->RegisterTensors({MakeTensorInfo(0, "a")}));
+  for (std::int64_t g = 0; g < 4; ++g) {
+    StepBatch batch = MakeBatch(g);
+    batch.stats.push_back(ReferenceRecord(g, 0, false));
+    TSTAT_ASSERT_OK(writer->Write(batch));
+    TSTAT_ASSERT_OK(writer->Flush({}));
+  }
+  TSTAT_ASSERT_OK(writer->Close({}));
+  EXPECT_FALSE(writer->catalog_error().ok());
+  EXPECT_NE(writer->catalog_error().message().find("catalog"), std::string::npos)
+      << writer->catalog_error().ToString();
+  EXPECT_EQ(ReadWholeFile(worker + "/" + kCatalogFileName).value(), "not a catalog");
+  auto trial = Trial::Open(run);
+  TSTAT_ASSERT_OK(trial);
+  TSTAT_EXPECT_OK((*trial)->Refresh());
+  auto series = (*trial)->series("a", StatField::kMean);
+  TSTAT_ASSERT_OK(series);
+  EXPECT_EQ(series->size(), 4u);
+}
+
+}  // namespace
+}  // namespace tstat::io::testing
