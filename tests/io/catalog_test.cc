@@ -326,7 +326,9 @@ TEST_F(CatalogTest, CraftedFramesAreRefused) {
     std::memcpy(crafted.data() + 8, &crc, 4);
     CatalogFrames decoded =
         DecodeCatalogFrames(reinterpret_cast<const std::uint8_t*>(crafted.data()), crafted.size());
-    if (at == 12) EXPECT_NE(decoded.problem.find("version"), std::string::npos) << decoded.problem;
+    if (at == 12) {
+      EXPECT_NE(decoded.problem.find("version"), std::string::npos) << decoded.problem;
+    }
     if (!decoded.problem.empty()) {
       EXPECT_EQ(decoded.used, 0u);
       EXPECT_FALSE(decoded.incomplete);
