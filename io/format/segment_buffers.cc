@@ -8,6 +8,7 @@ namespace tstat::io {
 void SegmentBuffers::Clear() {
   steps.clear();
   stats.clear();
+  stats_capture_index.clear();
   exp_hist.clear();
   exp_hist_counts.clear();
   linear_hist.clear();

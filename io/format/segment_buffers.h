@@ -22,6 +22,9 @@ struct DropEntry {
 struct SegmentBuffers {
   std::vector<StepRow> steps;
   std::vector<StatsRow> stats;
+  // Format 4: each stats row's position in its step's capture order (the
+  // rows are stored grouped by tensor); empty: stored in capture order.
+  std::vector<std::uint32_t> stats_capture_index;
   std::vector<ExpHistRow> exp_hist;
   std::vector<std::uint64_t> exp_hist_counts;
   std::vector<LinearHistRow> linear_hist;

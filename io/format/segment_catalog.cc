@@ -17,9 +17,15 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the catalog is little-
 
 constexpr char kFrameMagic[4] = {'T', 'S', 'C', 'F'};
 constexpr std::size_t kFrameHeaderBytes = kCatalogFrameHeaderBytes;  // magic, length, CRC
-constexpr std::uint8_t kHasConfig = 1, kHasRegistry = 2, kHasCounters = 4;
+constexpr std::uint8_t kHasConfig = 1, kHasRegistry = 2, kHasCounters = 4, kHasStatsLayout = 8;
 constexpr std::size_t kMaxConfigBytes = 64u << 20;
 constexpr std::uint32_t kMaxRank = 64;
+// Bounds of what a writer's stats layout holds (64 KiB chunks of ~160-byte
+// rows), so that a crafted one cannot size a reader's buffers.
+constexpr std::uint32_t kMaxStatsRowBytes = 4096;
+constexpr std::uint64_t kMaxStatsChunkBytes = 16u << 20;
+// A chunk lies after the seal (the user block) at least.
+constexpr std::uint64_t kCatalogMinChunkOffset = 512;
 
 class FrameWriter {
  public:
@@ -234,6 +240,56 @@ void DecodeTensor(FrameReader& r, TensorInfo* t) {
   for (std::string& c : t->collections) r.Str(c, kCollectionNameChars);
 }
 
+template <class IO, class L>
+void VisitStatsLayout(IO& io, L& l) {
+  io.Num(l.row_bytes);
+  io.Num(l.chunk_rows);
+  io.Num(l.rows);
+  VisitRows(io, l.chunks, 16, [](IO& io2, auto& c) {
+    io2.Num(c.offset);
+    io2.Num(c.stored_bytes);
+    io2.Num(c.crc32);
+  });
+  VisitRows(io, l.tensors, 12, [](IO& io2, auto& t) {
+    io2.Num(t.tensor_id);
+    io2.Num(t.first_row);
+    io2.Num(t.rows);
+  });
+}
+
+// What a writer's layout always is: chunks that tile the rows and lie in
+// the file, tensor ranges ascending and disjoint.
+void CheckStatsLayout(FrameReader& r, const StatsLayout& l, std::uint64_t file_bytes) {
+  if (!r.ok()) return;
+  if (l.row_bytes == 0 || l.chunk_rows == 0 || l.rows == 0) {
+    return r.Fail("stats layout of zero rows or row bytes");
+  }
+  if (l.row_bytes > kMaxStatsRowBytes ||
+      std::uint64_t{l.chunk_rows} * l.row_bytes > kMaxStatsChunkBytes) {
+    return r.Fail("stats layout of rows or chunks larger than a writer makes");
+  }
+  if (l.chunks.size() != (l.rows + l.chunk_rows - 1) / l.chunk_rows) {
+    return r.Fail("stats layout whose chunks do not tile its rows");
+  }
+  const std::uint64_t chunk_bytes = std::uint64_t{l.chunk_rows} * l.row_bytes;
+  for (const StatsChunk& c : l.chunks) {
+    if (c.stored_bytes == 0 || c.stored_bytes > chunk_bytes + chunk_bytes / 8 + 1024 ||
+        c.offset < kCatalogMinChunkOffset || c.offset > file_bytes ||
+        c.stored_bytes > file_bytes - c.offset) {
+      return r.Fail("stats chunk outside the segment file");
+    }
+  }
+  std::uint64_t end = 0;
+  for (std::size_t i = 0; i < l.tensors.size(); ++i) {
+    const StatsTensorRange& t = l.tensors[i];
+    if ((i > 0 && t.tensor_id <= l.tensors[i - 1].tensor_id) || t.first_row < end || t.rows == 0 ||
+        t.rows > l.rows - t.first_row || t.first_row > l.rows) {
+      return r.Fail("stats tensor ranges out of order or outside the rows");
+    }
+    end = std::uint64_t{t.first_row} + t.rows;
+  }
+}
+
 // The payload of one frame.
 Status DecodePayload(const std::uint8_t* p, std::size_t n, CatalogEntry* e) {
   FrameReader r(p, n);
@@ -265,6 +321,10 @@ Status DecodePayload(const std::uint8_t* p, std::size_t n, CatalogEntry* e) {
   VisitRows(r, b.raw_index, 81, [](FrameReader& io, RawIndexRow& row) { VisitRawIndex(io, row); });
   VisitRows(r, b.raw_shapes, 8, [](FrameReader& io, std::int64_t& d) { io.Num(d); });
   if (flags & kHasCounters) VisitCounters(r, e->counters.emplace());
+  if (flags & kHasStatsLayout) {
+    VisitStatsLayout(r, e->stats_layout.emplace());
+    CheckStatsLayout(r, *e->stats_layout, e->file_bytes);
+  }
   if (r.ok() && !r.done()) r.Fail("bytes after the frame's contents");
   if (!r.ok()) return Status::Corruption(r.problem());
   return Status::OK();
@@ -284,9 +344,9 @@ Status EncodeCatalogFrame(const CatalogEntry& e, std::string* out) {
   w.Num(kCatalogVersion);
   w.Num(e.file_bytes);
   VisitHeader(w, e.header);
-  w.Num(static_cast<std::uint8_t>((e.has_config ? kHasConfig : 0) |
-                                  (e.has_registry ? kHasRegistry : 0) |
-                                  (e.counters ? kHasCounters : 0)));
+  w.Num(static_cast<std::uint8_t>(
+      (e.has_config ? kHasConfig : 0) | (e.has_registry ? kHasRegistry : 0) |
+      (e.counters ? kHasCounters : 0) | (e.stats_layout ? kHasStatsLayout : 0)));
   if (e.has_config) w.Str(e.header.config_json, kMaxConfigBytes);
   if (e.has_registry) {
     w.Count(e.tensors.size(), 24);
@@ -300,6 +360,7 @@ Status EncodeCatalogFrame(const CatalogEntry& e, std::string* out) {
             [](FrameWriter& io, const RawIndexRow& r) { VisitRawIndex(io, r); });
   VisitRows(w, b.raw_shapes, 8, [](FrameWriter& io, const std::int64_t& d) { io.Num(d); });
   if (e.counters) VisitCounters(w, *e.counters);
+  if (e.stats_layout) VisitStatsLayout(w, *e.stats_layout);
   if (payload.size() > kMaxCatalogFrameBytes) {
     return Status::ResourceExhausted("catalog frame of " + std::to_string(payload.size()) +
                                      " bytes (at most " + std::to_string(kMaxCatalogFrameBytes) +

@@ -20,6 +20,7 @@
 
 #include "io/format/segment_buffers.h"
 #include "io/format/segment_header.h"
+#include "io/format/stats_layout.h"
 #include "tstat/stats_record.h"
 #include "tstat/status.h"
 
@@ -45,6 +46,8 @@ struct CatalogEntry {
   // steps, scalars, drops, raw_index and raw_shapes; the rest stays empty.
   SegmentBuffers tables;
   std::optional<PipelineCounters> counters;
+  // Where the stats rows are (format_version 4, tables compressed).
+  std::optional<StatsLayout> stats_layout;
 };
 
 // Appends the frame of `e` to `out`.

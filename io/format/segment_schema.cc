@@ -329,6 +329,14 @@ Result<H5Type> TensorRowType() {
   return b.Build();
 }
 
+Result<H5Type> StatsTensorRowType() {
+  CompoundBuilder b(sizeof(StatsTensorRow));
+  b.TSTAT_IO_MEMBER(StatsTensorRow, tensor_id, H5T_NATIVE_UINT32)
+      .TSTAT_IO_MEMBER(StatsTensorRow, first_row, H5T_NATIVE_UINT64)
+      .TSTAT_IO_MEMBER(StatsTensorRow, row_count, H5T_NATIVE_UINT64);
+  return b.Build();
+}
+
 Result<H5Type> TensorCollectionRowType() {
   CompoundBuilder b(sizeof(TensorCollectionRow));
   b.TSTAT_IO_MEMBER(TensorCollectionRow, tensor_id, H5T_NATIVE_UINT32)

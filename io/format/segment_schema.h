@@ -30,7 +30,10 @@ inline constexpr char kFormatName[] = "tstat-run";
 // `dataset` and `shape`), which libhdf5 reads from its global heap without
 // validating a crafted file: the reader loads them only when asked
 // (segment_legacy_reader.h).
-inline constexpr std::int64_t kFormatVersion = 3;
+// Version 4 groups the stats rows of a segment by tensor (stats_tensors
+// gives each tensor's row range; stats_capture_index the capture order
+// within a step), so that a series reads one small part of each segment.
+inline constexpr std::int64_t kFormatVersion = 4;
 inline constexpr std::int64_t kOldestReadableFormatVersion = 1;
 inline constexpr std::int64_t kNewestLegacyFormatVersion = 2;
 
@@ -42,6 +45,10 @@ inline constexpr char kCollections[] = "collections";
 inline constexpr char kTensorCollectionsTable[] = "tensor_collections";
 inline constexpr char kStepsTable[] = "steps";
 inline constexpr char kStatsTable[] = "stats";
+// Version 4: the stats rows' order within a step (uint32 per stats row),
+// and each tensor's row range (StatsTensorRow).
+inline constexpr char kStatsCaptureIndex[] = "stats_capture_index";
+inline constexpr char kStatsTensorsTable[] = "stats_tensors";
 inline constexpr char kExpHistTable[] = "exp_hist";
 inline constexpr char kExpHistCounts[] = "exp_hist_counts";
 inline constexpr char kLinearHistTable[] = "linear_hist";
@@ -113,6 +120,13 @@ struct StatsRow {
   std::uint32_t tensor_id;
   std::uint8_t has_stats;  // 0: the record holds only label counts
   StoredStats s;
+};
+// One per tensor with stats rows in the segment, ascending tensor_id: its
+// rows are stats[first_row : first_row + row_count], in step order.
+struct StatsTensorRow {
+  std::uint32_t tensor_id;
+  std::uint64_t first_row;
+  std::uint64_t row_count;
 };
 struct ExpHistRow {
   std::int64_t global_step;
@@ -284,6 +298,7 @@ bool ParseDTypeChars(const char (&in)[kDTypeChars], DType* out);
 Result<H5Type> HeaderRowType();  // on disk, the strings as wide as their values
 Result<H5Type> StepRowType();
 Result<H5Type> StatsRowType();
+Result<H5Type> StatsTensorRowType();
 Result<H5Type> ExpHistRowType();
 Result<H5Type> LinearHistRowType();
 Result<H5Type> ChannelRowType();

@@ -12,12 +12,14 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "io/format/segment_buffers.h"
 #include "io/format/segment_header.h"
+#include "io/format/stats_layout.h"
 #include "tstat/stats_record.h"
 #include "tstat/status.h"
 
@@ -28,6 +30,9 @@ struct SegmentContents {
   std::vector<TensorInfo> tensors;  // the full registry as of this segment
   SegmentBuffers tables;            // drops and raw_index included
   std::optional<PipelineCounters> counters;
+  // Where its stats rows are (from the worker catalog; null when read from
+  // the file or unknown).
+  std::shared_ptr<const StatsLayout> stats_layout;
 };
 
 // With `reuse`, its vectors (emptied, their memory kept) become the tables

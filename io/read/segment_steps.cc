@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "io/read/step_major_order.h"
+
 namespace tstat::io {
 namespace {
 
@@ -25,12 +27,14 @@ RowMap RowsByKey(const std::vector<StatsRow>& stats) {
 
 SegmentSteps::SegmentSteps(SegmentContents contents) : tables_(std::move(contents.tables)) {
   const std::vector<StatsRow>& stats = tables_.stats;
-  // The writer appends a step's rows together, steps in order: one new Step
-  // per change of global step. Anything else (a crafted file) still lands in
-  // the right Step through the map, and the Steps are sorted after.
+  std::vector<std::uint32_t> order;
+  StepMajorOrder(tables_, &order);
+  // In capture order, a step's rows are together and steps ascend: one new
+  // Step per change of global step. Anything else (a crafted file) still
+  // lands in the right Step through the map, and the Steps are sorted after.
   std::unordered_map<std::int64_t, std::size_t> step_of;
   bool sorted = true;
-  for (std::size_t i = 0; i < stats.size(); ++i) {
+  for (const std::uint32_t i : order) {
     const std::int64_t g = stats[i].global_step;
     if (steps_.empty() || steps_.back().global_step != g) {
       auto [it, added] = step_of.try_emplace(g, steps_.size());
@@ -38,16 +42,16 @@ SegmentSteps::SegmentSteps(SegmentContents contents) : tables_(std::move(content
         if (!steps_.empty() && steps_.back().global_step > g) sorted = false;
         steps_.push_back(Step{g, {}});
       }
-      steps_[it->second].rows.push_back(static_cast<std::uint32_t>(i));
+      steps_[it->second].rows.push_back(i);
     } else {
-      steps_.back().rows.push_back(static_cast<std::uint32_t>(i));
+      steps_.back().rows.push_back(i);
     }
   }
   if (!sorted) {
     std::stable_sort(steps_.begin(), steps_.end(),
                      [](const Step& a, const Step& b) { return a.global_step < b.global_step; });
   }
-  JoinExpHist();
+  JoinExpHist(order);
   const SegmentBuffers& b = tables_;
   const bool any_extras = !b.linear_hist.empty() || !b.channels.empty() || !b.labels.empty() ||
                           !b.samples.empty() || !b.delta.empty() || !b.confusion.empty() ||
@@ -67,15 +71,16 @@ SegmentSteps::SegmentSteps(SegmentContents contents) : tables_(std::move(content
   tables_ = std::move(kept);
 }
 
-// The writer writes a record's exp_hist row right after its stats row, so the
-// two tables walk together; rows out of that order (a crafted file) are
-// joined by key instead.
-void SegmentSteps::JoinExpHist() {
+// The writer writes a record's exp_hist row when it captures the record, so
+// exp_hist walks together with the stats rows in capture order; rows out of
+// that order (a crafted file) are joined by key instead.
+void SegmentSteps::JoinExpHist(const std::vector<std::uint32_t>& order) {
   const std::vector<StatsRow>& stats = tables_.stats;
   const std::vector<ExpHistRow>& exp = tables_.exp_hist;
   exp_row_.assign(stats.size(), -1);
   std::size_t j = 0;
-  for (std::size_t i = 0; i < stats.size() && j < exp.size(); ++i) {
+  for (std::size_t k = 0; k < order.size() && j < exp.size(); ++k) {
+    const std::uint32_t i = order[k];
     if (exp[j].global_step == stats[i].global_step && exp[j].tensor_id == stats[i].tensor_id) {
       exp_row_[i] = static_cast<std::int64_t>(j++);
     }

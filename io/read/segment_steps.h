@@ -38,7 +38,8 @@ class SegmentSteps {
     std::vector<std::uint32_t> rows;  // stats rows, in file order
   };
   const Step* Find(std::int64_t global_step) const;
-  void JoinExpHist();
+  // `order`: the stats rows in capture order (step_major_order.h).
+  void JoinExpHist(const std::vector<std::uint32_t>& order);
 
   SegmentBuffers tables_;
   std::vector<Step> steps_;            // ascending global step

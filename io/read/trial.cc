@@ -122,6 +122,9 @@ std::optional<SegmentContents> RunTrial::FromCatalog(WorkerState* state, std::in
   contents.tensors = std::move(e.tensors);  // empty: the registry is unchanged
   contents.tables = std::move(e.tables);
   contents.counters = e.counters;
+  if (e.stats_layout) {
+    contents.stats_layout = std::make_shared<const StatsLayout>(std::move(*e.stats_layout));
+  }
   if (options_.isolate_segment_reads) unchecked_.insert(path);
   return contents;
 }

@@ -52,6 +52,7 @@
 #include "io/format/segment_catalog.h"
 #include "io/read/isolated_read.h"
 #include "io/read/segment_cache.h"
+#include "io/read/stats_chunk_reader.h"
 #include "io/read/worker_index.h"
 #include "tstat/trial.h"
 
@@ -159,6 +160,9 @@ class RunTrial final : public Trial {
     std::map<std::uint32_t, std::uint8_t> modes;
   };
   mutable std::map<int, ModesSeen> modes_;  // by rank
+  // series() of segments with a stats layout (made at the first), and its rows.
+  mutable std::unique_ptr<StatsChunkReader> chunk_reader_;
+  mutable std::vector<StatsRow> series_rows_;
 };
 
 }  // namespace tstat::io

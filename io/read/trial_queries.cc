@@ -241,6 +241,20 @@ Result<std::vector<SeriesPoint>> RunTrial::series(const std::string& name, StatF
         }
         continue;
       }
+      const SegmentFile& file = w->segment_files[seg];
+      if (file.stats_layout) {  // its chunks that hold the tensor's rows, alone
+        if (!chunk_reader_) {
+          TSTAT_ASSIGN_OR_RETURN(chunk_reader_, StatsChunkReader::Make());
+        }
+        series_rows_.clear();
+        TSTAT_RETURN_IF_ERROR(chunk_reader_->ReadTensorRows(
+            file.path, file.bytes, *file.stats_layout, t->id, &series_rows_));
+        for (const StatsRow& r : series_rows_) {
+          const StepKey key{r.global_step, static_cast<Mode>(r.mode), r.mode_step};
+          if (r.has_stats && ModeMatches(key, mode)) add(key, FromStored(r.s));
+        }
+        continue;
+      }
       TSTAT_ASSIGN_OR_RETURN(std::shared_ptr<const SegmentStatsRows> rows, StatsRows(*w, seg));
       rows->ForEach(t->id, [&](const StatsRow& r) {
         const StepKey key{r.global_step, static_cast<Mode>(r.mode), r.mode_step};

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "io/read/step_major_order.h"
+
 namespace tstat::io {
 namespace {
 
@@ -129,7 +131,7 @@ void WorkerIndex::AddSegment(const SegmentContents& s, const std::string& path,
   ++segments;
   bytes += file_bytes;
   const auto ordinal = static_cast<std::uint32_t>(segment_files.size());
-  segment_files.push_back(SegmentFile{path, file_bytes});
+  segment_files.push_back(SegmentFile{path, file_bytes, s.stats_layout});
   if (s.counters) counters = *s.counters;
   for (const TensorInfo& t : s.tensors) {
     tensors[t.id] = t;
@@ -150,7 +152,10 @@ void WorkerIndex::AddSegment(const SegmentContents& s, const std::string& path,
   // (global step, tensor id) -> row of this segment's stats, for the extras.
   std::unordered_map<std::pair<std::int64_t, std::uint32_t>, std::size_t, StepTensorHash> rows;
   rows.reserve(b.stats.size());
-  for (const StatsRow& r : b.stats) {
+  std::vector<std::uint32_t> order;  // capture order: steps ascending
+  StepMajorOrder(b, &order);
+  for (const std::uint32_t i : order) {
+    const StatsRow& r = b.stats[i];
     TensorSeries& ts = series[r.tensor_id];
     const StepKey key = KeyOf(r.global_step, r.mode, r.mode_step);
     if (!ts.keys.empty() && ts.keys.back().global_step >= key.global_step) ts.sorted = false;

@@ -90,6 +90,9 @@ struct StepEntry {
 struct SegmentFile {
   std::string path;
   std::uint64_t bytes = 0;
+  // Where its stats rows are, when the worker catalog said (series read
+  // them through it: stats_chunk_reader.h).
+  std::shared_ptr<const StatsLayout> stats_layout;
 };
 
 struct ScalarPoint {

@@ -309,7 +309,7 @@ Status Hdf5RunWriter::Write(const StepBatch& batch) {
                                   buffers_.get());
     if (!appended.ok()) return fail(appended);
   }
-  if (raw_bytes_ >= rotate_bytes_) {
+  if (raw_bytes_ >= rotate_bytes_ || streamed_->stats.rows() >= GroupedStatsTable::kRotateRows) {
     Status flushed = Flush(last_counters_);
     if (rotated.ok()) rotated = flushed;
   }
@@ -377,6 +377,7 @@ Status Hdf5RunWriter::Flush(const PipelineCounters& counters) {
   AppendCatalogFrame(size, StoredCounters(counters, false));
   ++next_index_;
   buffers_->Clear();
+  streamed_->stats.Close();  // its rows are in the segment now
   raw_count_ = 0;
   // The segment is complete and visible; only its durability is in question
   // if the directory cannot be synced, so nothing is counted as lost.
@@ -398,6 +399,7 @@ void Hdf5RunWriter::AppendCatalogFrame(std::uint64_t file_bytes, const PipelineC
   e.tables.raw_index = buffers_->raw_index;
   e.tables.raw_shapes = buffers_->raw_shapes;
   e.counters = counters;
+  e.stats_layout = streamed_->stats.layout();
   std::string frame;
   Status s = EncodeCatalogFrame(e, &frame);
   bool cut_back = true;

@@ -6,18 +6,20 @@
 // snapshots are copied into it at once (deflated only at
 // raw_compression_level > 0; the caller's bytes are not held), small ones
 // into the segment's packed dataset a chunk at a time (packed_raw_dataset.h),
-// large ones going straight to disk (segment_store.h); the stats and
-// exp_hist rows are written into it a chunk at a time as they fill
-// (streamed_table.h); the other tables (histogram counts, scalars, ...) are
-// appended to column buffers. Flush() writes what is still buffered with one
-// H5Dwrite per table, closes the file, seals its memory in place
+// large ones going straight to disk (segment_store.h); the exp_hist rows
+// are written into it a chunk at a time as they fill (streamed_table.h); the
+// stats rows (grouped by tensor at the flush, grouped_stats_table.h) and the
+// other tables (histogram counts, scalars, ...) are appended to buffers. Flush() writes what is
+// still buffered with one H5Dwrite per table, closes the file, seals its memory in place
 // (segment_seal.h; no copy of the image), writes it to seg-<index>.h5.tmp,
 // fsyncs, renames it to seg-<index>.h5 and fsyncs the directory. Readers list
 // only *.h5, so a segment is visible whole or not at all; a crash (kill -9)
 // loses only what was not flushed. A Flush with nothing written since the
 // last one writes nothing. A segment holding rotate_bytes() or more of raw
-// snapshots (uncompressed) is flushed by Write() itself, with the last
-// counters given, so the memory a segment holds stays bounded.
+// snapshots (uncompressed), or GroupedStatsTable::kRotateRows stats rows, is
+// flushed by Write() itself, with the last counters given, so the memory a
+// segment holds stays bounded. After each segment's rename, its frame is
+// appended to the worker catalog (segment_catalog.h).
 // Close() flushes, then writes RUN/worker-<rank>/CLOSED atomically.
 //
 // Failures (disk full, unwritable directory, ...): the call returns a Status

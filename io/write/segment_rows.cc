@@ -19,7 +19,7 @@ Row KeyedRow(const StepKey& key, std::uint32_t tensor_id) {
 }  // namespace
 
 Status StreamedRows::Start(int level) {
-  TSTAT_RETURN_IF_ERROR(stats.Reset(StatsRowType, level));
+  TSTAT_RETURN_IF_ERROR(stats.Reset(level));
   exp_hist_counts.Reset(level);
   return exp_hist.Reset(ExpHistRowType, level);
 }
@@ -87,11 +87,12 @@ Status AppendBatch(const StepBatch& batch, hid_t file, StreamedRows* streamed,
   b->steps.push_back(StepRow{key.global_step, static_cast<std::uint8_t>(key.mode), key.mode_step,
                              batch.wall_time, batch.step_seconds, batch.capture_seconds});
   std::uint64_t histograms = 0;
+  std::uint32_t capture_index = 0;
   for (const TensorStatsRecord& r : batch.stats) {
     StatsRow row = KeyedRow<StatsRow>(key, r.tensor_id);
     row.has_stats = r.has_stats ? 1 : 0;
     row.s = ToStored(r.stats);
-    TSTAT_RETURN_IF_ERROR(streamed->stats.Append(file, &row, &streamed->deflater, path));
+    streamed->stats.Append(row, capture_index++);
     if (r.exponent_histogram) {  // checked valid() by the writer
       const std::vector<std::uint64_t>& counts = r.exponent_histogram->counts;
       // Usually trimmed already; a hand-built record may carry zero bins at either end.
@@ -150,7 +151,6 @@ Status AppendBatch(const StepBatch& batch, hid_t file, StreamedRows* streamed,
   }
   // The level-1 encoder's hint for the chunks written from here on (steps
   // usually have the same rows).
-  streamed->stats.set_step_rows(batch.stats.size());
   streamed->exp_hist.set_step_rows(histograms);
   for (const TensorStatsRecord& r : batch.stats) AppendDerived(key, r, b);
   for (const ScalarRecord& s : batch.scalars) {

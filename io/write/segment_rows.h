@@ -1,7 +1,8 @@
-// Turns step batches into the rows of a segment's tables: the stats and
-// exp_hist rows and the exp_hist counts (a record's largest) into the open
-// file a chunk at a time (StreamedRows: streamed_table.h, streamed_counts.h),
-// every other table into SegmentBuffers until the segment's flush; raw
+// Turns step batches into the rows of a segment's tables: the exp_hist rows
+// and counts (a record's largest) into the open file a chunk at a time
+// (StreamedRows: streamed_table.h, streamed_counts.h), the stats rows into
+// GroupedStatsTable (written grouped by tensor at the flush), every other
+// table into SegmentBuffers until the segment's flush; raw
 // snapshots are written at Write time and only their index rows kept.
 // Thread safety: none; owned by the writer's thread.
 #pragma once
@@ -13,6 +14,7 @@
 #include "io/codec/chunk_deflate.h"
 #include "io/format/segment_buffers.h"
 #include "io/h5/h5_handle.h"
+#include "io/write/grouped_stats_table.h"
 #include "io/write/streamed_counts.h"
 #include "io/write/streamed_table.h"
 #include "tstat/stats_record.h"
@@ -22,7 +24,7 @@ namespace tstat::io {
 // The writer's streamed stats and exp_hist tables (and exp_hist's counts)
 // of the open segment.
 struct StreamedRows {
-  StreamedTable stats{kStatsTable};       // StatsRow
+  GroupedStatsTable stats;                // StatsRow, grouped by tensor at the flush
   StreamedTable exp_hist{kExpHistTable};  // ExpHistRow
   StreamedCounts exp_hist_counts{kExpHistCounts};
   // Deflates their chunks, and the other tables' at the segment's flush.

@@ -2,6 +2,7 @@
 #include "io/write/streamed_table.h"
 
 #include <hdf5.h>
+#include <libdeflate.h>
 
 #include <algorithm>
 #include <cstring>
@@ -80,7 +81,7 @@ Status StreamedTable::CreateChunked(hid_t file, const std::string& path) {
 Status WriteStreamedChunk(hid_t dataset, std::uint8_t* stage, std::uint64_t staged,
                           std::uint64_t chunk, std::size_t element_bytes, std::uint64_t written,
                           int level, ChunkDeflater* deflater, const std::string& what,
-                          std::size_t period) {
+                          std::size_t period, std::uint32_t* stored_crc) {
   const hsize_t extent[1] = {written + staged};
   if (written > 0 && H5Dset_extent(dataset, extent) < 0) {
     return H5Failure(StatusCode::kIoError,
@@ -92,6 +93,9 @@ Status WriteStreamedChunk(hid_t dataset, std::uint8_t* stage, std::uint64_t stag
   TSTAT_ASSIGN_OR_RETURN(
       ChunkDeflater::Output z,
       deflater->ShuffleDeflate(stage, chunk_bytes, element_bytes, level, period));
+  if (stored_crc != nullptr) {
+    *stored_crc = static_cast<std::uint32_t>(libdeflate_crc32(0, z.data, z.size));
+  }
   const hsize_t offset[1] = {written};
   if (H5Dwrite_chunk(dataset, H5P_DEFAULT, 0, offset, z.size, z.data) < 0) {
     return H5Failure(StatusCode::kIoError, what + ": writing the chunk at element " +

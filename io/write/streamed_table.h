@@ -43,11 +43,12 @@ namespace tstat::io {
 // written + staged first (a chunk is written only where the dataset reaches).
 // `what` names the dataset in errors. `period`: elements per step, the
 // level-1 encoder's hint (ChunkDeflater::ShuffleDeflate; 0: none). Shared by
-// StreamedTable and StreamedCounts.
+// StreamedTable and StreamedCounts. `stored_crc`: set to the CRC-32 of the
+// bytes stored (GroupedStatsTable's layout).
 Status WriteStreamedChunk(hid_t dataset, std::uint8_t* stage, std::uint64_t staged,
                           std::uint64_t chunk, std::size_t element_bytes, std::uint64_t written,
                           int level, ChunkDeflater* deflater, const std::string& what,
-                          std::size_t period = 0);
+                          std::size_t period = 0, std::uint32_t* stored_crc = nullptr);
 
 class StreamedTable {
  public:

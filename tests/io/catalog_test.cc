@@ -77,82 +77,6 @@ void WriteRichRun(const std::string& run, std::unique_ptr<Hdf5RunWriter>* open =
   TSTAT_ASSERT_OK(writer->Close({}));
 }
 
-std::string Stats(const TensorStats& s) {
-  std::ostringstream o;
-  o.precision(17);
-  o << s.count << "," << s.finite_count << "," << s.min << "," << s.max << "," << s.mean << ","
-    << s.m2 << "," << s.l1 << "," << s.amax << "," << s.zero_count << "," << s.nan_count;
-  return o.str();
-}
-
-std::string Key(const StepKey& k) {
-  return std::to_string(k.global_step) + "/" + std::to_string(static_cast<int>(k.mode)) + "/" +
-         std::to_string(k.mode_step);
-}
-
-// Everything a Trial answers about the run, as text.
-std::string Answers(Trial& t) {
-  std::ostringstream o;
-  o.precision(17);
-  for (const WorkerSummary& w : t.workers()) {
-    const PipelineCounters& c = w.counters;
-    o << "worker " << w.rank << " " << w.world_size << " " << w.format_version << " " << w.host
-      << " " << w.closed << " " << w.segments << " " << w.bytes << " " << c.steps_captured << " "
-      << c.records_written << " " << c.stats_wait_seconds << " " << c.segments_written << " "
-      << c.capture.steps << " " << c.capture.step_seconds << "\n";
-  }
-  o << "config " << t.config_json(0) << "\n";
-  for (const std::string& c : t.collections()) o << "collection " << c << "\n";
-  for (Mode m : {Mode::kGlobal, Mode::kTrain, Mode::kEval}) {
-    for (const StepKey& k : t.steps(m)) o << "step " << Key(k) << "\n";
-  }
-  for (const std::string& name : t.tensor_names()) {
-    auto info = t.tensor_info(name, 0);
-    o << "tensor " << name << " " << (info.ok() ? info->id : 99u) << " "
-      << (info.ok() ? info->shape.size() : 99u);
-    if (info.ok()) {
-      for (std::int64_t d : info->shape) o << " " << d;
-      for (const std::string& c : info->collections) o << " " << c;
-    }
-    o << "\n";
-    auto series = t.series(name, StatField::kL2);
-    o << "series " << series.status().ToString();
-    if (series.ok()) {
-      for (const SeriesPoint& p : *series) o << " " << Key(p.step) << "=" << p.value;
-    }
-    o << "\n";
-    for (const StepKey& k : t.raw_steps(name, 0)) {
-      auto raw = t.raw(name, k.global_step);
-      o << "raw " << Key(k) << " " << raw.status().ToString();
-      if (raw.ok()) o << " " << raw->bytes.size() << " " << int(raw->bytes.back());
-      o << "\n";
-    }
-  }
-  for (const std::string& name : t.scalar_names()) {
-    auto series = t.scalar_series(name);
-    o << "scalar " << name;
-    if (series.ok()) {
-      for (const SeriesPoint& p : *series) o << " " << Key(p.step) << "=" << p.value;
-    }
-    o << "\n";
-  }
-  for (const StepKey& k : t.steps(Mode::kGlobal)) {
-    auto records = t.step_records(0, k.global_step);
-    o << "records " << Key(k) << " " << records.status().ToString();
-    if (records.ok()) {
-      for (const TensorStatsRecord& r : *records) {
-        o << " " << r.tensor_id << ":" << Stats(r.stats) << ":" << r.exponent_histogram.has_value();
-      }
-    }
-    o << "\n";
-  }
-  for (const DropRecord& d : t.drops(0)) {
-    o << "drop " << d.tensor_id << " " << d.kind << " " << d.reason << " " << d.bytes << "\n";
-  }
-  o << "complete " << t.loaded_all_steps() << "\n";
-  return o.str();
-}
-
 // The answers of a Trial opened on `run`, and its Refresh() status.
 std::string OpenAndAnswer(const std::string& run, Status* refreshed = nullptr,
                           const TrialOptions& options = {}) {
@@ -160,7 +84,7 @@ std::string OpenAndAnswer(const std::string& run, Status* refreshed = nullptr,
   if (!trial.ok()) return "open failed: " + trial.status().ToString();
   const Status s = (*trial)->Refresh();
   if (refreshed != nullptr) *refreshed = s;
-  return Answers(**trial);
+  return TrialAnswers(**trial);
 }
 
 class CatalogTest : public ::testing::Test {
@@ -221,6 +145,10 @@ TEST_F(CatalogTest, OneFramePerSegmentCarryingRegistryAndConfigOnlyWhenChanged) 
     ASSERT_TRUE(e.counters.has_value());
     EXPECT_EQ(e.counters->steps_captured, 3 * i + 3);
     EXPECT_TRUE(e.tables.stats.empty());
+    ASSERT_TRUE(e.stats_layout.has_value());
+    EXPECT_EQ(e.stats_layout->rows, i < 2 ? 3u : 6u);  // b from segment 2 on
+    EXPECT_EQ(e.stats_layout->tensors.size(), i < 2 ? 1u : 2u);
+    EXPECT_EQ(e.stats_layout->chunks.size(), 1u);
   }
   ASSERT_EQ(frames[3].tensors.size(), 3u);
   EXPECT_EQ(frames[3].tensors[2].shape, (std::vector<std::int64_t>{4, 2}));
@@ -304,6 +232,19 @@ TEST_F(CatalogTest, CraftedFramesAreRefused) {
        [](CatalogEntry* e) {
          e->tables.drops.push_back(DropEntry{StepKey{0, Mode(0), 0}, {}});
        }},
+      {"stats chunk past the file",
+       [](CatalogEntry* e) { e->stats_layout->chunks[0].offset = e->file_bytes; }},
+      {"stats chunk before the seal's end",
+       [](CatalogEntry* e) { e->stats_layout->chunks[0].offset = 100; }},
+      {"stats chunks that do not tile the rows",
+       [](CatalogEntry* e) { e->stats_layout->chunks.push_back(e->stats_layout->chunks[0]); }},
+      {"stats chunks of 4 GiB rows", [](CatalogEntry* e) { e->stats_layout->chunk_rows = ~0u; }},
+      {"stats tensor ranges out of order",
+       [](CatalogEntry* e) {
+         std::swap(e->stats_layout->tensors[0], e->stats_layout->tensors.back());
+       }},
+      {"stats tensor range past the rows",
+       [](CatalogEntry* e) { e->stats_layout->tensors.back().rows += 1; }},
   };
   for (const Craft& c : crafts) {
     std::vector<CatalogEntry> frames = Frames();
@@ -333,6 +274,46 @@ TEST_F(CatalogTest, CraftedFramesAreRefused) {
       EXPECT_EQ(decoded.used, 0u);
       EXPECT_FALSE(decoded.incomplete);
     }
+  }
+}
+
+// A stats layout that passes every check and is wrong all the same (chunk
+// CRCs, offsets or ranges of another tensor: a crafted catalog): the series
+// that reads through it fails naming the segment, nothing else changes.
+TEST_F(CatalogTest, StatsLayoutThatLiesFailsTheSeriesThatReadsIt) {
+  struct Craft {
+    const char* what;
+    const char* needle;
+    std::function<void(StatsLayout*)> edit;
+  };
+  const std::vector<Craft> crafts = {
+      {"another CRC", "fails its CRC", [](StatsLayout* l) { l->chunks[0].crc32 ^= 1; }},
+      {"another offset", "fails its CRC", [](StatsLayout* l) { l->chunks[0].offset += 1; }},
+      {"another tensor's range", "in the range of tensor",
+       [](StatsLayout* l) {
+         l->tensors[0].first_row = l->tensors[1].first_row;  // b's rows, said to be a's
+         l->tensors[0].rows = l->tensors[1].rows;
+         l->tensors.erase(l->tensors.begin() + 1);
+       }},
+      {"rows of another size", "rows of 159 bytes", [](StatsLayout* l) { l->row_bytes += 1; }},
+  };
+  for (const Craft& c : crafts) {
+    SCOPED_TRACE(c.what);
+    std::vector<CatalogEntry> frames = Frames();
+    ASSERT_TRUE(frames[3].stats_layout.has_value());
+    ASSERT_GE(frames[3].stats_layout->tensors.size(), 2u);
+    c.edit(&*frames[3].stats_layout);
+    std::string bytes;
+    for (const CatalogEntry& e : frames) TSTAT_ASSERT_OK(EncodeCatalogFrame(e, &bytes));
+    WriteFile(catalog_path_, bytes);
+    auto trial = Trial::Open(run_);
+    TSTAT_ASSERT_OK(trial);
+    TSTAT_EXPECT_OK((*trial)->Refresh());
+    const Status s = (*trial)->series("a", StatField::kL2).status();
+    EXPECT_EQ(s.code(), StatusCode::kCorruption) << s.ToString();
+    EXPECT_NE(s.message().find(SegmentFileName(3)), std::string::npos) << s.message();
+    EXPECT_NE(s.message().find(c.needle), std::string::npos) << s.message();
+    TSTAT_EXPECT_OK((*trial)->step_records(0, 9).status());
   }
 }
 

@@ -17,6 +17,7 @@
 #include <random>
 #include <set>
 
+#include "io/format/segment_catalog.h"
 #include "io/format/segment_schema.h"
 #include "io/h5/h5_dataset.h"
 #include "io/h5/h5_file.h"
@@ -95,10 +96,12 @@ class CorruptionTest : public ::testing::Test {
   // opens with all 12 steps (a Trial reads records when a query needs them),
   // a query that reads segment 1's records is kCorruption naming it and
   // `needle`, and everything else reads. A series reads the stats table
-  // alone: it fails when that is what is damaged (`stats_damaged`), and
-  // otherwise answers every step.
-  void ExpectRecordsRefused(const std::string& what, const std::string& needle,
-                            bool stats_damaged) {
+  // alone: it fails when that is what is damaged (kDamaged), and otherwise
+  // answers every step; opened from the catalog it reads only the chunks
+  // that hold its rows (kEither: what it answers is right, or it fails
+  // naming the stats chunk).
+  enum class Stats { kIntact, kDamaged, kEither };
+  void ExpectRecordsRefused(const std::string& what, const std::string& needle, Stats stats) {
     SCOPED_TRACE(what);
     auto trial = Trial::Open(dir_.path());
     TSTAT_ASSERT_OK(trial);
@@ -117,7 +120,11 @@ class CorruptionTest : public ::testing::Test {
       EXPECT_EQ((*trial)->step_records(0, g).status().code(), StatusCode::kCorruption);
     }
     auto series = (*trial)->series("a", StatField::kMean);
-    if (stats_damaged) {
+    if (stats == Stats::kEither && !series.ok()) {
+      EXPECT_EQ(series.status().code(), StatusCode::kCorruption);
+      EXPECT_NE(series.status().message().find("stats chunk"), std::string::npos)
+          << series.status().message();
+    } else if (stats == Stats::kDamaged) {
       EXPECT_EQ(series.status().code(), StatusCode::kCorruption);
     } else {
       TSTAT_ASSERT_OK(series);
@@ -177,7 +184,8 @@ TEST_F(CorruptionTest, BytesOverwrittenAtManyOffsets) {
     std::string damaged = original_;
     damaged[offset] = static_cast<char>(damaged[offset] ^ 0x01);
     WriteFile(bad_path_, damaged);
-    ExpectRecordsRefused("byte " + std::to_string(offset) + " changed, catalog", "", true);
+    ExpectRecordsRefused("byte " + std::to_string(offset) + " changed, catalog", "",
+                         Stats::kEither);
   }
   TSTAT_ASSERT_OK(RemoveFile(catalog));
   for (std::size_t offset : {std::size_t{7}, std::size_t{600}, size / 2, size - 1}) {
@@ -185,6 +193,50 @@ TEST_F(CorruptionTest, BytesOverwrittenAtManyOffsets) {
     damaged[offset] = static_cast<char>(damaged[offset] ^ 0x01);
     WriteFile(bad_path_, damaged);
     ExpectRestReadable("byte " + std::to_string(offset) + " changed");
+  }
+}
+
+// Opened from the catalog, a series reads the chunks that hold its rows and
+// checks each against its CRC: a byte changed inside one fails the series
+// naming the segment and the chunk; a byte changed elsewhere in the file
+// leaves the series whole (what it read is intact).
+TEST_F(CorruptionTest, SeriesChecksTheStatsChunksItReads) {
+  auto catalog = ReadWholeFile(dir_.Sub("worker-00000/catalog"));
+  TSTAT_ASSERT_OK(catalog);
+  CatalogFrames frames =
+      DecodeCatalogFrames(reinterpret_cast<const std::uint8_t*>(catalog->data()), catalog->size());
+  ASSERT_EQ(frames.entries.size(), 3u);
+  ASSERT_TRUE(frames.entries[1].stats_layout.has_value());
+  const StatsLayout& layout = *frames.entries[1].stats_layout;
+  ASSERT_EQ(layout.chunks.size(), 1u);  // 8 rows
+  const StatsChunk& chunk = layout.chunks[0];
+  for (std::uint64_t at : {chunk.offset, chunk.offset + chunk.stored_bytes / 2,
+                           chunk.offset + chunk.stored_bytes - 1}) {
+    std::string damaged = original_;
+    damaged[at] = static_cast<char>(damaged[at] ^ 0x10);
+    WriteFile(bad_path_, damaged);
+    auto trial = Trial::Open(dir_.path());
+    TSTAT_ASSERT_OK(trial);
+    const Status s = (*trial)->series("a", StatField::kMean).status();
+    EXPECT_EQ(s.code(), StatusCode::kCorruption) << at << ": " << s.ToString();
+    EXPECT_NE(s.message().find(kBadSegment), std::string::npos) << s.message();
+    EXPECT_NE(s.message().find("stats chunk 0 fails its CRC"), std::string::npos) << s.message();
+  }
+  for (std::uint64_t at :
+       {std::uint64_t{600}, chunk.offset - 1, chunk.offset + chunk.stored_bytes}) {
+    std::string damaged = original_;
+    damaged[at] = static_cast<char>(damaged[at] ^ 0x10);
+    WriteFile(bad_path_, damaged);
+    auto trial = Trial::Open(dir_.path());
+    TSTAT_ASSERT_OK(trial);
+    auto series = (*trial)->series("a", StatField::kMean);
+    ASSERT_TRUE(series.ok()) << at << ": " << series.status().ToString();
+    ASSERT_EQ(series->size(), 12u);
+    for (std::int64_t g = 0; g < 12; ++g) {
+      EXPECT_EQ((*series)[g].value, ReferenceRecord(g, 0, true).stats.mean) << at;
+    }
+    // The segment's other records are still refused (its seal fails).
+    EXPECT_EQ((*trial)->record("a", 5).status().code(), StatusCode::kCorruption) << at;
   }
 }
 
@@ -433,7 +485,7 @@ TEST_F(CorruptionTest, CraftedTypesAreRefusedBeforeReading) {
     EXPECT_NE(read.message().find(kBadSegment), std::string::npos) << read.message();
     EXPECT_NE(read.message().find(c.needle), std::string::npos) << read.message();
     if (std::string(c.name) == kStatsTable) {
-      ExpectRecordsRefused(c.name, c.needle, /*stats_damaged=*/true);
+      ExpectRecordsRefused(c.name, c.needle, Stats::kDamaged);
     } else {
       ExpectRestReadable(c.name);
     }
@@ -505,7 +557,7 @@ TEST_F(CorruptionTest, StorageShorterThanTheRowsIsRefused) {
     EXPECT_EQ(read.code(), StatusCode::kCorruption) << read.ToString();
     EXPECT_NE(read.message().find(kExpHistCounts), std::string::npos) << read.message();
     EXPECT_NE(read.message().find(c.needle), std::string::npos) << read.message();
-    ExpectRecordsRefused(c.name, c.needle, /*stats_damaged=*/false);
+    ExpectRecordsRefused(c.name, c.needle, Stats::kIntact);
   }
 }
 
@@ -655,7 +707,7 @@ TEST(RawShapeCorruptionTest, ShapeOutsideRawShapesIsCorruption) {
 // version this reader does not know is reported by Refresh, naming the
 // marker and the version.
 TEST(ClosedMarkerVersionTest, Version1IsReadAndAnUnknownVersionIsReported) {
-  for (const char* version : {"1", "4"}) {
+  for (const char* version : {"1", "5"}) {
     SCOPED_TRACE(std::string("format_version ") + version);
     TempDir dir;
     {
@@ -685,7 +737,7 @@ TEST(ClosedMarkerVersionTest, Version1IsReadAndAnUnknownVersionIsReported) {
       EXPECT_TRUE((*trial)->loaded_all_steps());
     } else {
       ASSERT_FALSE(refreshed.ok());
-      EXPECT_NE(refreshed.message().find("CLOSED marker of format_version '4'"), std::string::npos)
+      EXPECT_NE(refreshed.message().find("CLOSED marker of format_version '5'"), std::string::npos)
           << refreshed.message();
       EXPECT_NE(refreshed.message().find(marker), std::string::npos) << refreshed.message();
     }

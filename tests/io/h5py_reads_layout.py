@@ -78,7 +78,7 @@ def read_worker(worker_dir):
         with h5py.File(path, "r") as f:
             # Every string is fixed-length (format_version 3): h5py gives bytes.
             assert f.attrs["format"].decode() == "tstat-run"
-            assert f.attrs["format_version"] == 3
+            assert f.attrs["format_version"] == 4
             assert f.attrs["rank"] == 0 and f.attrs["world_size"] == 1
             assert f.attrs["host"].decode() == "crash-host"
             for name in ("tensors", "drops"):
@@ -110,6 +110,23 @@ def read_worker(worker_dir):
             for row in f["steps"][:]:
                 steps[int(row["global_step"])] = (int(row["mode"]), int(row["mode_step"]))
             st = f["stats"][:]
+            # Format 4: rows grouped by tensor; stats_tensors gives each
+            # tensor's range (steps ascending), stats_capture_index each
+            # row's position in its step's capture order.
+            covered = 0
+            for t in f["stats_tensors"][:]:
+                a, b = int(t["first_row"]), int(t["first_row"]) + int(t["row_count"])
+                assert a == covered, (a, covered)
+                rows = st[a:b]
+                assert (rows["tensor_id"] == t["tensor_id"]).all()
+                assert (np.diff(rows["global_step"]) > 0).all()
+                covered = b
+            assert covered == len(st)
+            position = f["stats_capture_index"][:]
+            assert position.dtype == np.uint32 and len(position) == len(st)
+            for g in np.unique(st["global_step"]):
+                at_step = np.sort(position[st["global_step"] == g])
+                assert (at_step == np.arange(len(at_step))).all(), (g, at_step)
             for row in st:
                 key = (int(row["global_step"]), int(row["tensor_id"]))
                 stats[key] = {k: row[k] for k in st.dtype.names}

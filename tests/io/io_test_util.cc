@@ -12,12 +12,14 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "io/format/segment_catalog.h"
 #include "io/h5/posix_file.h"
 #include "io/h5/segment_seal.h"
 #include "tests/support/data.h"
 #include "tests/support/reference.h"
+#include "tstat/trial.h"
 
 namespace tstat::io::testing {
 
@@ -342,6 +344,86 @@ Status ResealSegmentFile(const std::string& path) {
             static_cast<std::streamsize>(image.size()));
   if (!out) return Status::IoError(path + ": rewrite failed");
   return RemoveFile(JoinPath(DirName(path), kCatalogFileName));
+}
+
+namespace {
+
+std::string StatsText(const TensorStats& s) {
+  std::ostringstream o;
+  o.precision(17);
+  o << s.count << "," << s.finite_count << "," << s.min << "," << s.max << "," << s.mean << ","
+    << s.m2 << "," << s.l1 << "," << s.amax << "," << s.zero_count << "," << s.nan_count;
+  return o.str();
+}
+
+std::string KeyText(const StepKey& k) {
+  return std::to_string(k.global_step) + "/" + std::to_string(static_cast<int>(k.mode)) + "/" +
+         std::to_string(k.mode_step);
+}
+
+}  // namespace
+
+std::string TrialAnswers(Trial& t) {
+  std::ostringstream o;
+  o.precision(17);
+  for (const WorkerSummary& w : t.workers()) {
+    const PipelineCounters& c = w.counters;
+    o << "worker " << w.rank << " " << w.world_size << " " << w.format_version << " " << w.host
+      << " " << w.closed << " " << w.segments << " " << w.bytes << " " << c.steps_captured << " "
+      << c.records_written << " " << c.stats_wait_seconds << " " << c.segments_written << " "
+      << c.capture.steps << " " << c.capture.step_seconds << "\n";
+  }
+  o << "config " << t.config_json(0) << "\n";
+  for (const std::string& c : t.collections()) o << "collection " << c << "\n";
+  for (Mode m : {Mode::kGlobal, Mode::kTrain, Mode::kEval}) {
+    for (const StepKey& k : t.steps(m)) o << "step " << KeyText(k) << "\n";
+  }
+  for (const std::string& name : t.tensor_names()) {
+    auto info = t.tensor_info(name, 0);
+    o << "tensor " << name << " " << (info.ok() ? info->id : 99u) << " "
+      << (info.ok() ? info->shape.size() : 99u);
+    if (info.ok()) {
+      for (std::int64_t d : info->shape) o << " " << d;
+      for (const std::string& c : info->collections) o << " " << c;
+    }
+    o << "\n";
+    auto series = t.series(name, StatField::kL2);
+    o << "series " << series.status().ToString();
+    if (series.ok()) {
+      for (const SeriesPoint& p : *series) o << " " << KeyText(p.step) << "=" << p.value;
+    }
+    o << "\n";
+    for (const StepKey& k : t.raw_steps(name, 0)) {
+      auto raw = t.raw(name, k.global_step);
+      o << "raw " << KeyText(k) << " " << raw.status().ToString();
+      if (raw.ok()) o << " " << raw->bytes.size() << " " << int(raw->bytes.back());
+      o << "\n";
+    }
+  }
+  for (const std::string& name : t.scalar_names()) {
+    auto series = t.scalar_series(name);
+    o << "scalar " << name;
+    if (series.ok()) {
+      for (const SeriesPoint& p : *series) o << " " << KeyText(p.step) << "=" << p.value;
+    }
+    o << "\n";
+  }
+  for (const StepKey& k : t.steps(Mode::kGlobal)) {
+    auto records = t.step_records(0, k.global_step);
+    o << "records " << KeyText(k) << " " << records.status().ToString();
+    if (records.ok()) {
+      for (const TensorStatsRecord& r : *records) {
+        o << " " << r.tensor_id << ":" << StatsText(r.stats) << ":"
+          << r.exponent_histogram.has_value();
+      }
+    }
+    o << "\n";
+  }
+  for (const DropRecord& d : t.drops(0)) {
+    o << "drop " << d.tensor_id << " " << d.kind << " " << d.reason << " " << d.bytes << "\n";
+  }
+  o << "complete " << t.loaded_all_steps() << "\n";
+  return o.str();
 }
 
 }  // namespace tstat::io::testing

@@ -15,6 +15,10 @@
 #include "io/write/hdf5_run_writer.h"
 #include "tstat/stats_record.h"
 
+namespace tstat {
+class Trial;
+}
+
 namespace tstat::io::testing {
 
 // A fresh directory under $TMPDIR (or /tmp), removed with its contents
@@ -75,6 +79,11 @@ TensorStatsRecord SyntheticStatsRecord(std::int64_t step, std::uint32_t tensor_i
 // A raw snapshot holding `bytes`.
 RawSnapshot MakeRawSnapshot(std::uint32_t tensor_id, DType dtype, std::vector<std::int64_t> shape,
                             std::vector<std::uint8_t> bytes);
+
+// Everything `t` answers about its run (workers, counters, config, steps of
+// each mode, tensors and their series, raw snapshots, scalars, every step's
+// records, drops), as text: two Trials that answer alike give equal text.
+std::string TrialAnswers(Trial& t);
 
 // Seals the segment file at `path` again over its current bytes (for tests
 // that edit a closed segment with HDF5 and need the seal to match), and

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "io/format/run_layout.h"
 #include "io/h5/h5_lock.h"
 #include "io/read/segment_reader.h"
 #include "io/write/hdf5_run_writer.h"
@@ -68,7 +69,7 @@ TEST(LegacyFormatTest, Version2IsReadOnlyWhenAllowedAndThenReadsTheSame) {
   const std::string path = run + kSegment;
   auto now = ReadSegment(path);
   TSTAT_ASSERT_OK(now);
-  EXPECT_EQ(now->header.format_version, 3);
+  EXPECT_EQ(now->header.format_version, kFormatVersion);
   ASSERT_EQ(now->tensors.size(), 3u);
   EXPECT_EQ(now->tensors[2].name, std::string(kTensorNameChars, 'x'));
   EXPECT_EQ(now->tensors[0].collections, (std::vector<std::string>{"weights", "all"}));
@@ -126,6 +127,68 @@ TEST(LegacyFormatTest, Version2IsReadOnlyWhenAllowedAndThenReadsTheSame) {
     EXPECT_EQ(step_v2[i].stats.l2, step_v3[i].stats.l2);
     EXPECT_EQ(step_v2[i].exponent_histogram.has_value(), step_v3[i].exponent_histogram.has_value());
   }
+}
+
+// Version 4 stores a segment's stats rows grouped by tensor; a run whose
+// segments are rewritten as version 3 (rows in capture order, no
+// stats_capture_index nor stats_tensors) answers every query the same, and
+// both give each step's records in the order they were captured, which
+// here differs from step to step.
+TEST(LegacyFormatTest, Version3ReadsAsVersion4) {
+  TempDir dir;
+  const std::string run = dir.Sub("run");
+  auto writer = OpenWriterOrDie(run);
+  ASSERT_NE(writer, nullptr);
+  TSTAT_ASSERT_OK(writer->RegisterTensors(NumberedTensors(5)));
+  const auto captured = [](std::int64_t g) {  // tensor ids in capture order
+    std::vector<std::uint32_t> ids;
+    for (std::uint32_t k = 0; k < 5; ++k)
+      ids.push_back((k * 2 + static_cast<std::uint32_t>(g)) % 5);
+    if (g % 4 == 3) ids.pop_back();  // a step without one tensor
+    return ids;
+  };
+  for (std::int64_t g = 0; g < 12; ++g) {
+    StepBatch b = MakeBatch(g, g % 3 == 2 ? Mode::kEval : Mode::kTrain, g);
+    for (std::uint32_t id : captured(g)) b.stats.push_back(ReferenceRecord(g, id, id % 2 == 0));
+    TSTAT_ASSERT_OK(writer->Write(b));
+    if (g % 5 == 4) TSTAT_ASSERT_OK(writer->Flush({}));
+  }
+  TSTAT_ASSERT_OK(writer->Close({}));
+  const auto check_order = [&](Trial& t, const char* what) {
+    for (std::int64_t g = 0; g < 12; ++g) {
+      auto records = t.step_records(0, g);
+      TSTAT_ASSERT_OK(records);
+      std::vector<std::uint32_t> ids;
+      for (const TensorStatsRecord& r : *records) ids.push_back(r.tensor_id);
+      EXPECT_EQ(ids, captured(g)) << what << " step " << g;
+      for (const TensorStatsRecord& r : *records) {
+        ExpectRecordEqual(r, ReferenceRecord(g, r.tensor_id, r.tensor_id % 2 == 0), "record");
+      }
+    }
+  };
+  std::string v4;
+  {
+    auto trial = Trial::Open(run);
+    TSTAT_ASSERT_OK(trial);
+    v4 = TrialAnswers(**trial);
+    check_order(**trial, "version 4");
+  }
+  for (std::int64_t seg = 0; seg < 3; ++seg) {
+    TSTAT_ASSERT_OK(RewriteAsVersion3Segment(run + "/worker-00000/" + SegmentFileName(seg)));
+  }
+  auto segment = ReadSegment(run + kSegment);
+  TSTAT_ASSERT_OK(segment);
+  EXPECT_EQ(segment->header.format_version, 3);
+  EXPECT_TRUE(segment->tables.stats_capture_index.empty());
+  auto trial = Trial::Open(run);
+  TSTAT_ASSERT_OK(trial);
+  // All but the worker line (its format version and the files' bytes).
+  const auto after_first_line = [](const std::string& text) {
+    return text.substr(text.find('\n'));
+  };
+  EXPECT_EQ(after_first_line(TrialAnswers(**trial)), after_first_line(v4));
+  EXPECT_EQ((*trial)->workers()[0].format_version, 3);
+  check_order(**trial, "version 3");
 }
 
 // What h5py or h5dump users see is fixed-length strings: no dataset or

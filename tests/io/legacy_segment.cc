@@ -1,9 +1,11 @@
 // See legacy_segment.h.
 #include "tests/io/legacy_segment.h"
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "io/format/segment_schema.h"
@@ -205,7 +207,65 @@ Status RewriteRawIndexAsV1(hid_t file, hid_t str, bool byte_columns, const std::
                          0, path);
 }
 
+// The stats rows as versions 1 to 3 stored them: in capture order (steps
+// ascending, a step's records as captured), without version 4's
+// stats_capture_index and stats_tensors.
+Status RewriteStatsInCaptureOrder(hid_t file, const std::string& path) {
+  TSTAT_ASSIGN_OR_RETURN(H5Type row_type, StatsRowType());
+  std::vector<StatsRow> rows;
+  std::vector<std::uint32_t> position;
+  TSTAT_RETURN_IF_ERROR(ReadTable(file, kStatsTable, row_type.get(), &rows, path));
+  TSTAT_RETURN_IF_ERROR(ReadTable(file, kStatsCaptureIndex, H5T_NATIVE_UINT32, &position, path));
+  if (rows.empty()) return Status::OK();
+  if (position.size() != rows.size()) return Status::Internal("no stats_capture_index");
+  std::vector<std::size_t> order(rows.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return std::make_pair(rows[a].global_step, position[a]) <
+           std::make_pair(rows[b].global_step, position[b]);
+  });
+  std::vector<StatsRow> captured;
+  for (std::size_t i : order) captured.push_back(rows[i]);
+  for (const char* name : {kStatsTable, kStatsCaptureIndex, kStatsTensorsTable}) {
+    TSTAT_RETURN_IF_ERROR(Delete(file, name));
+  }
+  return WriteTable(file, kStatsTable, row_type.get(), captured, 4, path);
+}
+
+// Sets the format_version member of the header table (stored type kept).
+Status SetHeaderFormatVersion(hid_t file, std::int64_t version, const std::string& path) {
+  H5DataSet header(H5Dopen2(file, kHeaderTable, H5P_DEFAULT));
+  if (!header.valid()) return Status::Internal(path + ": no header table");
+  H5Type type(H5Dget_type(header.get()));
+  const int member = H5Tget_member_index(type.get(), "format_version");
+  if (member < 0) return Status::Internal(path + ": header without format_version");
+  std::vector<unsigned char> row(H5Tget_size(type.get()));
+  if (H5Dread(header.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, row.data()) < 0) {
+    return Status::Internal(path + ": reading the header");
+  }
+  std::memcpy(row.data() + H5Tget_member_offset(type.get(), static_cast<unsigned>(member)),
+              &version, sizeof version);
+  if (H5Dwrite(header.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, row.data()) < 0) {
+    return Status::Internal(path + ": writing the header");
+  }
+  return Status::OK();
+}
+
 }  // namespace
+
+Status RewriteAsVersion3Segment(const std::string& path) {
+  {
+    H5Lock lock;
+    H5File file(H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT));
+    if (!file.valid()) return Status::IoError("cannot open " + path);
+    TSTAT_RETURN_IF_ERROR(RewriteStatsInCaptureOrder(file.get(), path));
+    TSTAT_RETURN_IF_ERROR(SetHeaderFormatVersion(file.get(), 3, path));
+    if (H5Adelete(file.get(), "format_version") < 0) return Status::Internal("format_version");
+    TSTAT_RETURN_IF_ERROR(WriteInt64Attribute(file.get(), "format_version", 3, path));
+    TSTAT_RETURN_IF_ERROR(CloseH5File(&file, path));
+  }
+  return ResealSegmentFile(path);
+}
 
 Status RewriteAsLegacySegment(const std::string& path, int format_version, bool byte_columns) {
   if (format_version != 1 && format_version != 2) {
@@ -216,6 +276,7 @@ Status RewriteAsLegacySegment(const std::string& path, int format_version, bool 
     H5File file(H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT));
     if (!file.valid()) return Status::IoError("cannot open " + path);
     TSTAT_ASSIGN_OR_RETURN(H5Type str, VlenStringType());
+    TSTAT_RETURN_IF_ERROR(RewriteStatsInCaptureOrder(file.get(), path));
     TSTAT_RETURN_IF_ERROR(RewriteStrings(file.get(), str.get(), path));
     if (format_version == 1) {
       TSTAT_RETURN_IF_ERROR(RewriteRawIndexAsV1(file.get(), str.get(), byte_columns, path));

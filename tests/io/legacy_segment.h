@@ -16,6 +16,11 @@ namespace tstat::io::testing {
 Status RewriteAsLegacySegment(const std::string& path, int format_version,
                               bool byte_columns = true);
 
+// Turns a sealed segment of this version (4) into one of version 3: the
+// stats rows in capture order, without stats_capture_index and
+// stats_tensors, and format_version 3 in the header and its attribute.
+Status RewriteAsVersion3Segment(const std::string& path);
+
 // Sets TSTAT_READ_LEGACY_SEGMENTS=1 for its lifetime (the previous value,
 // or none, afterwards). Tests that use it run single-threaded.
 class ScopedLegacySegments {

@@ -95,9 +95,10 @@ TEST(NamesTest, HostileNamesRoundTripAndNeverCollide) {
   ASSERT_TRUE(worker_files.ok());
   EXPECT_EQ(worker_files->size(), 5u);
   // No HDF5 object named after a tensor: the root holds the tables only.
-  const std::set<std::string> tables = {
-      "collections",        "config",        "counters", "header", "stats", "steps",
-      "tensor_collections", "tensor_shapes", "tensors"};
+  const std::set<std::string> tables = {"collections",   "config", "counters",
+                                        "header",        "stats",  "stats_capture_index",
+                                        "stats_tensors", "steps",  "tensor_collections",
+                                        "tensor_shapes", "tensors"};
   const std::set<std::string> root = RootNames(dir.Sub("worker-00000/seg-000000000002.h5"));
   for (const std::string& n : root) EXPECT_TRUE(tables.count(n)) << "unexpected object " << n;
 

@@ -267,17 +267,24 @@ TEST(StreamedTableTest, WriterCountsEveryRecordLostToAFailingChunkWrite) {
   EXPECT_EQ(OpenH5ObjectCount(), 0);
 }
 
-// Destroyed with the stats table open (past its first chunk): the segment is
-// dropped as a crash would leave it, with no HDF5 object left open.
+// Destroyed with the exp_hist table open (past its first chunk): the segment
+// is dropped as a crash would leave it, with no HDF5 object left open.
 TEST(StreamedTableTest, WriterDestroyedWithATableOpenLeavesNothingOpen) {
   TempDir dir;
   {
     auto writer = OpenWriterOrDie(dir.path());
-    TSTAT_ASSERT_OK(writer->RegisterTensors(NumberedTensors(7000)));
-    StepBatch b = MakeBatch(0);  // 7,000 rows: one chunk of 6,636 written
-    for (std::uint32_t t = 0; t < 7000; ++t) b.stats.push_back(SyntheticStatsRecord(0, t));
+    constexpr std::uint32_t kRecords = 32000;  // exp_hist: one chunk of 31,775 rows written
+    TSTAT_ASSERT_OK(writer->RegisterTensors(NumberedTensors(kRecords)));
+    StepBatch b = MakeBatch(0);
+    for (std::uint32_t t = 0; t < kRecords; ++t) {
+      TensorStatsRecord r = SyntheticStatsRecord(0, t);
+      ExponentBins& bins = r.exponent_histogram.emplace();
+      bins.first_bin = 100;
+      bins.counts = {1, 2};
+      b.stats.push_back(std::move(r));
+    }
     TSTAT_ASSERT_OK(writer->Write(b));
-    EXPECT_GT(OpenH5ObjectCount(), 1);  // the file and stats
+    EXPECT_GT(OpenH5ObjectCount(), 1);  // the file and exp_hist
   }
   EXPECT_EQ(OpenH5ObjectCount(), 0);
   auto left = ListDir(dir.Sub("worker-00000"));
