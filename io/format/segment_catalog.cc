@@ -250,8 +250,9 @@ void VisitStatsLayout(IO& io, L& l) {
     io2.Num(c.stored_bytes);
     io2.Num(c.crc32);
   });
-  VisitRows(io, l.tensors, 12, [](IO& io2, auto& t) {
+  VisitRows(io, l.tensors, 16, [](IO& io2, auto& t) {
     io2.Num(t.tensor_id);
+    io2.Num(t.count);
     io2.Num(t.first_row);
     io2.Num(t.rows);
   });
@@ -279,14 +280,15 @@ void CheckStatsLayout(FrameReader& r, const StatsLayout& l, std::uint64_t file_b
       return r.Fail("stats chunk outside the segment file");
     }
   }
-  std::uint64_t end = 0;
-  for (std::size_t i = 0; i < l.tensors.size(); ++i) {
-    const StatsTensorRange& t = l.tensors[i];
-    if ((i > 0 && t.tensor_id <= l.tensors[i - 1].tensor_id) || t.first_row < end || t.rows == 0 ||
-        t.rows > l.rows - t.first_row || t.first_row > l.rows) {
+  std::uint64_t next_id = 0, next_row = 0;
+  for (const StatsTensorRange& t : l.tensors) {
+    const std::uint64_t rows = std::uint64_t{t.count} * t.rows;
+    if (t.count == 0 || t.rows == 0 || t.tensor_id < next_id || t.first_row < next_row ||
+        t.first_row > l.rows || rows > l.rows - t.first_row) {
       return r.Fail("stats tensor ranges out of order or outside the rows");
     }
-    end = std::uint64_t{t.first_row} + t.rows;
+    next_id = std::uint64_t{t.tensor_id} + t.count;
+    next_row = t.first_row + rows;
   }
 }
 

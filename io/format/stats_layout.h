@@ -17,8 +17,12 @@ struct StatsChunk {
   std::uint32_t crc32 = 0;         // of the stored bytes
 };
 
+// Tensors tensor_id .. tensor_id + count - 1, `rows` rows each, one after
+// the other from first_row: a session's tensors, with ids dense and the same
+// steps, are one range per segment.
 struct StatsTensorRange {
   std::uint32_t tensor_id = 0;
+  std::uint32_t count = 1;
   std::uint32_t first_row = 0;
   std::uint32_t rows = 0;
 };

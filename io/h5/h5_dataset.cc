@@ -391,9 +391,9 @@ Status ReadTableInto(hid_t loc, const char* name, hid_t mem_type, std::size_t ro
   if (dims[0] == 0) return Status::OK();
   TSTAT_RETURN_IF_ERROR(CheckRowsFitTheFile(dataset.get(), name, dims[0], path));
   const auto count = static_cast<std::size_t>(dims[0]);
+  // Zeroed by rows_for (a resized vector is): members the file lacks read
+  // as zero.
   void* rows = rows_for(count);
-  // Zero-filled so that members the file lacks read as zero.
-  std::memset(rows, 0, count * row_size);
   Status read = ReadH5Dataset(dataset.get(), mem_type, rows, path);
   if (!read.ok()) return read.WithContext(std::string("table '") + name + "'");
   return Status::OK();

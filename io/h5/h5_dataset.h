@@ -101,8 +101,8 @@ Status WriteTable(hid_t loc, const char* name, hid_t mem_type, const std::vector
 }
 
 // Reads a 1-D dataset `name` (absent: nothing is read) into the buffer
-// `rows_for(count)` returns for its `count` rows of `row_size` bytes, which
-// it zero-fills first (members the file lacks read as zero). Rows holding
+// `rows_for(count)` returns for its `count` rows of `row_size` bytes, zeroed
+// (as a resized vector is: members the file lacks read as zero). Rows holding
 // variable-length members must be released with ReclaimVlen afterwards.
 Status ReadTableInto(hid_t loc, const char* name, hid_t mem_type, std::size_t row_size,
                      const std::function<void*(std::size_t count)>& rows_for,

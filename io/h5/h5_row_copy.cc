@@ -125,6 +125,32 @@ std::optional<RowCopyPlan> RowCopyPlan::Build(hid_t stored, hid_t mem) {
   return plan;
 }
 
+namespace {
+
+// memcpy of a run of a row: fixed-size copies the compiler inlines (a
+// library call per member run of every row showed in `tstat check`'s
+// profile). Overlapping moves cover sizes between the fixed ones.
+inline void CopyRun(unsigned char* dst, const unsigned char* src, std::size_t n) {
+  if (n >= 32) {
+    std::size_t i = 0;
+    for (; i + 32 <= n; i += 32) std::memcpy(dst + i, src + i, 32);
+    if (i < n) std::memcpy(dst + n - 32, src + n - 32, 32);
+  } else if (n >= 16) {
+    std::memcpy(dst, src, 16);
+    std::memcpy(dst + n - 16, src + n - 16, 16);
+  } else if (n >= 8) {
+    std::memcpy(dst, src, 8);
+    std::memcpy(dst + n - 8, src + n - 8, 8);
+  } else if (n >= 4) {
+    std::memcpy(dst, src, 4);
+    std::memcpy(dst + n - 4, src + n - 4, 4);
+  } else {
+    for (std::size_t i = 0; i < n; ++i) dst[i] = src[i];
+  }
+}
+
+}  // namespace
+
 void RowCopyPlan::Apply(const unsigned char* src, std::size_t rows, unsigned char* dst) const {
   if (widen_) {
     switch (stored_size_) {
@@ -140,8 +166,12 @@ void RowCopyPlan::Apply(const unsigned char* src, std::size_t rows, unsigned cha
     }
     return;
   }
+  if (runs_.size() == 1 && runs_[0].bytes == stored_size_ && stored_size_ == mem_size_) {
+    std::memcpy(dst, src, rows * stored_size_);  // the same bytes
+    return;
+  }
   for (std::size_t i = 0; i < rows; ++i) {
-    for (const Run& r : runs_) std::memcpy(dst + r.dst, src + r.src, r.bytes);
+    for (const Run& r : runs_) CopyRun(dst + r.dst, src + r.src, r.bytes);
     src += stored_size_;
     dst += mem_size_;
   }

@@ -55,12 +55,13 @@ StatsChunkReader::~StatsChunkReader() { libdeflate_free_decompressor(inflater_);
 Status StatsChunkReader::ReadTensorRows(const std::string& path, std::uint64_t file_bytes,
                                         const StatsLayout& layout, std::uint32_t id,
                                         std::vector<StatsRow>* out) {
-  auto range =
-      std::lower_bound(layout.tensors.begin(), layout.tensors.end(), id,
-                       [](const StatsTensorRange& t, std::uint32_t v) { return t.tensor_id < v; });
-  if (range == layout.tensors.end() || range->tensor_id != id || range->rows == 0) {
-    return Status::OK();
-  }
+  // The last range that starts at or before `id`.
+  auto range = std::upper_bound(
+      layout.tensors.begin(), layout.tensors.end(), id,
+      [](std::uint32_t v, const StatsTensorRange& t) { return v < t.tensor_id; });
+  if (range == layout.tensors.begin()) return Status::OK();
+  --range;
+  if (id - range->tensor_id >= range->count || range->rows == 0) return Status::OK();
   auto bad = [&](const std::string& what) { return Status::Corruption(path + ": stats " + what); };
   if (layout.row_bytes != row_bytes_) {
     return bad("rows of " + std::to_string(layout.row_bytes) + " bytes in the catalog, not " +
@@ -76,7 +77,9 @@ Status StatsChunkReader::ReadTensorRows(const std::string& path, std::uint64_t f
     return Status::Corruption(path + ": not the file of " + std::to_string(file_bytes) +
                               " bytes the worker catalog describes");
   }
-  const std::uint64_t first = range->first_row, end = first + range->rows;
+  const std::uint64_t first =
+      range->first_row + std::uint64_t{id - range->tensor_id} * range->rows;
+  const std::uint64_t end = first + range->rows;
   const std::size_t chunk_bytes = std::size_t{layout.chunk_rows} * row_bytes_;
   const std::size_t before = out->size();
   for (std::uint64_t k = first / layout.chunk_rows; k * layout.chunk_rows < end; ++k) {

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "io/read/segment_reader.h"
+#include "io/read/sorted_vector_map.h"
 #include "tstat/stats_record.h"
 
 namespace tstat::io {
@@ -142,8 +143,8 @@ struct WorkerIndex {
   std::map<std::uint32_t, TensorInfo> tensors;
   std::unordered_map<std::string, std::uint32_t> by_name;
   std::unordered_map<std::uint32_t, TensorSeries> series;
-  std::map<std::int64_t, StepEntry> steps;
-  std::map<Mode, std::map<std::int64_t, std::int64_t>> mode_to_global;
+  SortedVectorMap<std::int64_t, StepEntry> steps;
+  std::map<Mode, SortedVectorMap<std::int64_t, std::int64_t>> mode_to_global;
   std::unordered_map<std::uint32_t, std::vector<ScalarPoint>> scalars;
   std::unordered_map<std::uint32_t, std::vector<RawRef>> raws;
   std::vector<DropRecord> drops;

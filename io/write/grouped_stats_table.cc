@@ -62,24 +62,26 @@ Status GroupedStatsTable::Finish(hid_t file, ChunkDeflater* deflater, const std:
   const std::size_t n = ids_.size();
   if (n == 0) return Status::OK();
   GroupOrder();
-  grouped_.resize(n * row_bytes_);
   grouped_capture_.resize(n);
   tensor_rows_.clear();
   for (std::size_t k = 0; k < n; ++k) {
     const std::uint32_t i = order_[k];
-    std::memcpy(grouped_.data() + k * row_bytes_, packed_.data() + std::size_t{i} * row_bytes_,
-                row_bytes_);
     grouped_capture_[k] = capture_[i];
     if (tensor_rows_.empty() || tensor_rows_.back().tensor_id != ids_[i]) {
       tensor_rows_.push_back(StatsTensorRow{ids_[i], k, 0});
     }
     ++tensor_rows_.back().row_count;
   }
-  if (level_ == 0) {
+  if (level_ == 0) {  // one contiguous dataset: the rows in tensor order, whole
+    std::vector<std::uint8_t> grouped(n * row_bytes_);
+    for (std::size_t k = 0; k < n; ++k) {
+      std::memcpy(grouped.data() + k * row_bytes_,
+                  packed_.data() + std::size_t{order_[k]} * row_bytes_, row_bytes_);
+    }
     TSTAT_ASSIGN_OR_RETURN(H5Type mem_type, StatsRowType());
     TSTAT_ASSIGN_OR_RETURN(H5Type file_type, PackedCopy(mem_type.get()));
     TSTAT_RETURN_IF_ERROR(WriteNewDataset(file, kStatsTable, file_type.get(), file_type.get(), {n},
-                                          grouped_.data(), 0, path));
+                                          grouped.data(), 0, path));
   } else {
     TSTAT_RETURN_IF_ERROR(WriteChunks(file, deflater, path));
   }
@@ -109,7 +111,12 @@ Status GroupedStatsTable::WriteChunks(hid_t file, ChunkDeflater* deflater,
   for (std::uint64_t first = 0; first < n; first += chunk_rows) {
     const std::uint64_t staged = std::min(chunk_rows, n - first);
     std::uint8_t* stage = deflater->InputBuffer(chunk_bytes);
-    std::memcpy(stage, grouped_.data() + first * row_bytes_, staged * row_bytes_);
+    // The chunk's rows gathered in tensor order straight from the rows as
+    // added (no second copy of the segment's rows).
+    for (std::uint64_t r = 0; r < staged; ++r) {
+      std::memcpy(stage + r * row_bytes_,
+                  packed_.data() + std::size_t{order_[first + r]} * row_bytes_, row_bytes_);
+    }
     // Each row matched against the one before it: the same tensor's
     // previous step.
     std::uint32_t crc = 0;
@@ -129,9 +136,18 @@ Status GroupedStatsTable::WriteChunks(hid_t file, ChunkDeflater* deflater,
   if (H5Dclose(dataset.release()) < 0) {
     return H5Failure(StatusCode::kIoError, what + ": close failed");
   }
-  for (const StatsTensorRow& t : tensor_rows_) {
-    layout.tensors.push_back(StatsTensorRange{t.tensor_id, static_cast<std::uint32_t>(t.first_row),
-                                              static_cast<std::uint32_t>(t.row_count)});
+  for (const StatsTensorRow& t : tensor_rows_) {  // runs of the same row count
+    const auto first = static_cast<std::uint32_t>(t.first_row);
+    const auto rows = static_cast<std::uint32_t>(t.row_count);
+    if (!layout.tensors.empty()) {
+      StatsTensorRange& run = layout.tensors.back();
+      if (run.rows == rows && std::uint64_t{run.tensor_id} + run.count == t.tensor_id &&
+          std::uint64_t{run.first_row} + std::uint64_t{run.count} * run.rows == first) {
+        ++run.count;
+        continue;
+      }
+    }
+    layout.tensors.push_back(StatsTensorRange{t.tensor_id, 1, first, rows});
   }
   layout_ = std::move(layout);
   return Status::OK();

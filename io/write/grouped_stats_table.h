@@ -61,7 +61,6 @@ class GroupedStatsTable {
   std::vector<std::uint8_t> packed_;  // rows as added, packed
   std::vector<std::uint32_t> ids_, capture_;
   std::vector<std::uint32_t> order_, counts_;  // reused by GroupOrder
-  std::vector<std::uint8_t> grouped_;          // packed rows in tensor order
   std::vector<std::uint32_t> grouped_capture_;
   std::vector<StatsTensorRow> tensor_rows_;
   std::optional<StatsLayout> layout_;

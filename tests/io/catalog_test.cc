@@ -35,8 +35,9 @@ void WriteFile(const std::string& path, const std::string& bytes) {
 // changes in segment 3; TRAIN and EVAL steps, raw snapshots, drops and
 // counters at each flush.
 // With `open`, the writer is handed back unclosed.
-void WriteRichRun(const std::string& run, std::unique_ptr<Hdf5RunWriter>* open = nullptr) {
-  auto writer = OpenWriterOrDie(run);
+void WriteRichRun(const std::string& run, std::unique_ptr<Hdf5RunWriter>* open = nullptr,
+                  int compression_level = 4) {
+  auto writer = OpenWriterOrDie(run, 0, 1, "{\"test\": true}", compression_level);
   ASSERT_NE(writer, nullptr);
   TSTAT_ASSERT_OK(
       writer->RegisterTensors({MakeTensorInfo(0, "a", {"weights"}), MakeScalarInfo(1, "loss")}));
@@ -214,6 +215,9 @@ TEST_F(CatalogTest, CraftedFramesAreRefused) {
   struct Craft {
     const char* what;
     std::function<void(CatalogEntry*)> edit;
+    // What decoding says (nullptr: the frame decodes, and the reader's
+    // checks of its rows or of the file refuse it).
+    const char* decode_problem = nullptr;
   };
   const std::vector<Craft> crafts = {
       {"invalid step mode", [](CatalogEntry* e) { e->tables.steps[0].mode = 9; }},
@@ -222,10 +226,11 @@ TEST_F(CatalogTest, CraftedFramesAreRefused) {
        [](CatalogEntry* e) { e->tables.raw_index[0].shape_offset = std::uint64_t{1} << 62; }},
       {"raw dtype unknown",
        [](CatalogEntry* e) { std::memcpy(e->tables.raw_index[0].dtype, "zz", 3); }},
-      {"NUL in a tensor name",
-       [](CatalogEntry* e) { e->tensors[0].name = std::string("a\0b", 3); }},
-      {"empty tensor name", [](CatalogEntry* e) { e->tensors[0].name.clear(); }},
-      {"rank 65", [](CatalogEntry* e) { e->tensors[0].shape.assign(65, 1); }},
+      {"NUL in a tensor name", [](CatalogEntry* e) { e->tensors[0].name = std::string("a\0b", 3); },
+       "empty or holds NUL"},
+      {"empty tensor name", [](CatalogEntry* e) { e->tensors[0].name.clear(); },
+       "empty or holds NUL"},
+      {"rank 65", [](CatalogEntry* e) { e->tensors[0].shape.assign(65, 1); }, "rank past 64"},
       {"file size not the segment's", [](CatalogEntry* e) { e->file_bytes += 1; }},
       {"another rank", [](CatalogEntry* e) { e->header.rank = 1; }},
       {"drop of an invalid mode",
@@ -233,24 +238,40 @@ TEST_F(CatalogTest, CraftedFramesAreRefused) {
          e->tables.drops.push_back(DropEntry{StepKey{0, Mode(0), 0}, {}});
        }},
       {"stats chunk past the file",
-       [](CatalogEntry* e) { e->stats_layout->chunks[0].offset = e->file_bytes; }},
+       [](CatalogEntry* e) { e->stats_layout->chunks[0].offset = e->file_bytes; },
+       "stats chunk outside the segment file"},
       {"stats chunk before the seal's end",
-       [](CatalogEntry* e) { e->stats_layout->chunks[0].offset = 100; }},
+       [](CatalogEntry* e) { e->stats_layout->chunks[0].offset = 100; },
+       "stats chunk outside the segment file"},
       {"stats chunks that do not tile the rows",
-       [](CatalogEntry* e) { e->stats_layout->chunks.push_back(e->stats_layout->chunks[0]); }},
-      {"stats chunks of 4 GiB rows", [](CatalogEntry* e) { e->stats_layout->chunk_rows = ~0u; }},
-      {"stats tensor ranges out of order",
-       [](CatalogEntry* e) {
-         std::swap(e->stats_layout->tensors[0], e->stats_layout->tensors.back());
-       }},
+       [](CatalogEntry* e) { e->stats_layout->chunks.push_back(e->stats_layout->chunks[0]); },
+       "do not tile"},
+      {"stats chunks of 4 GiB rows", [](CatalogEntry* e) { e->stats_layout->chunk_rows = ~0u; },
+       "larger than a writer makes"},
+      {"stats tensor range repeated",
+       [](CatalogEntry* e) { e->stats_layout->tensors.push_back(e->stats_layout->tensors[0]); },
+       "out of order or outside the rows"},
       {"stats tensor range past the rows",
-       [](CatalogEntry* e) { e->stats_layout->tensors.back().rows += 1; }},
+       [](CatalogEntry* e) { e->stats_layout->tensors.back().rows += 1; },
+       "out of order or outside the rows"},
+      {"stats tensor range of no tensors",
+       [](CatalogEntry* e) { e->stats_layout->tensors.back().count = 0; },
+       "out of order or outside the rows"},
   };
   for (const Craft& c : crafts) {
     std::vector<CatalogEntry> frames = Frames();
     c.edit(&frames[0]);
     std::string bytes;
     for (const CatalogEntry& e : frames) TSTAT_ASSERT_OK(EncodeCatalogFrame(e, &bytes));
+    const CatalogFrames decoded =
+        DecodeCatalogFrames(reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size());
+    if (c.decode_problem != nullptr) {
+      EXPECT_EQ(decoded.used, 0u) << c.what;
+      EXPECT_NE(decoded.problem.find(c.decode_problem), std::string::npos)
+          << c.what << ": " << decoded.problem;
+    } else {
+      EXPECT_TRUE(decoded.problem.empty()) << c.what << ": " << decoded.problem;
+    }
     ExpectSameAnswers(bytes, c.what);
   }
   // Counts past the frame, a frame of another version: not decoded at all.
@@ -344,6 +365,38 @@ TEST_F(CatalogTest, LiveRunSegmentsComeFromTheCatalogOnRefresh) {
   TSTAT_ASSERT_OK(writer->Close({}));
   TSTAT_EXPECT_OK((*trial)->Refresh());
   EXPECT_TRUE((*trial)->loaded_all_steps());
+}
+
+// The stats rows grouped by tensor read alike at every compression level:
+// level 0 (a contiguous dataset, no stats layout in the catalog: series read
+// it through HDF5), level 1 (tstat's encoder, each row against the one
+// before it) and level 6, against level 4.
+TEST(CatalogWriterTest, EveryCompressionLevelAnswersAlike) {
+  const auto answers = [](int level, bool* layouts) {
+    TempDir dir;
+    const std::string run = dir.Sub("run");
+    WriteRichRun(run, nullptr, level);
+    auto catalog = ReadWholeFile(run + "/" + WorkerDirName(0) + "/" + kCatalogFileName);
+    EXPECT_TRUE(catalog.ok());
+    const CatalogFrames frames = DecodeCatalogFrames(
+        reinterpret_cast<const std::uint8_t*>(catalog->data()), catalog->size());
+    EXPECT_EQ(frames.entries.size(), 5u);
+    *layouts = !frames.entries.empty();
+    for (const CatalogEntry& e : frames.entries) *layouts = *layouts && e.stats_layout.has_value();
+    Status refreshed;
+    const std::string text = OpenAndAnswer(run, &refreshed);
+    EXPECT_TRUE(refreshed.ok()) << refreshed.ToString();
+    return text.substr(text.find('\n'));  // all but the worker line (file bytes)
+  };
+  bool layouts = false;
+  const std::string level4 = answers(4, &layouts);
+  EXPECT_TRUE(layouts);
+  EXPECT_NE(level4.find("series ok"), std::string::npos);
+  for (int level : {0, 1, 6}) {
+    SCOPED_TRACE(level);
+    EXPECT_EQ(answers(level, &layouts), level4);
+    EXPECT_EQ(layouts, level != 0);
+  }
 }
 
 TEST(CatalogWriterTest, AFileNamedCatalogIsLeftAloneAndTheRunReads) {
