@@ -16,27 +16,21 @@
 namespace tstat::io {
 namespace {
 
-// Closes an fd on scope exit (the close result is checked where it matters).
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-  int release() {
-    int fd = fd_;
-    fd_ = -1;
-    return fd;
-  }
-
- private:
-  int fd_;
-};
+using Fd = UniqueFd;
 
 }  // namespace
+
+UniqueFd::~UniqueFd() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+UniqueFd& UniqueFd::operator=(UniqueFd&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = other.release();
+  }
+  return *this;
+}
 
 Status ErrnoStatus(const std::string& path, const char* op, int err) {
   std::string message = path + ": " + op + ": " + std::strerror(err);
@@ -182,9 +176,9 @@ Result<std::string> ReadWholeFile(const std::string& path) {
   return ReadToEnd(fd.get(), path, std::numeric_limits<std::uint64_t>::max());
 }
 
-Result<std::string> ReadRegularFile(const std::string& path, std::uint64_t max_bytes) {
+Result<UniqueFd> OpenRegularFile(const std::string& path, std::uint64_t* size) {
   // O_NONBLOCK: opening a FIFO without a writer must not block.
-  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
   if (fd.get() < 0) return ErrnoStatus(path, "open", errno);
   struct stat st;
   if (::fstat(fd.get(), &st) != 0) return ErrnoStatus(path, "fstat", errno);
@@ -193,26 +187,24 @@ Result<std::string> ReadRegularFile(const std::string& path, std::uint64_t max_b
                                    ": not a regular file (a FIFO, device or directory); "
                                    "not read");
   }
-  if (static_cast<std::uint64_t>(st.st_size) > max_bytes) {
-    return Status::ResourceExhausted(path + ": " + std::to_string(st.st_size) +
-                                     " bytes, more than the " + std::to_string(max_bytes) +
-                                     " this file may have; not read");
+  *size = static_cast<std::uint64_t>(st.st_size);
+  return fd;
+}
+
+Result<std::string> ReadRegularFile(const std::string& path, std::uint64_t max_bytes) {
+  std::uint64_t size = 0;
+  TSTAT_ASSIGN_OR_RETURN(UniqueFd fd, OpenRegularFile(path, &size));
+  if (size > max_bytes) {
+    return Status::ResourceExhausted(path + ": " + std::to_string(size) + " bytes, more than the " +
+                                     std::to_string(max_bytes) + " this file may have; not read");
   }
   return ReadToEnd(fd.get(), path, max_bytes);  // bounded: it may grow while read
 }
 
 Result<std::string> ReadRegularFileRange(const std::string& path, std::uint64_t offset,
                                          std::uint64_t max_bytes) {
-  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
-  if (fd.get() < 0) return ErrnoStatus(path, "open", errno);
-  struct stat st;
-  if (::fstat(fd.get(), &st) != 0) return ErrnoStatus(path, "fstat", errno);
-  if (!S_ISREG(st.st_mode)) {
-    return Status::InvalidArgument(path +
-                                   ": not a regular file (a FIFO, device or directory); "
-                                   "not read");
-  }
-  const auto size = static_cast<std::uint64_t>(st.st_size);
+  std::uint64_t size = 0;
+  TSTAT_ASSIGN_OR_RETURN(UniqueFd fd, OpenRegularFile(path, &size));
   if (offset >= size) return std::string();
   std::string out(static_cast<std::size_t>(std::min(max_bytes, size - offset)), '\0');
   std::size_t done = 0;

@@ -14,6 +14,27 @@
 
 namespace tstat::io {
 
+// Owns a file descriptor: closes it on scope exit (where the close result
+// matters, release() it and close it yourself).
+class UniqueFd {
+ public:
+  explicit UniqueFd(int fd = -1) : fd_(fd) {}
+  ~UniqueFd();
+  UniqueFd(UniqueFd&& other) noexcept : fd_(other.release()) {}
+  UniqueFd& operator=(UniqueFd&& other) noexcept;
+  UniqueFd(const UniqueFd&) = delete;
+  UniqueFd& operator=(const UniqueFd&) = delete;
+  int get() const { return fd_; }
+  int release() {
+    const int fd = fd_;
+    fd_ = -1;
+    return fd;
+  }
+
+ private:
+  int fd_;
+};
+
 // The Status for a failed `op` on `path` with error number `err`.
 Status ErrnoStatus(const std::string& path, const char* op, int err);
 
@@ -48,6 +69,11 @@ Result<std::string> ReadWholeFile(const std::string& path);
 // file of at most `max_bytes`, else an error naming the cause (a FIFO or a
 // device is refused without blocking on it, a larger file is not read).
 Result<std::string> ReadRegularFile(const std::string& path, std::uint64_t max_bytes);
+
+// Opens for reading a file of a run directory that anyone may have put
+// there: a regular file only (a FIFO, device or directory is refused without
+// blocking on it: kInvalidArgument naming it); its size into *size.
+Result<UniqueFd> OpenRegularFile(const std::string& path, std::uint64_t* size);
 
 // Reads bytes [offset, offset + max_bytes) at most of a regular file that
 // anyone may have put in a run directory (FIFOs and devices refused without

@@ -20,20 +20,6 @@ namespace {
 
 constexpr char kMagic[] = "TSTAT-SEGMENT 1\n";
 
-class ScopedFd {
- public:
-  explicit ScopedFd(int fd) : fd_(fd) {}
-  ~ScopedFd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  ScopedFd(const ScopedFd&) = delete;
-  ScopedFd& operator=(const ScopedFd&) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
-
 }  // namespace
 
 std::string SegmentSealHeader(std::uint64_t length, std::uint32_t crc) {
@@ -78,7 +64,7 @@ Status VerifySegmentSeal(const std::string& path) {
   // O_NONBLOCK: a FIFO named like a segment must not block the reader. What
   // cannot be a segment (a FIFO, a device, a directory, a symlink loop) is
   // kCorruption, so the reader skips it and reads the rest of the run.
-  ScopedFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
   if (fd.get() < 0) {
     const int err = errno;
     if (err == ELOOP) return Status::Corruption(path + ": a symlink loop, not a segment");

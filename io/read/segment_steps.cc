@@ -111,8 +111,7 @@ void SegmentSteps::Fill(std::int64_t global_step, std::vector<TensorStatsRecord>
   constexpr std::size_t kAhead = 8;
   for (std::size_t k = 0; k < step->rows.size(); ++k) {
     if (k + kAhead < step->rows.size()) {
-      const auto* ahead =
-          reinterpret_cast<const char*>(&tables_.stats[step->rows[k + kAhead]]);
+      const auto* ahead = reinterpret_cast<const char*>(&tables_.stats[step->rows[k + kAhead]]);
       for (std::size_t line = 0; line < sizeof(StatsRow); line += 64) {
         __builtin_prefetch(ahead + line);
       }

@@ -1,9 +1,7 @@
 // See stats_chunk_reader.h.
 #include "io/read/stats_chunk_reader.h"
 
-#include <fcntl.h>
 #include <libdeflate.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -15,24 +13,6 @@
 #include "io/h5/posix_file.h"
 
 namespace tstat::io {
-namespace {
-
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
-
-}  // namespace
-
 Result<std::unique_ptr<StatsChunkReader>> StatsChunkReader::Make() {
   std::optional<RowCopyPlan> plan;
   std::size_t row_bytes = 0;
@@ -56,9 +36,9 @@ Status StatsChunkReader::ReadTensorRows(const std::string& path, std::uint64_t f
                                         const StatsLayout& layout, std::uint32_t id,
                                         std::vector<StatsRow>* out) {
   // The last range that starts at or before `id`.
-  auto range = std::upper_bound(
-      layout.tensors.begin(), layout.tensors.end(), id,
-      [](std::uint32_t v, const StatsTensorRange& t) { return v < t.tensor_id; });
+  auto range =
+      std::upper_bound(layout.tensors.begin(), layout.tensors.end(), id,
+                       [](std::uint32_t v, const StatsTensorRange& t) { return v < t.tensor_id; });
   if (range == layout.tensors.begin()) return Status::OK();
   --range;
   if (id - range->tensor_id >= range->count || range->rows == 0) return Status::OK();
@@ -69,16 +49,21 @@ Status StatsChunkReader::ReadTensorRows(const std::string& path, std::uint64_t f
   }
   // The catalog's checks (segment_catalog.cc) hold: chunks tile the rows and
   // lie in the file, the range lies in the rows.
-  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
-  if (fd.get() < 0) return ErrnoStatus(path, "open", errno);
-  struct stat st;
-  if (::fstat(fd.get(), &st) != 0) return ErrnoStatus(path, "fstat", errno);
-  if (!S_ISREG(st.st_mode) || static_cast<std::uint64_t>(st.st_size) != file_bytes) {
+  std::uint64_t size = 0;
+  Result<UniqueFd> opened = OpenRegularFile(path, &size);
+  if (!opened.ok()) {
+    // Not a regular file any more: not the file the catalog describes.
+    if (opened.status().code() == StatusCode::kInvalidArgument) {
+      return Status::Corruption(opened.status().message());
+    }
+    return opened.status();
+  }
+  const UniqueFd fd = std::move(opened).value();
+  if (size != file_bytes) {
     return Status::Corruption(path + ": not the file of " + std::to_string(file_bytes) +
                               " bytes the worker catalog describes");
   }
-  const std::uint64_t first =
-      range->first_row + std::uint64_t{id - range->tensor_id} * range->rows;
+  const std::uint64_t first = range->first_row + std::uint64_t{id - range->tensor_id} * range->rows;
   const std::uint64_t end = first + range->rows;
   const std::size_t chunk_bytes = std::size_t{layout.chunk_rows} * row_bytes_;
   const std::size_t before = out->size();

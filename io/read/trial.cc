@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <thread>
 
 #include "io/format/closed_marker.h"
@@ -64,10 +65,12 @@ Status RunTrial::CheckIsolated(const std::string& path) const {
 void RunTrial::ReadCatalog(const std::string& dir, WorkerState* state) {
   if (state->catalog_stopped) return;
   const std::string path = JoinPath(dir, kCatalogFileName);
-  // Pieces of at least one whole frame, so that every frame can be decoded.
-  constexpr std::uint64_t kPiece = std::uint64_t{kMaxCatalogFrameBytes} + kCatalogFrameHeaderBytes;
+  // Read a piece at a time (a 100,000-step catalog is ~12 MB: one buffer of
+  // that size cost more in fresh pages than decoding it); a piece is made as
+  // large as a frame that does not fit it, up to the largest frame.
+  std::uint64_t piece_bytes = std::uint64_t{1} << 20;
   for (;;) {
-    Result<std::string> piece = ReadRegularFileRange(path, state->catalog_used, kPiece);
+    Result<std::string> piece = ReadRegularFileRange(path, state->catalog_used, piece_bytes);
     if (!piece.ok()) {
       // No catalog (older runs, or not written yet): the segments are read.
       // Anything else there (a FIFO, a loop, no permission) is not used.
@@ -102,7 +105,14 @@ void RunTrial::ReadCatalog(const std::string& dir, WorkerState* state) {
       state->catalog_stopped = true;
       return;
     }
-    if (frames.used == 0 || piece->size() < kPiece) return;
+    if (piece->size() < piece_bytes) return;  // the end of the catalog
+    if (frames.used == 0) {                   // a frame larger than the piece
+      std::uint32_t length = 0;
+      std::memcpy(&length, piece->data() + 4, sizeof length);  // checked by the decoder
+      const std::uint64_t frame = std::uint64_t{length} + kCatalogFrameHeaderBytes;
+      if (frame <= piece_bytes) return;
+      piece_bytes = frame;
+    }
   }
 }
 

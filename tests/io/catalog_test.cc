@@ -399,6 +399,43 @@ TEST(CatalogWriterTest, EveryCompressionLevelAnswersAlike) {
   }
 }
 
+// A frame larger than the reader's first piece of the catalog (1 MiB: here
+// a registry of 20,000 tensors with 100-byte names) is read whole, and so
+// are the frames after it.
+TEST(CatalogWriterTest, FramesLargerThanAReadPieceAreRead) {
+  TempDir dir;
+  const std::string run = dir.Sub("run");
+  auto writer = OpenWriterOrDie(run);
+  ASSERT_NE(writer, nullptr);
+  std::vector<TensorInfo> tensors;
+  for (std::uint32_t id = 0; id < 20000; ++id) {
+    std::string name = "layer" + std::to_string(id) + "/";
+    name.resize(100, 'w');
+    tensors.push_back(MakeTensorInfo(id, name));
+  }
+  TSTAT_ASSERT_OK(writer->RegisterTensors(tensors));
+  for (std::int64_t g = 0; g < 3; ++g) {
+    StepBatch batch = MakeBatch(g);
+    batch.stats.push_back(SyntheticStatsRecord(g, static_cast<std::uint32_t>(g)));
+    TSTAT_ASSERT_OK(writer->Write(batch));
+    TSTAT_ASSERT_OK(writer->Flush({}));
+  }
+  TSTAT_ASSERT_OK(writer->Close({}));
+  const std::string worker = run + "/" + WorkerDirName(0) + "/";
+  ASSERT_GT(FileSize(worker + kCatalogFileName).value(), std::uint64_t{2} << 20);
+  // Every segment replaced by zeros of its size: what opens came from the
+  // catalog.
+  for (std::int64_t seg = 0; seg < 3; ++seg) {
+    const std::string path = worker + SegmentFileName(seg);
+    WriteFile(path, std::string(FileSize(path).value(), '\0'));
+  }
+  auto trial = Trial::Open(run);
+  TSTAT_ASSERT_OK(trial);
+  TSTAT_EXPECT_OK((*trial)->Refresh());
+  EXPECT_EQ((*trial)->steps().size(), 3u);
+  EXPECT_EQ((*trial)->tensor_names().size(), 20000u);
+}
+
 TEST(CatalogWriterTest, AFileNamedCatalogIsLeftAloneAndTheRunReads) {
   TempDir dir;
   const std::string run = dir.Sub("run");
