@@ -80,6 +80,13 @@ void RunTrial::ReadCatalog(const std::string& dir, WorkerState* state) {
     CatalogFrames frames =
         DecodeCatalogFrames(reinterpret_cast<const std::uint8_t*>(piece->data()), piece->size());
     for (CatalogEntry& e : frames.entries) {
+      // A writer's first frame carries the registry and the config: a
+      // catalog that starts without them is not one.
+      if (!state->catalog_started && (!e.has_registry || !e.has_config)) {
+        state->catalog_stopped = true;
+        return;
+      }
+      state->catalog_started = true;
       if (e.has_registry) {
         state->catalog_ids.clear();
         for (const TensorInfo& t : e.tensors) state->catalog_ids.insert(t.id);
@@ -98,7 +105,9 @@ void RunTrial::ReadCatalog(const std::string& dir, WorkerState* state) {
         return;
       }
       const std::int64_t seg = e.header.segment_index;
-      state->catalog[seg] = std::move(e);
+      // A segment read from its file already (its frame came after the
+      // listing) needs none.
+      if (!state->attempted.count(seg)) state->catalog[seg] = std::move(e);
     }
     state->catalog_used += frames.used;
     if (!frames.problem.empty() && !frames.incomplete) {
@@ -123,8 +132,10 @@ std::optional<SegmentContents> RunTrial::FromCatalog(WorkerState* state, std::in
   CatalogEntry e = std::move(it->second);
   state->catalog.erase(it);
   Result<std::uint64_t> size = FileSize(path);
-  if (!size.ok() || *size != e.file_bytes || e.header.rank != state->index.rank ||
-      e.header.format_version != kFormatVersion) {
+  const SegmentHeader& h = e.header;
+  if (!size.ok() || *size != e.file_bytes || h.rank != state->index.rank || h.world_size < 1 ||
+      h.world_size > kMaxWorldSize || h.rank >= h.world_size ||
+      h.format_version != kFormatVersion) {
     return std::nullopt;  // not the file the frame describes
   }
   SegmentContents contents;

@@ -103,6 +103,7 @@ class RunTrial final : public Trial {
     // a damaged frame ended it, the frames of segments not loaded yet, and
     // the registry ids and config of the last frame decoded.
     std::uint64_t catalog_used = 0;
+    bool catalog_started = false;  // its first frame was decoded
     bool catalog_stopped = false;
     std::map<std::int64_t, CatalogEntry> catalog;
     std::unordered_set<std::uint32_t> catalog_ids;

@@ -233,6 +233,9 @@ TEST_F(CatalogTest, CraftedFramesAreRefused) {
       {"rank 65", [](CatalogEntry* e) { e->tensors[0].shape.assign(65, 1); }, "rank past 64"},
       {"file size not the segment's", [](CatalogEntry* e) { e->file_bytes += 1; }},
       {"another rank", [](CatalogEntry* e) { e->header.rank = 1; }},
+      {"world size 0", [](CatalogEntry* e) { e->header.world_size = 0; }},
+      {"first frame without the registry", [](CatalogEntry* e) { e->has_registry = false; }},
+      {"first frame without the config", [](CatalogEntry* e) { e->has_config = false; }},
       {"drop of an invalid mode",
        [](CatalogEntry* e) {
          e->tables.drops.push_back(DropEntry{StepKey{0, Mode(0), 0}, {}});
