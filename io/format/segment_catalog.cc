@@ -250,11 +250,12 @@ void VisitStatsLayout(IO& io, L& l) {
     io2.Num(c.stored_bytes);
     io2.Num(c.crc32);
   });
-  VisitRows(io, l.tensors, 16, [](IO& io2, auto& t) {
+  VisitRows(io, l.tensors, 17, [](IO& io2, auto& t) {
     io2.Num(t.tensor_id);
     io2.Num(t.count);
     io2.Num(t.first_row);
     io2.Num(t.rows);
+    io2.Num(t.modes);
   });
 }
 
@@ -283,6 +284,10 @@ void CheckStatsLayout(FrameReader& r, const StatsLayout& l, std::uint64_t file_b
   std::uint64_t next_id = 0, next_row = 0;
   for (const StatsTensorRange& t : l.tensors) {
     const std::uint64_t rows = std::uint64_t{t.count} * t.rows;
+    // Modes 1..4 (TRAIN, EVAL, PREDICT, GLOBAL): bits 1 to 4, at least one.
+    if (t.modes == 0 || (t.modes & ~0x1Eu) != 0) {
+      return r.Fail("stats tensor range of modes " + std::to_string(t.modes));
+    }
     if (t.count == 0 || t.rows == 0 || t.tensor_id < next_id || t.first_row < next_row ||
         t.first_row > l.rows || rows > l.rows - t.first_row) {
       return r.Fail("stats tensor ranges out of order or outside the rows");

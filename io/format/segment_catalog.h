@@ -27,7 +27,7 @@
 namespace tstat::io {
 
 inline constexpr char kCatalogFileName[] = "catalog";
-inline constexpr std::uint32_t kCatalogVersion = 2;
+inline constexpr std::uint32_t kCatalogVersion = 3;
 // A frame larger than this is refused (by the writer, which then leaves the
 // segment out of the catalog, and by the reader, which stops there).
 inline constexpr std::uint32_t kMaxCatalogFrameBytes = 64u << 20;

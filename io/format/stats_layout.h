@@ -18,13 +18,15 @@ struct StatsChunk {
 };
 
 // Tensors tensor_id .. tensor_id + count - 1, `rows` rows each, one after
-// the other from first_row: a session's tensors, with ids dense and the same
-// steps, are one range per segment.
+// the other from first_row, whose rows have the modes of `modes` (bit
+// 1 << mode): a session's tensors, with ids dense and the same steps, are one
+// range per segment.
 struct StatsTensorRange {
   std::uint32_t tensor_id = 0;
   std::uint32_t count = 1;
   std::uint32_t first_row = 0;
   std::uint32_t rows = 0;
+  std::uint8_t modes = 0;
 };
 
 struct StatsLayout {

@@ -91,6 +91,15 @@ Result<const std::map<std::uint32_t, std::uint8_t>*> RunTrial::TensorModes(
     const WorkerIndex& w) const {
   ModesSeen& seen = modes_[w.rank];
   for (; seen.segments < w.segment_files.size(); ++seen.segments) {
+    // From the catalog's stats layout when the segment has one: no read.
+    if (const StatsLayout* layout = w.segment_files[seen.segments].stats_layout.get()) {
+      for (const StatsTensorRange& r : layout->tensors) {
+        for (std::uint64_t id = r.tensor_id; id < std::uint64_t{r.tensor_id} + r.count; ++id) {
+          seen.modes[static_cast<std::uint32_t>(id)] |= r.modes;
+        }
+      }
+      continue;
+    }
     TSTAT_ASSIGN_OR_RETURN(std::shared_ptr<const WorkerIndex> records,
                            Records(w, static_cast<std::uint32_t>(seen.segments)));
     for (const auto& [id, ts] : records->series) {

@@ -31,6 +31,7 @@ void GroupedStatsTable::Close() {
   packed_.clear();
   ids_.clear();
   capture_.clear();
+  modes_.clear();
 }
 
 void GroupedStatsTable::Append(const StatsRow& row, std::uint32_t capture_index) {
@@ -39,6 +40,7 @@ void GroupedStatsTable::Append(const StatsRow& row, std::uint32_t capture_index)
   packer_->Pack(reinterpret_cast<const std::uint8_t*>(&row), 1, packed_.data() + at);
   ids_.push_back(row.tensor_id);
   capture_.push_back(capture_index);
+  modes_.push_back(static_cast<std::uint8_t>(1u << (row.mode & 7u)));
 }
 
 void GroupedStatsTable::GroupOrder() {
@@ -64,13 +66,16 @@ Status GroupedStatsTable::Finish(hid_t file, ChunkDeflater* deflater, const std:
   GroupOrder();
   grouped_capture_.resize(n);
   tensor_rows_.clear();
+  tensor_modes_.clear();
   for (std::size_t k = 0; k < n; ++k) {
     const std::uint32_t i = order_[k];
     grouped_capture_[k] = capture_[i];
     if (tensor_rows_.empty() || tensor_rows_.back().tensor_id != ids_[i]) {
       tensor_rows_.push_back(StatsTensorRow{ids_[i], k, 0});
+      tensor_modes_.push_back(0);
     }
     ++tensor_rows_.back().row_count;
+    tensor_modes_.back() |= modes_[i];
   }
   if (level_ == 0) {  // one contiguous dataset: the rows in tensor order, whole
     std::vector<std::uint8_t> grouped(n * row_bytes_);
@@ -136,18 +141,21 @@ Status GroupedStatsTable::WriteChunks(hid_t file, ChunkDeflater* deflater,
   if (H5Dclose(dataset.release()) < 0) {
     return H5Failure(StatusCode::kIoError, what + ": close failed");
   }
-  for (const StatsTensorRow& t : tensor_rows_) {  // runs of the same row count
+  for (std::size_t k = 0; k < tensor_rows_.size(); ++k) {  // runs: same rows, same modes
+    const StatsTensorRow& t = tensor_rows_[k];
     const auto first = static_cast<std::uint32_t>(t.first_row);
     const auto rows = static_cast<std::uint32_t>(t.row_count);
+    const std::uint8_t modes = tensor_modes_[k];
     if (!layout.tensors.empty()) {
       StatsTensorRange& run = layout.tensors.back();
-      if (run.rows == rows && std::uint64_t{run.tensor_id} + run.count == t.tensor_id &&
+      if (run.rows == rows && run.modes == modes &&
+          std::uint64_t{run.tensor_id} + run.count == t.tensor_id &&
           std::uint64_t{run.first_row} + std::uint64_t{run.count} * run.rows == first) {
         ++run.count;
         continue;
       }
     }
-    layout.tensors.push_back(StatsTensorRange{t.tensor_id, 1, first, rows});
+    layout.tensors.push_back(StatsTensorRange{t.tensor_id, 1, first, rows, modes});
   }
   layout_ = std::move(layout);
   return Status::OK();

@@ -60,9 +60,11 @@ class GroupedStatsTable {
   std::size_t row_bytes_ = 0;
   std::vector<std::uint8_t> packed_;  // rows as added, packed
   std::vector<std::uint32_t> ids_, capture_;
+  std::vector<std::uint8_t> modes_;            // per row, bit 1 << mode
   std::vector<std::uint32_t> order_, counts_;  // reused by GroupOrder
   std::vector<std::uint32_t> grouped_capture_;
   std::vector<StatsTensorRow> tensor_rows_;
+  std::vector<std::uint8_t> tensor_modes_;  // per tensor_rows_ entry
   std::optional<StatsLayout> layout_;
 };
 

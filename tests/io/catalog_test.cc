@@ -40,7 +40,8 @@ void WriteRichRun(const std::string& run, std::unique_ptr<Hdf5RunWriter>* open =
   auto writer = OpenWriterOrDie(run, 0, 1, "{\"test\": true}", compression_level);
   ASSERT_NE(writer, nullptr);
   TSTAT_ASSERT_OK(
-      writer->RegisterTensors({MakeTensorInfo(0, "a", {"weights"}), MakeScalarInfo(1, "loss")}));
+      writer->RegisterTensors({MakeTensorInfo(0, "a", {"weights"}), MakeScalarInfo(1, "loss"),
+                               MakeTensorInfo(3, "c", {"outputs"})}));
   TensorInfo b = MakeTensorInfo(2, "b", {"gradients", "all"});
   std::int64_t train = 0, eval = 0;
   for (std::int64_t g = 0; g < 15; ++g) {
@@ -55,6 +56,7 @@ void WriteRichRun(const std::string& run, std::unique_ptr<Hdf5RunWriter>* open =
     batch.wall_time = 1000.0 + g;
     batch.stats.push_back(ReferenceRecord(g, 0, g % 2 == 0));
     if (g >= 6) batch.stats.push_back(ReferenceRecord(g, 2, false));
+    if (is_eval) batch.stats.push_back(ReferenceRecord(g, 3, false));  // c: EVAL steps only
     batch.scalars.push_back(ScalarRecord{1, 0.5 * static_cast<double>(g), 2000.0 + g});
     if (g % 3 == 0) {
       std::vector<std::uint8_t> bytes(3 * 8 * 4);
@@ -147,11 +149,19 @@ TEST_F(CatalogTest, OneFramePerSegmentCarryingRegistryAndConfigOnlyWhenChanged) 
     EXPECT_EQ(e.counters->steps_captured, 3 * i + 3);
     EXPECT_TRUE(e.tables.stats.empty());
     ASSERT_TRUE(e.stats_layout.has_value());
-    EXPECT_EQ(e.stats_layout->rows, i < 2 ? 3u : 6u);  // b from segment 2 on
-    EXPECT_EQ(e.stats_layout->tensors.size(), i < 2 ? 1u : 2u);
+    // a; b from segment 2 on; c at the EVAL steps 4, 9 and 14 (segments 1, 3, 4).
+    const std::uint64_t rows[] = {3, 4, 6, 7, 7};
+    const std::size_t ranges[] = {1, 2, 2, 3, 3};
+    EXPECT_EQ(e.stats_layout->rows, rows[i]);
+    EXPECT_EQ(e.stats_layout->tensors.size(), ranges[i]);
+    // a's rows hold both modes where the segment has an EVAL step, c's EVAL only.
+    const std::uint8_t train = 1u << static_cast<int>(Mode::kTrain);
+    const std::uint8_t eval = 1u << static_cast<int>(Mode::kEval);
+    EXPECT_EQ(e.stats_layout->tensors[0].modes, (i == 1 || i >= 3) ? train | eval : train);
+    if (ranges[i] == 3 || i == 1) EXPECT_EQ(e.stats_layout->tensors.back().modes, eval);
     EXPECT_EQ(e.stats_layout->chunks.size(), 1u);
   }
-  ASSERT_EQ(frames[3].tensors.size(), 3u);
+  ASSERT_EQ(frames[3].tensors.size(), 4u);
   EXPECT_EQ(frames[3].tensors[2].shape, (std::vector<std::int64_t>{4, 2}));
   EXPECT_EQ(frames[2].tables.drops.size(), 1u);
   // Encoding a decoded frame gives the same bytes.

@@ -378,6 +378,13 @@ std::string TrialAnswers(Trial& t) {
   for (Mode m : {Mode::kGlobal, Mode::kTrain, Mode::kEval}) {
     for (const StepKey& k : t.steps(m)) o << "step " << KeyText(k) << "\n";
   }
+  for (Mode m : {Mode::kTrain, Mode::kEval, Mode::kPredict}) {
+    TensorQuery query;
+    query.mode = m;
+    o << "tensors of mode " << static_cast<int>(m) << ":";
+    for (const std::string& name : t.tensor_names(query)) o << " " << name;
+    o << "\n";
+  }
   for (const std::string& name : t.tensor_names()) {
     auto info = t.tensor_info(name, 0);
     o << "tensor " << name << " " << (info.ok() ? info->id : 99u) << " "
