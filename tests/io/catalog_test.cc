@@ -20,6 +20,7 @@
 #include "io/format/segment_catalog.h"
 #include "io/format/segment_schema.h"
 #include "io/h5/posix_file.h"
+#include "io/write/grouped_stats_table.h"
 #include "io/write/hdf5_run_writer.h"
 #include "tests/io/io_test_util.h"
 #include "tstat/trial.h"
@@ -447,6 +448,75 @@ TEST(CatalogWriterTest, FramesLargerThanAReadPieceAreRead) {
   TSTAT_EXPECT_OK((*trial)->Refresh());
   EXPECT_EQ((*trial)->steps().size(), 3u);
   EXPECT_EQ((*trial)->tensor_names().size(), 20000u);
+}
+
+// Segments of several stats chunks (50 tensors x 40 steps: 2,000 rows in
+// chunks of 414, some tensors across two chunks): every tensor's series read
+// through the catalog's layout equals the one read from the segments, and
+// the writer ends a segment by itself once it holds
+// GroupedStatsTable::kRotateRows stats rows.
+TEST(CatalogWriterTest, SeriesAcrossChunksAndSegmentsEndedByRowCount) {
+  TempDir dir;
+  const std::string run = dir.Sub("run");
+  auto writer = OpenWriterOrDie(run);
+  ASSERT_NE(writer, nullptr);
+  TSTAT_ASSERT_OK(writer->RegisterTensors(NumberedTensors(50)));
+  for (std::int64_t g = 0; g < 80; ++g) {
+    StepBatch batch = MakeBatch(g, Mode::kTrain, g);
+    for (std::uint32_t t = 0; t < 50; ++t) batch.stats.push_back(SyntheticStatsRecord(g, t));
+    TSTAT_ASSERT_OK(writer->Write(batch));
+    if (g % 40 == 39) TSTAT_ASSERT_OK(writer->Flush({}));
+  }
+  TSTAT_ASSERT_OK(writer->Close({}));
+  const std::string catalog = run + "/" + WorkerDirName(0) + "/" + kCatalogFileName;
+  auto bytes = ReadWholeFile(catalog);
+  TSTAT_ASSERT_OK(bytes);
+  const CatalogFrames frames =
+      DecodeCatalogFrames(reinterpret_cast<const std::uint8_t*>(bytes->data()), bytes->size());
+  ASSERT_EQ(frames.entries.size(), 2u);
+  ASSERT_TRUE(frames.entries[0].stats_layout.has_value());
+  EXPECT_EQ(frames.entries[0].stats_layout->chunks.size(), 5u);
+  EXPECT_EQ(frames.entries[0].stats_layout->tensors.size(), 1u);  // one run of 50
+  const auto all_series = [&]() {
+    auto trial = Trial::Open(run);
+    EXPECT_TRUE(trial.ok());
+    std::vector<std::vector<SeriesPoint>> out;
+    for (std::uint32_t t = 0; t < 50; ++t) {
+      auto series = (*trial)->series("w" + std::to_string(t), StatField::kMax, Mode::kTrain);
+      EXPECT_TRUE(series.ok()) << series.status().ToString();
+      out.push_back(series.ok() ? *series : std::vector<SeriesPoint>());
+    }
+    return out;
+  };
+  const std::vector<std::vector<SeriesPoint>> through_layout = all_series();
+  TSTAT_ASSERT_OK(RemoveFile(catalog));
+  const std::vector<std::vector<SeriesPoint>> from_segments = all_series();
+  for (std::uint32_t t = 0; t < 50; ++t) {
+    ASSERT_EQ(through_layout[t].size(), 80u) << t;
+    ASSERT_EQ(from_segments[t].size(), 80u) << t;
+    for (std::size_t i = 0; i < 80; ++i) {
+      EXPECT_EQ(through_layout[t][i].step.global_step, static_cast<std::int64_t>(i));
+      EXPECT_EQ(through_layout[t][i].value, from_segments[t][i].value) << t << " " << i;
+      EXPECT_EQ(through_layout[t][i].value,
+                SyntheticStatsRecord(static_cast<std::int64_t>(i), t).stats.max);
+    }
+  }
+
+  // 1,100 tensors x 500 steps without a flush: 550,000 rows, past 524,288.
+  TempDir big_dir;
+  auto big = OpenWriterOrDie(big_dir.Sub("run"));
+  ASSERT_NE(big, nullptr);
+  TSTAT_ASSERT_OK(big->RegisterTensors(NumberedTensors(1100)));
+  std::uint64_t rows = 0;
+  for (std::int64_t g = 0; g < 500; ++g) {
+    StepBatch batch = MakeBatch(g);
+    for (std::uint32_t t = 0; t < 1100; ++t) batch.stats.push_back(SyntheticStatsRecord(g, t));
+    TSTAT_ASSERT_OK(big->Write(batch));
+    rows += 1100;
+    EXPECT_EQ(big->segments_written(), rows >= GroupedStatsTable::kRotateRows ? 1u : 0u) << g;
+  }
+  TSTAT_ASSERT_OK(big->Close({}));
+  EXPECT_EQ(big->segments_written(), 2u);
 }
 
 TEST(CatalogWriterTest, AFileNamedCatalogIsLeftAloneAndTheRunReads) {
