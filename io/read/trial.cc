@@ -90,6 +90,8 @@ void RunTrial::ReadCatalog(const std::string& dir, WorkerState* state) {
       if (e.has_registry) {
         state->catalog_ids.clear();
         for (const TensorInfo& t : e.tensors) state->catalog_ids.insert(t.id);
+        state->catalog_registry = std::make_shared<const std::vector<TensorInfo>>(e.tensors);
+        ++state->catalog_registry_version;
       }
       if (e.has_config) {
         state->catalog_config = e.header.config_json;
@@ -107,7 +109,10 @@ void RunTrial::ReadCatalog(const std::string& dir, WorkerState* state) {
       const std::int64_t seg = e.header.segment_index;
       // A segment read from its file already (its frame came after the
       // listing) needs none.
-      if (!state->attempted.count(seg)) state->catalog[seg] = std::move(e);
+      if (!state->attempted.count(seg)) {
+        state->catalog[seg] = WorkerState::PendingFrame{std::move(e), state->catalog_registry,
+                                                        state->catalog_registry_version};
+      }
     }
     state->catalog_used += frames.used;
     if (!frames.problem.empty() && !frames.incomplete) {
@@ -129,8 +134,9 @@ std::optional<SegmentContents> RunTrial::FromCatalog(WorkerState* state, std::in
                                                      const std::string& path) {
   auto it = state->catalog.find(seg);
   if (it == state->catalog.end()) return std::nullopt;
-  CatalogEntry e = std::move(it->second);
+  WorkerState::PendingFrame pending = std::move(it->second);
   state->catalog.erase(it);
+  CatalogEntry& e = pending.entry;
   Result<std::uint64_t> size = FileSize(path);
   const SegmentHeader& h = e.header;
   if (!size.ok() || *size != e.file_bytes || h.rank != state->index.rank || h.world_size < 1 ||
@@ -140,7 +146,12 @@ std::optional<SegmentContents> RunTrial::FromCatalog(WorkerState* state, std::in
   }
   SegmentContents contents;
   contents.header = std::move(e.header);
-  contents.tensors = std::move(e.tensors);  // empty: the registry is unchanged
+  // The frame's registry, unless the index holds it already (then none: the
+  // index keeps its own).
+  if (pending.registry_version != state->applied_registry_version) {
+    contents.tensors = *pending.registry;
+    state->applied_registry_version = pending.registry_version;
+  }
   contents.tables = std::move(e.tables);
   contents.counters = e.counters;
   if (e.stats_layout) {
@@ -231,6 +242,7 @@ Status RunTrial::RefreshWorker(WorkerState* state) {
         continue;
       }
     }
+    if (!cataloged) state->applied_registry_version = 0;  // the file's registry, below
     Result<SegmentContents> contents = cataloged ? Result<SegmentContents>(std::move(*cataloged))
                                                  : ReadSegmentMetadata(path, &state->registry_memo);
     if (!contents.ok()) {

@@ -105,9 +105,23 @@ class RunTrial final : public Trial {
     std::uint64_t catalog_used = 0;
     bool catalog_started = false;  // its first frame was decoded
     bool catalog_stopped = false;
-    std::map<std::int64_t, CatalogEntry> catalog;
+    // A frame not used yet, with the registry it holds or carries over
+    // (numbered: registry_version counts the frames that carried one).
+    struct PendingFrame {
+      CatalogEntry entry;
+      std::shared_ptr<const std::vector<TensorInfo>> registry;
+      std::uint64_t registry_version = 0;
+    };
+    std::map<std::int64_t, PendingFrame> catalog;
+    std::shared_ptr<const std::vector<TensorInfo>> catalog_registry;
+    std::uint64_t catalog_registry_version = 0;
     std::unordered_set<std::uint32_t> catalog_ids;
     std::string catalog_config;
+    // The registry version the index holds (0: one read from a file, or
+    // none): a frame that carries the registry over gives it to the index
+    // when the index holds another (the frame that changed it was not
+    // used, its segment being missing or read from the file).
+    std::uint64_t applied_registry_version = 0;
   };
 
   Status RefreshWorker(WorkerState* state);

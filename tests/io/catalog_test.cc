@@ -190,6 +190,21 @@ TEST_F(CatalogTest, OpensAsFromTheSegmentsWithoutReadingThem) {
   EXPECT_NE(damaged.message().find(SegmentFileName(1)), std::string::npos) << damaged.message();
 }
 
+// The segment whose frame changed the registry (3: b's shape) is missing:
+// the next frame carries that registry over, and the index takes it there,
+// as it takes the registry segment 4's file holds without the catalog.
+TEST_F(CatalogTest, RegistryOfAMissingSegmentsFrameReachesTheNextSegment) {
+  TSTAT_ASSERT_OK(RemoveFile(worker_ + "/" + SegmentFileName(3)));
+  const std::string without = OpenAndAnswer(run_);
+  WriteFile(catalog_path_, catalog_);
+  auto trial = Trial::Open(run_);
+  TSTAT_ASSERT_OK(trial);
+  auto b = (*trial)->tensor_info("b", 0);
+  TSTAT_ASSERT_OK(b);
+  EXPECT_EQ(b->shape, (std::vector<std::int64_t>{4, 2}));
+  EXPECT_EQ(TrialAnswers(**trial), without);
+}
+
 TEST_F(CatalogTest, CutAtAnyByteReadsTheRestFromTheSegments) {
   for (std::size_t cut = 0; cut < catalog_.size(); cut += (cut < 64 ? 1 : 61)) {
     ExpectSameAnswers(catalog_.substr(0, cut), "cut at " + std::to_string(cut));
