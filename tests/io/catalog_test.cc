@@ -159,7 +159,9 @@ TEST_F(CatalogTest, OneFramePerSegmentCarryingRegistryAndConfigOnlyWhenChanged) 
     const std::uint8_t train = 1u << static_cast<int>(Mode::kTrain);
     const std::uint8_t eval = 1u << static_cast<int>(Mode::kEval);
     EXPECT_EQ(e.stats_layout->tensors[0].modes, (i == 1 || i >= 3) ? train | eval : train);
-    if (ranges[i] == 3 || i == 1) EXPECT_EQ(e.stats_layout->tensors.back().modes, eval);
+    if (ranges[i] == 3 || i == 1) {
+      EXPECT_EQ(e.stats_layout->tensors.back().modes, eval);
+    }
     EXPECT_EQ(e.stats_layout->chunks.size(), 1u);
   }
   ASSERT_EQ(frames[3].tensors.size(), 4u);
