@@ -12,6 +12,14 @@ StepKey KeyOf(std::int64_t global_step, std::uint8_t mode, std::int64_t mode_ste
   return StepKey{global_step, static_cast<Mode>(mode), mode_step};
 }
 
+// v[offset : offset + n], a record's payload in a segment's flat array (the
+// reader checked the range).
+template <class T>
+std::vector<T> Slice(const std::vector<T>& v, std::uint64_t offset, std::uint64_t n) {
+  const auto first = v.begin() + static_cast<std::ptrdiff_t>(offset);
+  return std::vector<T>(first, first + static_cast<std::ptrdiff_t>(n));
+}
+
 }  // namespace
 
 void JoinRecordExtras(const SegmentBuffers& b,
@@ -24,8 +32,7 @@ void JoinRecordExtras(const SegmentBuffers& b,
     h.hi = r.hi;
     h.below = r.below;
     h.above = r.above;
-    auto first = b.linear_hist_counts.begin() + static_cast<std::ptrdiff_t>(r.offset);
-    h.counts = std::vector<std::uint64_t>(first, first + r.num_bins);
+    h.counts = Slice(b.linear_hist_counts, r.offset, r.num_bins);
     e->linear = std::move(h);
   }
   for (const ChannelRow& r : b.channels) {
@@ -43,18 +50,15 @@ void JoinRecordExtras(const SegmentBuffers& b,
     if (e == nullptr) continue;
     LabelCounts l;
     l.out_of_range = r.out_of_range;
-    auto first = b.label_counts.begin() + static_cast<std::ptrdiff_t>(r.offset);
-    l.counts = std::vector<std::uint64_t>(first, first + r.num_classes);
+    l.counts = Slice(b.label_counts, r.offset, r.num_classes);
     e->labels = std::move(l);
   }
   for (const SampleRow& r : b.samples) {
     RecordExtras* e = at(r.global_step, r.tensor_id);
     if (e == nullptr) continue;
     ElementSample sample;
-    const auto off = static_cast<std::ptrdiff_t>(r.offset);
-    const auto n = static_cast<std::ptrdiff_t>(r.num_values);
-    sample.positions.assign(b.sample_positions.begin() + off, b.sample_positions.begin() + off + n);
-    sample.values.assign(b.sample_values.begin() + off, b.sample_values.begin() + off + n);
+    sample.positions = Slice(b.sample_positions, r.offset, r.num_values);
+    sample.values = Slice(b.sample_values, r.offset, r.num_values);
     e->sample = std::move(sample);
   }
   for (const DeltaRow& r : b.delta) {
@@ -68,19 +72,14 @@ void JoinRecordExtras(const SegmentBuffers& b,
     ConfusionMatrix m;
     m.classes = static_cast<int>(r.classes);
     m.invalid = r.invalid;
-    auto first = b.confusion_counts.begin() + static_cast<std::ptrdiff_t>(r.offset);
-    m.counts = std::vector<std::uint64_t>(
-        first, first + static_cast<std::ptrdiff_t>(r.classes) * r.classes);
+    m.counts = Slice(b.confusion_counts, r.offset, std::uint64_t{r.classes} * r.classes);
     e->confusion = std::move(m);
   }
   for (const ValueCountsRow& r : b.value_counts) {
     RecordExtras* e = at(r.global_step, r.tensor_id);
     if (e == nullptr) continue;
-    const auto off = static_cast<std::ptrdiff_t>(r.offset);
-    e->count_values = std::vector<std::int64_t>(b.counted_values.begin() + off,
-                                                b.counted_values.begin() + off + r.num_values);
-    e->value_counts = std::vector<std::uint64_t>(b.counted_counts.begin() + off,
-                                                 b.counted_counts.begin() + off + r.num_values);
+    e->count_values = Slice(b.counted_values, r.offset, r.num_values);
+    e->value_counts = Slice(b.counted_counts, r.offset, r.num_values);
   }
 }
 
