@@ -37,6 +37,10 @@ inline constexpr std::int64_t kFormatVersion = 4;
 inline constexpr std::int64_t kOldestReadableFormatVersion = 1;
 inline constexpr std::int64_t kNewestLegacyFormatVersion = 2;
 
+// Whether `mode` is a step key's mode as stored: 1 TRAIN, 2 EVAL, 3 PREDICT,
+// 4 GLOBAL (the writer's check of a batch, the reader's of every row).
+inline bool IsStoredMode(std::uint8_t mode) { return mode >= 1 && mode <= 4; }
+
 // Dataset names (all at the file root, raw snapshots under "raw/").
 inline constexpr char kConfigDataset[] = "config";
 inline constexpr char kTensorsTable[] = "tensors";

@@ -24,8 +24,6 @@
 namespace tstat::io {
 namespace {
 
-bool ValidMode(std::uint8_t m) { return m >= 1 && m <= 4; }
-
 StepKey KeyOf(std::int64_t global_step, std::uint8_t mode, std::int64_t mode_step) {
   return StepKey{global_step, static_cast<Mode>(mode), mode_step};
 }
@@ -303,7 +301,7 @@ template <class Row, class Known>
 Status CheckRowKeys(const std::vector<Row>& rows, const char* table, const Known& known,
                     const std::string& path) {
   for (const Row& r : rows) {
-    if (!ValidMode(r.mode)) return Status::Corruption(path + ": " + table + ": invalid mode");
+    if (!IsStoredMode(r.mode)) return Status::Corruption(path + ": " + table + ": invalid mode");
     if (!known(r.tensor_id)) {
       return Status::Corruption(path + ": " + table + ": tensor id not in the registry");
     }
@@ -324,9 +322,9 @@ Status ValidateTables(const SegmentBuffers& b, const Known& known, const std::st
     return offset <= size && n <= size - offset;
   };
   for (const StepRow& r : b.steps)
-    if (!ValidMode(r.mode)) return bad("steps: invalid mode");
+    if (!IsStoredMode(r.mode)) return bad("steps: invalid mode");
   for (const DropEntry& d : b.drops)
-    if (!ValidMode(static_cast<std::uint8_t>(d.key.mode))) return bad("drops: invalid mode");
+    if (!IsStoredMode(static_cast<std::uint8_t>(d.key.mode))) return bad("drops: invalid mode");
 #define TSTAT_IO_CHECK_KEYS(rows, table) \
   TSTAT_RETURN_IF_ERROR(CheckRowKeys(rows, table, known, path));
   TSTAT_IO_CHECK_KEYS(b.stats, "stats")
@@ -351,10 +349,10 @@ Status ValidateTables(const SegmentBuffers& b, const Known& known, const std::st
     }
   }
   for (const ScalarRow& r : b.scalars) {
-    if (!ValidMode(r.mode) || !known(r.scalar_id)) return bad("scalars: invalid row");
+    if (!IsStoredMode(r.mode) || !known(r.scalar_id)) return bad("scalars: invalid row");
   }
   for (const RawIndexRow& r : b.raw_index) {
-    if (!ValidMode(r.mode) || !known(r.tensor_id)) return bad("raw_index: invalid row");
+    if (!IsStoredMode(r.mode) || !known(r.tensor_id)) return bad("raw_index: invalid row");
     if (!fits(r.shape_offset, r.rank, b.raw_shapes.size())) {
       return bad("raw_index: row with a shape outside raw_shapes");
     }

@@ -104,7 +104,7 @@ Status StatsChunkReader::ReadTensorRows(const std::string& path, std::uint64_t f
   }
   for (std::size_t i = before; i < out->size(); ++i) {
     const StatsRow& r = (*out)[i];
-    if (r.tensor_id != id || r.mode < 1 || r.mode > 4) {
+    if (r.tensor_id != id || !IsStoredMode(r.mode)) {
       return bad("row of tensor " + std::to_string(r.tensor_id) + ", mode " +
                  std::to_string(r.mode) + " in the range of tensor " + std::to_string(id));
     }

@@ -51,10 +51,6 @@ std::string LocalHostName() {
   return name;
 }
 
-bool IsValidMode(Mode m) {
-  return m == Mode::kTrain || m == Mode::kEval || m == Mode::kPredict || m == Mode::kGlobal;
-}
-
 }  // namespace
 
 Result<std::unique_ptr<StepSink>> OpenHdf5RunWriter(const Hdf5RunWriterOptions& options) {
@@ -166,7 +162,9 @@ Status Hdf5RunWriter::RegisterTensors(const std::vector<TensorInfo>& tensors) {
 
 Status Hdf5RunWriter::ValidateBatch(const StepBatch& batch) const {
   const std::string step = "step " + std::to_string(batch.key.global_step);
-  if (!IsValidMode(batch.key.mode)) return Status::InvalidArgument(step + ": invalid mode");
+  if (!IsStoredMode(static_cast<std::uint8_t>(batch.key.mode))) {
+    return Status::InvalidArgument(step + ": invalid mode");
+  }
   if (last_global_step_ && batch.key.global_step <= *last_global_step_) {
     return Status::FailedPrecondition(step + " is not after the last written step " +
                                       std::to_string(*last_global_step_));

@@ -90,7 +90,8 @@ TEST(SegmentCacheTest, KeepsWhatFitsAndReadsAgainWhatWasDropped) {
   TempDir dir;
   const std::string run = WriteRun(dir);
   const std::string worker = run + "/" + WorkerDirName(0) + "/";
-  const SegmentFile a{worker + SegmentFileName(0), 0}, b{worker + SegmentFileName(1), 0};
+  const SegmentFile a{worker + SegmentFileName(0), 0, nullptr},
+      b{worker + SegmentFileName(1), 0, nullptr};
 
   SegmentCache roomy(std::uint64_t{1} << 30);
   for (int i = 0; i < 3; ++i) {
@@ -112,7 +113,8 @@ TEST(SegmentCacheTest, KeepsWhatFitsAndReadsAgainWhatWasDropped) {
   }
   EXPECT_EQ(tight.reads(), 6u);
 
-  const Status missing = tight.Get(0, 9, SegmentFile{worker + SegmentFileName(9), 0}).status();
+  const Status missing =
+      tight.Get(0, 9, SegmentFile{worker + SegmentFileName(9), 0, nullptr}).status();
   EXPECT_FALSE(missing.ok());
   EXPECT_NE(missing.message().find(SegmentFileName(9)), std::string::npos) << missing.message();
 }
