@@ -201,22 +201,29 @@ Result<std::string> ReadRegularFile(const std::string& path, std::uint64_t max_b
   return ReadToEnd(fd.get(), path, max_bytes);  // bounded: it may grow while read
 }
 
+Result<std::size_t> PreadUpTo(int fd, void* out, std::size_t bytes, std::uint64_t offset,
+                              const std::string& path) {
+  auto* p = static_cast<char*>(out);
+  std::size_t done = 0;
+  while (done < bytes) {
+    const ssize_t n = ::pread(fd, p + done, bytes - done, static_cast<off_t>(offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return ErrnoStatus(path, "read", errno);
+    if (n == 0) break;
+    done += static_cast<std::size_t>(n);
+  }
+  return done;
+}
+
 Result<std::string> ReadRegularFileRange(const std::string& path, std::uint64_t offset,
                                          std::uint64_t max_bytes) {
   std::uint64_t size = 0;
   TSTAT_ASSIGN_OR_RETURN(UniqueFd fd, OpenRegularFile(path, &size));
   if (offset >= size) return std::string();
   std::string out(static_cast<std::size_t>(std::min(max_bytes, size - offset)), '\0');
-  std::size_t done = 0;
-  while (done < out.size()) {
-    const ssize_t n =
-        ::pread(fd.get(), out.data() + done, out.size() - done, static_cast<off_t>(offset + done));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return ErrnoStatus(path, "read", errno);
-    if (n == 0) break;  // cut shorter since the fstat
-    done += static_cast<std::size_t>(n);
-  }
-  out.resize(done);
+  TSTAT_ASSIGN_OR_RETURN(std::size_t done,
+                         PreadUpTo(fd.get(), out.data(), out.size(), offset, path));
+  out.resize(done);  // cut shorter since the fstat
   return out;
 }
 

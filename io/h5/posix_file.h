@@ -75,6 +75,11 @@ Result<std::string> ReadRegularFile(const std::string& path, std::uint64_t max_b
 // blocking on it: kInvalidArgument naming it); its size into *size.
 Result<UniqueFd> OpenRegularFile(const std::string& path, std::uint64_t* size);
 
+// Reads `bytes` bytes of `fd` at `offset` into `out` (EINTR retried, short
+// reads continued): the bytes read, fewer only where the file ends.
+Result<std::size_t> PreadUpTo(int fd, void* out, std::size_t bytes, std::uint64_t offset,
+                              const std::string& path);
+
 // Reads bytes [offset, offset + max_bytes) at most of a regular file that
 // anyone may have put in a run directory (FIFOs and devices refused without
 // blocking; a symlink is followed as open(2) does, a loop is an error):

@@ -40,12 +40,10 @@ Status Crc32OfFileRange(int fd, std::uint64_t begin, std::uint64_t end, const st
   while (offset < end) {
     const std::size_t want =
         static_cast<std::size_t>(std::min<std::uint64_t>(buffer.size(), end - offset));
-    const ssize_t n = ::pread(fd, buffer.data(), want, static_cast<off_t>(offset));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return ErrnoStatus(path, "read", errno);
-    if (n == 0) return Status::Corruption(path + ": file shrank while being checksummed");
-    value = libdeflate_crc32(value, buffer.data(), static_cast<std::size_t>(n));
-    offset += static_cast<std::uint64_t>(n);
+    TSTAT_ASSIGN_OR_RETURN(std::size_t n, PreadUpTo(fd, buffer.data(), want, offset, path));
+    if (n < want) return Status::Corruption(path + ": file shrank while being checksummed");
+    value = libdeflate_crc32(value, buffer.data(), n);
+    offset += n;
   }
   *crc = value;
   return Status::OK();

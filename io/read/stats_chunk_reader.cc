@@ -2,10 +2,8 @@
 #include "io/read/stats_chunk_reader.h"
 
 #include <libdeflate.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 
 #include "io/codec/chunk_deflate.h"
 #include "io/h5/h5_lock.h"
@@ -71,15 +69,9 @@ Status StatsChunkReader::ReadTensorRows(const std::string& path, std::uint64_t f
     const StatsChunk& c = layout.chunks[static_cast<std::size_t>(k)];
     const std::string which = "chunk " + std::to_string(k);
     stored_.resize(c.stored_bytes);
-    std::size_t done = 0;
-    while (done < stored_.size()) {
-      const ssize_t n = ::pread(fd.get(), stored_.data() + done, stored_.size() - done,
-                                static_cast<off_t>(c.offset + done));
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) return ErrnoStatus(path, "read", errno);
-      if (n == 0) return bad(which + " past the end of the file");
-      done += static_cast<std::size_t>(n);
-    }
+    TSTAT_ASSIGN_OR_RETURN(std::size_t read,
+                           PreadUpTo(fd.get(), stored_.data(), stored_.size(), c.offset, path));
+    if (read != stored_.size()) return bad(which + " past the end of the file");
     if (static_cast<std::uint32_t>(libdeflate_crc32(0, stored_.data(), stored_.size())) !=
         c.crc32) {
       return bad(which + " fails its CRC (damaged since it was written)");
