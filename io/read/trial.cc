@@ -93,11 +93,7 @@ void RunTrial::ReadCatalog(const std::string& dir, WorkerState* state) {
         state->catalog_registry = std::make_shared<const std::vector<TensorInfo>>(e.tensors);
         ++state->catalog_registry_version;
       }
-      if (e.has_config) {
-        state->catalog_config = e.header.config_json;
-      } else {
-        e.header.config_json = state->catalog_config;
-      }
+      if (e.has_config) state->catalog_config = e.header.config_json;
       // The ids the frame's rows are checked with (a frame that carries no
       // registry has the previous frame's).
       Status valid = ValidateSegmentTables(
@@ -146,6 +142,11 @@ std::optional<SegmentContents> RunTrial::FromCatalog(WorkerState* state, std::in
   }
   SegmentContents contents;
   contents.header = std::move(e.header);
+  // The config a frame carries over, only where the index has none yet (it
+  // keeps the first it gets): not a copy per segment.
+  if (!e.has_config && !state->index.have_config) {
+    contents.header.config_json = state->catalog_config;
+  }
   // The frame's registry, unless the index holds it already (then none: the
   // index keeps its own).
   if (pending.registry_version != state->applied_registry_version) {

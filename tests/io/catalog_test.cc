@@ -207,6 +207,16 @@ TEST_F(CatalogTest, RegistryOfAMissingSegmentsFrameReachesTheNextSegment) {
   EXPECT_EQ(TrialAnswers(**trial), without);
 }
 
+// The first segment, whose frame alone carries the config and the first
+// registry, is missing: the run still has both, as from the segments.
+TEST_F(CatalogTest, ConfigAndRegistryOfAMissingFirstSegmentReachTheNext) {
+  TSTAT_ASSERT_OK(RemoveFile(worker_ + "/" + SegmentFileName(0)));
+  const std::string without = OpenAndAnswer(run_);
+  EXPECT_NE(without.find("config {\"test\": true}"), std::string::npos) << without;
+  WriteFile(catalog_path_, catalog_);
+  EXPECT_EQ(OpenAndAnswer(run_), without);
+}
+
 TEST_F(CatalogTest, CutAtAnyByteReadsTheRestFromTheSegments) {
   for (std::size_t cut = 0; cut < catalog_.size(); cut += (cut < 64 ? 1 : 61)) {
     ExpectSameAnswers(catalog_.substr(0, cut), "cut at " + std::to_string(cut));
