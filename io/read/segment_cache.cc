@@ -13,11 +13,11 @@ const SegmentCache::Entry* SegmentCache::Touch(const Key& key) {
 }
 
 Result<SegmentContents> SegmentCache::Read(const SegmentFile& file,
-                                           const std::function<bool(std::uint32_t)>* known,
-                                           SegmentBuffers* reuse) {
+                                           const std::function<bool(std::uint32_t)>& known,
+                                           bool stats_only, SegmentBuffers* reuse) {
   if (before_read_) TSTAT_RETURN_IF_ERROR(before_read_(file.path));
   Result<SegmentContents> contents =
-      known != nullptr ? ReadSegmentStats(file.path, *known) : ReadSegment(file.path, reuse);
+      stats_only ? ReadSegmentStats(file.path, known) : ReadSegmentRecords(file.path, known, reuse);
   if (!contents.ok()) {
     const Status& s = contents.status();
     // It was read whole when the run was opened: whatever fails now is the
@@ -66,22 +66,26 @@ Result<std::shared_ptr<const T>> SegmentCache::GetOrMake(const Key& key,
   return std::shared_ptr<const T>(std::move(made));
 }
 
-Result<std::shared_ptr<const WorkerIndex>> SegmentCache::Get(int rank, std::uint32_t ordinal,
-                                                             const SegmentFile& file) {
+Result<std::shared_ptr<const WorkerIndex>> SegmentCache::Get(
+    int rank, std::uint32_t ordinal, const SegmentFile& file,
+    const std::function<bool(std::uint32_t)>& known) {
   return GetOrMake(Key{rank, ordinal, Kind::kIndex}, &Entry::index,
                    [&]() -> Result<std::shared_ptr<WorkerIndex>> {
-                     TSTAT_ASSIGN_OR_RETURN(SegmentContents contents, Read(file));
+                     TSTAT_ASSIGN_OR_RETURN(SegmentContents contents,
+                                            Read(file, known, /*stats_only=*/false));
                      auto index = std::make_shared<WorkerIndex>(rank);
                      index->AddSegment(contents, file.path, file.bytes);
                      return index;
                    });
 }
 
-Result<std::shared_ptr<const SegmentSteps>> SegmentCache::GetSteps(int rank, std::uint32_t ordinal,
-                                                                   const SegmentFile& file) {
+Result<std::shared_ptr<const SegmentSteps>> SegmentCache::GetSteps(
+    int rank, std::uint32_t ordinal, const SegmentFile& file,
+    const std::function<bool(std::uint32_t)>& known) {
   return GetOrMake(Key{rank, ordinal, Kind::kSteps}, &Entry::steps,
                    [&]() -> Result<std::shared_ptr<SegmentSteps>> {
-                     TSTAT_ASSIGN_OR_RETURN(SegmentContents contents, Read(file, nullptr, &spare_));
+                     TSTAT_ASSIGN_OR_RETURN(SegmentContents contents,
+                                            Read(file, known, /*stats_only=*/false, &spare_));
                      return std::make_shared<SegmentSteps>(std::move(contents));
                    });
 }
@@ -91,7 +95,8 @@ Result<std::shared_ptr<const SegmentStatsRows>> SegmentCache::GetStatsRows(
     const std::function<bool(std::uint32_t)>& known) {
   return GetOrMake(Key{rank, ordinal, Kind::kStatsRows}, &Entry::stats_rows,
                    [&]() -> Result<std::shared_ptr<SegmentStatsRows>> {
-                     TSTAT_ASSIGN_OR_RETURN(SegmentContents contents, Read(file, &known));
+                     TSTAT_ASSIGN_OR_RETURN(SegmentContents contents,
+                                            Read(file, known, /*stats_only=*/true));
                      return std::make_shared<SegmentStatsRows>(std::move(contents));
                    });
 }

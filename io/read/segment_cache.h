@@ -31,14 +31,17 @@ class SegmentCache {
   // however large it is; the others go once the total passes the cap.
   // kCorruption naming the file when its records cannot be read (the
   // metadata read when the run was opened could be).
+  // `known`: the tensor ids of the worker's registry, which its rows are
+  // checked with (the segment's own registry is not read again).
   Result<std::shared_ptr<const WorkerIndex>> Get(int rank, std::uint32_t ordinal,
-                                                 const SegmentFile& file);
+                                                 const SegmentFile& file,
+                                                 const std::function<bool(std::uint32_t)>& known);
   // The same segment's records by step (segment_steps.h), for step queries,
   // and its stats rows by tensor (segment_stats_rows.h), for series; cached
   // beside, and counted with, the indexes.
-  Result<std::shared_ptr<const SegmentSteps>> GetSteps(int rank, std::uint32_t ordinal,
-                                                       const SegmentFile& file);
-  // `known`: the tensor ids of the worker's registry (ReadSegmentStats).
+  Result<std::shared_ptr<const SegmentSteps>> GetSteps(
+      int rank, std::uint32_t ordinal, const SegmentFile& file,
+      const std::function<bool(std::uint32_t)>& known);
   Result<std::shared_ptr<const SegmentStatsRows>> GetStatsRows(
       int rank, std::uint32_t ordinal, const SegmentFile& file,
       const std::function<bool(std::uint32_t)>& known);
@@ -69,10 +72,10 @@ class SegmentCache {
   };
   // The entry of `key`, moved to the front of uses_; null when absent.
   const Entry* Touch(const Key& key);
-  // Reads `file` whole, or with `known` its stats alone (ReadSegmentStats),
-  // with the errors Get documents.
+  // Reads the records of `file` (ReadSegmentRecords), or its stats alone
+  // (`stats_only`: ReadSegmentStats), with the errors Get documents.
   Result<SegmentContents> Read(const SegmentFile& file,
-                               const std::function<bool(std::uint32_t)>* known = nullptr,
+                               const std::function<bool(std::uint32_t)>& known, bool stats_only,
                                SegmentBuffers* reuse = nullptr);
   // Adds `entry` under `key` as the most recently used, then evicts.
   void Insert(const Key& key, Entry entry);

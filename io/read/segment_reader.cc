@@ -453,6 +453,22 @@ Result<SegmentContents> ReadOpenSegmentStats(hid_t file, const std::string& path
   return s;
 }
 
+// ReadSegmentRecords of the open segment.
+Result<SegmentContents> ReadOpenSegmentRecords(hid_t file, const std::string& path,
+                                               const std::function<bool(std::uint32_t)>& known,
+                                               SegmentBuffers* reuse) {
+  SegmentContents s;
+  if (reuse != nullptr) {
+    s.tables = std::move(*reuse);
+    s.tables.Clear();
+  }
+  TSTAT_RETURN_IF_ERROR(ReadHeader(file, path, &s.header));
+  TSTAT_RETURN_IF_ERROR(ReadStepTables(file, path, s.header.format_version, &s.tables));
+  TSTAT_RETURN_IF_ERROR(ReadRecordTables(file, path, &s.tables));
+  TSTAT_RETURN_IF_ERROR(ValidateTables(s.tables, known, path));
+  return s;
+}
+
 // The registry of the open segment into `tensors`: from `memo` when the
 // segment stores exactly the registry the memo decoded last, else decoded
 // (and remembered).
@@ -567,6 +583,14 @@ Result<SegmentContents> ReadSegmentStats(const std::string& path,
   H5Lock lock;
   return ReadSealedSegment(path,
                            [&](hid_t file) { return ReadOpenSegmentStats(file, path, known); });
+}
+
+Result<SegmentContents> ReadSegmentRecords(const std::string& path,
+                                           const std::function<bool(std::uint32_t)>& known,
+                                           SegmentBuffers* reuse) {
+  H5Lock lock;
+  return ReadSealedSegment(
+      path, [&](hid_t file) { return ReadOpenSegmentRecords(file, path, known, reuse); });
 }
 
 Status WalkSegmentLocked(const std::string& path, RegistryMemo* memo) {

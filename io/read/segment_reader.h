@@ -66,6 +66,14 @@ Result<SegmentContents> ReadSegmentMetadata(const std::string& path, RegistryMem
 Result<SegmentContents> ReadSegmentStats(const std::string& path,
                                          const std::function<bool(std::uint32_t)>& known);
 
+// What ReadSegment reads but the registry and the counters: the records
+// of a segment whose metadata the caller read when it opened the run (the
+// segment cache). Rows' tensor ids are checked with `known` (that
+// registry); `tensors` stays empty. `reuse` as ReadSegment's.
+Result<SegmentContents> ReadSegmentRecords(const std::string& path,
+                                           const std::function<bool(std::uint32_t)>& known,
+                                           SegmentBuffers* reuse = nullptr);
+
 // The checks ReadSegment makes of the rows it read (modes, ids that `known`
 // accepts, offsets inside their payload arrays, ...), for rows that came
 // from elsewhere (the worker catalog). kCorruption naming `path`.

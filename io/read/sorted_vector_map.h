@@ -43,6 +43,7 @@ class SortedVectorMap {
   }
   std::size_t count(const K& key) const { return find(key) == end() ? 0 : 1; }
 
+  void reserve(std::size_t n) { items_.reserve(n); }
   bool empty() const { return items_.empty(); }
   std::size_t size() const { return items_.size(); }
   iterator begin() { return items_.begin(); }

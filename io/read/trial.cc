@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstring>
 #include <thread>
+#include <unordered_map>
 
 #include "io/format/closed_marker.h"
 #include "io/format/run_layout.h"
@@ -126,8 +127,24 @@ void RunTrial::ReadCatalog(const std::string& dir, WorkerState* state) {
   }
 }
 
+void RunTrial::ReserveForCatalog(const std::vector<std::int64_t>& fresh, WorkerState* state) {
+  std::size_t steps = 0;
+  std::map<std::uint8_t, std::size_t> per_mode;
+  std::unordered_map<std::uint32_t, std::size_t> per_scalar;
+  for (std::int64_t seg : fresh) {
+    auto it = state->catalog.find(seg);
+    if (it == state->catalog.end()) continue;
+    const SegmentBuffers& t = it->second.entry.tables;
+    steps += t.steps.size();
+    for (const StepRow& r : t.steps) ++per_mode[r.mode];
+    for (const ScalarRow& r : t.scalars) ++per_scalar[r.scalar_id];
+  }
+  state->index.Reserve(steps, per_mode, per_scalar);
+}
+
 std::optional<SegmentContents> RunTrial::FromCatalog(WorkerState* state, std::int64_t seg,
-                                                     const std::string& path) {
+                                                     const std::string& path,
+                                                     std::uint64_t* file_bytes) {
   auto it = state->catalog.find(seg);
   if (it == state->catalog.end()) return std::nullopt;
   WorkerState::PendingFrame pending = std::move(it->second);
@@ -159,6 +176,7 @@ std::optional<SegmentContents> RunTrial::FromCatalog(WorkerState* state, std::in
     contents.stats_layout = std::make_shared<const StatsLayout>(std::move(*e.stats_layout));
   }
   if (options_.isolate_segment_reads) unchecked_.insert(path);
+  *file_bytes = *size;
   return contents;
 }
 
@@ -229,9 +247,11 @@ Status RunTrial::RefreshWorker(WorkerState* state) {
   }
   std::sort(fresh.begin(), fresh.end());
   if (!fresh.empty()) ReadCatalog(dir, state);
+  ReserveForCatalog(fresh, state);
   for (std::int64_t seg : fresh) {
     const std::string path = JoinPath(dir, SegmentFileName(seg));
-    std::optional<SegmentContents> cataloged = FromCatalog(state, seg, path);
+    std::uint64_t cataloged_bytes = 0;
+    std::optional<SegmentContents> cataloged = FromCatalog(state, seg, path, &cataloged_bytes);
     if (!cataloged && options_.isolate_segment_reads) {
       if (!isolated_) {
         isolated_ = std::make_unique<IsolatedSegmentReads>(options_.isolated_read_timeout_s);
@@ -265,7 +285,9 @@ Status RunTrial::RefreshWorker(WorkerState* state) {
       state->attempted.insert(seg);
       continue;
     }
-    Result<std::uint64_t> size = FileSize(path);
+    // A cataloged segment's size was checked against its frame just now.
+    Result<std::uint64_t> size =
+        cataloged_bytes ? Result<std::uint64_t>(cataloged_bytes) : FileSize(path);
     const bool closed_counters = state->marker_seen && state->marker_segments >= 0;
     const PipelineCounters final_counters = index.counters;
     index.AddSegment(contents.value(), path, size.ok() ? size.value() : 0);

@@ -128,9 +128,13 @@ class RunTrial final : public Trial {
   // Decodes the frames appended to the worker's catalog since the last call.
   void ReadCatalog(const std::string& dir, WorkerState* state);
   // Segment `seg` at `path` from its catalog frame: nullopt when there is
-  // none, or when it does not match the file (then the file is read).
+  // none, or when it does not match the file (then the file is read); its
+  // size, checked, into *file_bytes.
   std::optional<SegmentContents> FromCatalog(WorkerState* state, std::int64_t seg,
-                                             const std::string& path);
+                                             const std::string& path, std::uint64_t* file_bytes);
+  // Makes room in the worker's index for the steps and scalars of the
+  // catalog frames of `fresh` segments (one allocation, not one per doubling).
+  void ReserveForCatalog(const std::vector<std::int64_t>& fresh, WorkerState* state);
   // Before HDF5 reads a segment opened from the catalog, with
   // options_.isolate_segment_reads: its first parse, in the child.
   Status CheckIsolated(const std::string& path) const;

@@ -71,20 +71,20 @@ Status RunTrial::MissingRecord(int worker, const std::string& what, std::int64_t
 Result<std::shared_ptr<const WorkerIndex>> RunTrial::Records(const WorkerIndex& w,
                                                              std::uint32_t ordinal) const {
   TSTAT_ASSIGN_OR_RETURN(const SegmentFile* file, SegmentOf(w, ordinal));
-  return cache_.Get(w.rank, ordinal, *file);
+  return cache_.Get(w.rank, ordinal, *file, [&w](std::uint32_t id) { return w.Knows(id); });
 }
 
 Result<std::shared_ptr<const SegmentSteps>> RunTrial::StepRecords(const WorkerIndex& w,
                                                                   std::uint32_t ordinal) const {
   TSTAT_ASSIGN_OR_RETURN(const SegmentFile* file, SegmentOf(w, ordinal));
-  return cache_.GetSteps(w.rank, ordinal, *file);
+  return cache_.GetSteps(w.rank, ordinal, *file, [&w](std::uint32_t id) { return w.Knows(id); });
 }
 
 Result<std::shared_ptr<const SegmentStatsRows>> RunTrial::StatsRows(const WorkerIndex& w,
                                                                     std::uint32_t ordinal) const {
   TSTAT_ASSIGN_OR_RETURN(const SegmentFile* file, SegmentOf(w, ordinal));
   return cache_.GetStatsRows(w.rank, ordinal, *file,
-                             [&w](std::uint32_t id) { return w.tensors.count(id) != 0; });
+                             [&w](std::uint32_t id) { return w.Knows(id); });
 }
 
 Result<const std::map<std::uint32_t, std::uint8_t>*> RunTrial::TensorModes(

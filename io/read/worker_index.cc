@@ -132,9 +132,14 @@ void WorkerIndex::AddSegment(const SegmentContents& s, const std::string& path,
   const auto ordinal = static_cast<std::uint32_t>(segment_files.size());
   segment_files.push_back(SegmentFile{path, file_bytes, s.stats_layout});
   if (s.counters) counters = *s.counters;
+  constexpr std::uint32_t kDenseIds = 1u << 22;
   for (const TensorInfo& t : s.tensors) {
     tensors[t.id] = t;
     by_name.emplace(t.name, t.id);
+    if (t.id < kDenseIds) {
+      if (dense_ids.size() <= t.id) dense_ids.resize(std::size_t{t.id} + 1, false);
+      dense_ids[t.id] = true;
+    }
   }
 
   const SegmentBuffers& b = s.tables;
@@ -204,6 +209,20 @@ void WorkerIndex::AddSegment(const SegmentContents& s, const std::string& path,
                                        r.byte_offset, r.byte_count});
   }
   for (const DropEntry& d : b.drops) drops.push_back(d.drop);
+}
+
+void WorkerIndex::Reserve(std::size_t more_steps,
+                          const std::map<std::uint8_t, std::size_t>& per_mode,
+                          const std::unordered_map<std::uint32_t, std::size_t>& per_scalar) {
+  steps.reserve(steps.size() + more_steps);
+  for (const auto& [mode, n] : per_mode) {
+    auto& m = mode_to_global[static_cast<Mode>(mode)];
+    m.reserve(m.size() + n);
+  }
+  for (const auto& [id, n] : per_scalar) {
+    std::vector<ScalarPoint>& points = scalars[id];
+    points.reserve(points.size() + n);
+  }
 }
 
 std::uint64_t WorkerIndex::ApproxBytes() const {

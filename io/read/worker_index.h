@@ -118,7 +118,17 @@ struct WorkerIndex {
   void AddSegment(const SegmentContents& segment, const std::string& path,
                   std::uint64_t file_bytes);
 
+  // Room for `steps` more steps, per_mode[mode] more of each mode, and
+  // per_scalar[id] more points of each scalar.
+  void Reserve(std::size_t steps, const std::map<std::uint8_t, std::size_t>& per_mode,
+               const std::unordered_map<std::uint32_t, std::size_t>& per_scalar);
+
   const TensorInfo* FindTensor(const std::string& name) const;
+  // Whether tensor `id` is in the registry (a bit test for the ids sessions
+  // give, dense from 0).
+  bool Knows(std::uint32_t id) const {
+    return id < dense_ids.size() ? dense_ids[id] : tensors.count(id) != 0;
+  }
   const TensorSeries* FindSeries(std::uint32_t id) const;
   // The global step of `step` of `mode` (kGlobal: `step` itself) if this
   // worker saved that step.
@@ -141,6 +151,7 @@ struct WorkerIndex {
   bool closed = false;  // CLOSED read and every segment listed after it attempted
 
   std::map<std::uint32_t, TensorInfo> tensors;
+  std::vector<bool> dense_ids;  // the ids below kDenseIds in `tensors`
   std::unordered_map<std::string, std::uint32_t> by_name;
   std::unordered_map<std::uint32_t, TensorSeries> series;
   SortedVectorMap<std::int64_t, StepEntry> steps;

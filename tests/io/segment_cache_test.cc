@@ -93,30 +93,51 @@ TEST(SegmentCacheTest, KeepsWhatFitsAndReadsAgainWhatWasDropped) {
   const SegmentFile a{worker + SegmentFileName(0), 0, nullptr},
       b{worker + SegmentFileName(1), 0, nullptr};
 
+  // The run's registry: ids 0..3.
+  const auto known = [](std::uint32_t id) { return id < 4; };
   SegmentCache roomy(std::uint64_t{1} << 30);
   for (int i = 0; i < 3; ++i) {
-    TSTAT_ASSERT_OK(roomy.Get(0, 0, a));
-    TSTAT_ASSERT_OK(roomy.Get(0, 1, b));
+    TSTAT_ASSERT_OK(roomy.Get(0, 0, a, known));
+    TSTAT_ASSERT_OK(roomy.Get(0, 1, b, known));
   }
   EXPECT_EQ(roomy.reads(), 2u);
   const std::uint64_t both = roomy.bytes();
 
   SegmentCache tight(1);  // keeps only the segment just read
   for (int i = 0; i < 3; ++i) {
-    auto first = tight.Get(0, 0, a);
+    auto first = tight.Get(0, 0, a, known);
     TSTAT_ASSERT_OK(first);
-    auto again = tight.Get(0, 0, a);  // still there
+    auto again = tight.Get(0, 0, a, known);  // still there
     TSTAT_ASSERT_OK(again);
     EXPECT_EQ(first->get(), again->get());
-    TSTAT_ASSERT_OK(tight.Get(0, 1, b));
+    TSTAT_ASSERT_OK(tight.Get(0, 1, b, known));
     EXPECT_LT(tight.bytes(), both);
   }
   EXPECT_EQ(tight.reads(), 6u);
 
   const Status missing =
-      tight.Get(0, 9, SegmentFile{worker + SegmentFileName(9), 0, nullptr}).status();
+      tight.Get(0, 9, SegmentFile{worker + SegmentFileName(9), 0, nullptr}, known).status();
   EXPECT_FALSE(missing.ok());
   EXPECT_NE(missing.message().find(SegmentFileName(9)), std::string::npos) << missing.message();
+}
+
+// The cache does not read a segment's registry again: its rows are checked
+// against the registry the caller holds, and a row of a tensor that
+// registry lacks makes the read fail, naming the file.
+TEST(SegmentCacheTest, RowsAreCheckedAgainstTheCallersRegistry) {
+  TempDir dir;
+  const std::string run = WriteRun(dir);
+  const SegmentFile a{run + "/" + WorkerDirName(0) + "/" + SegmentFileName(0), 0, nullptr};
+  SegmentCache cache(std::uint64_t{1} << 30);
+  TSTAT_ASSERT_OK(cache.Get(0, 0, a, [](std::uint32_t id) { return id < 4; }));
+  TSTAT_ASSERT_OK(cache.GetSteps(0, 0, a, [](std::uint32_t id) { return id < 4; }));
+  SegmentCache strict(std::uint64_t{1} << 30);
+  const auto without_t2 = [](std::uint32_t id) { return id < 4 && id != 2; };
+  for (const Status& s : {strict.Get(0, 0, a, without_t2).status(),
+                          strict.GetSteps(0, 0, a, without_t2).status()}) {
+    EXPECT_EQ(s.code(), StatusCode::kCorruption) << s.ToString();
+    EXPECT_NE(s.message().find(SegmentFileName(0)), std::string::npos) << s.message();
+  }
 }
 
 }  // namespace
