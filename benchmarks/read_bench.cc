@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -189,7 +190,9 @@ ReadCase InChild(const std::string& name, Body body) {
   const int status = f.status;
   c.ok = WIFEXITED(status) && WEXITSTATUS(status) == 0 && message.rfind("ok ", 0) == 0;
   if (c.ok) {
-    c.answer = std::strtoull(message.c_str() + 3, nullptr, 10);
+    char* end = nullptr;
+    c.answer = std::strtoull(message.c_str() + 3, &end, 10);
+    if (end != nullptr && *end == ' ') c.query_s = std::strtod(end + 1, nullptr);
   } else {
     c.error = message.rfind("error ", 0) == 0 ? message.substr(6)
                                               : "exit status " + std::to_string(status);
@@ -251,13 +254,25 @@ ReadCase CliCase(const std::string& name, const std::vector<std::string>& argv,
   return c;
 }
 
+// Wall seconds since `t0`, as text.
+std::string SecondsSince(std::chrono::steady_clock::time_point t0) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.6f",
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  return text;
+}
+
+bool Wanted(const ReadBenchOptions& o, const std::string& name) {
+  return o.cases.empty() || std::find(o.cases.begin(), o.cases.end(), name) != o.cases.end();
+}
+
 }  // namespace
 
 std::string FormatReadJsonLine(const ReadCase& c, std::int64_t tensors, std::int64_t steps) {
   std::ostringstream o;
   o << std::setprecision(6) << "{\"case\": \"" << c.name << "\", \"tensors\": " << tensors
     << ", \"steps\": " << steps << ", \"ok\": " << (c.ok ? "true" : "false")
-    << ", \"wall_s\": " << c.wall_s << ", \"cpu_s\": " << c.cpu_s
+    << ", \"wall_s\": " << c.wall_s << ", \"cpu_s\": " << c.cpu_s << ", \"query_s\": " << c.query_s
     << ", \"peak_mib\": " << c.peak_mib << ", \"records\": " << c.records
     << ", \"answer\": " << c.answer << ", \"records_per_s_per_core\": "
     << (c.records > 0 && c.cpu_s > 0 ? static_cast<double>(c.records) / c.cpu_s : 0.0);
@@ -312,57 +327,64 @@ Status RunReadBench(const ReadBenchOptions& o, std::ostream& out, std::ostream& 
   std::string series_tensor = TensorName(tensors / 2 / 2 * 2);  // a weight mid-run
   const std::int64_t middle_step = steps / 2;
 
-  cases.push_back(InChild("open", [&](std::string* message) {
-    auto trial = Trial::Open(run);
-    if (!trial.ok()) {
-      *message = trial.status().ToString();
-      return false;
-    }
-    const std::size_t workers = (*trial)->workers().size();
-    const std::size_t n = (*trial)->steps(Mode::kGlobal).size();
-    *message = workers > 0 && n > 0 ? std::to_string(n) : "no workers or no steps";
-    return workers > 0 && n > 0;
-  }));
-  cases.push_back(CliCase("inspect", {cli, "inspect", run}, {0}, 0));
-  cases.push_back(InChild("series", [&](std::string* message) {
-    auto trial = Trial::Open(run);
-    if (!trial.ok()) {
-      *message = trial.status().ToString();
-      return false;
-    }
-    if (!o.run_dir.empty()) {
-      const std::vector<std::string> names = (*trial)->tensor_names({});
-      if (!names.empty()) series_tensor = names[names.size() / 2];
-    }
-    auto points = (*trial)->series(series_tensor, StatField::kL2, Mode::kGlobal, -1);
-    if (!points.ok()) {
-      *message = points.status().ToString();
-      return false;
-    }
-    *message = std::to_string(points->size());
-    return true;
-  }));
-  cases.push_back(InChild("step", [&](std::string* message) {
-    auto trial = Trial::Open(run);
-    if (!trial.ok()) {
-      *message = trial.status().ToString();
-      return false;
-    }
-    const std::vector<StepKey> all = (*trial)->steps(Mode::kGlobal);
-    if (all.empty()) {
-      *message = "no steps";
-      return false;
-    }
-    const std::int64_t step = all[all.size() / 2].global_step;
-    auto records_at = (*trial)->step_records(0, o.run_dir.empty() ? middle_step : step);
-    if (!records_at.ok()) {
-      *message = records_at.status().ToString();
-      return false;
-    }
-    *message = std::to_string(records_at->size());
-    return true;
-  }));
-  cases.push_back(CliCase("check", {cli, "check", run}, {0, 1}, records));
+  if (Wanted(o, "open"))
+    cases.push_back(InChild("open", [&](std::string* message) {
+      const auto t0 = std::chrono::steady_clock::now();
+      auto trial = Trial::Open(run);
+      if (!trial.ok()) {
+        *message = trial.status().ToString();
+        return false;
+      }
+      const std::size_t workers = (*trial)->workers().size();
+      const std::size_t n = (*trial)->steps(Mode::kGlobal).size();
+      *message = workers > 0 && n > 0 ? std::to_string(n) + " " + SecondsSince(t0)
+                                      : "no workers or no steps";
+      return workers > 0 && n > 0;
+    }));
+  if (Wanted(o, "inspect")) cases.push_back(CliCase("inspect", {cli, "inspect", run}, {0}, 0));
+  if (Wanted(o, "series"))
+    cases.push_back(InChild("series", [&](std::string* message) {
+      auto trial = Trial::Open(run);
+      if (!trial.ok()) {
+        *message = trial.status().ToString();
+        return false;
+      }
+      if (!o.run_dir.empty()) {
+        const std::vector<std::string> names = (*trial)->tensor_names({});
+        if (!names.empty()) series_tensor = names[names.size() / 2];
+      }
+      const auto t0 = std::chrono::steady_clock::now();
+      auto points = (*trial)->series(series_tensor, StatField::kL2, Mode::kGlobal, -1);
+      if (!points.ok()) {
+        *message = points.status().ToString();
+        return false;
+      }
+      *message = std::to_string(points->size()) + " " + SecondsSince(t0);
+      return true;
+    }));
+  if (Wanted(o, "step"))
+    cases.push_back(InChild("step", [&](std::string* message) {
+      auto trial = Trial::Open(run);
+      if (!trial.ok()) {
+        *message = trial.status().ToString();
+        return false;
+      }
+      const std::vector<StepKey> all = (*trial)->steps(Mode::kGlobal);
+      if (all.empty()) {
+        *message = "no steps";
+        return false;
+      }
+      const std::int64_t step = all[all.size() / 2].global_step;
+      const auto t0 = std::chrono::steady_clock::now();
+      auto records_at = (*trial)->step_records(0, o.run_dir.empty() ? middle_step : step);
+      if (!records_at.ok()) {
+        *message = records_at.status().ToString();
+        return false;
+      }
+      *message = std::to_string(records_at->size()) + " " + SecondsSince(t0);
+      return true;
+    }));
+  if (Wanted(o, "check")) cases.push_back(CliCase("check", {cli, "check", run}, {0, 1}, records));
 
   std::uint64_t bytes = DirectoryBytes(run);
   if (o.json) {
@@ -371,11 +393,12 @@ Status RunReadBench(const ReadBenchOptions& o, std::ostream& out, std::ostream& 
     out << "tstat bench read: " << tensors << " tensors x " << steps << " steps, " << std::fixed
         << std::setprecision(1) << static_cast<double>(bytes) / 1e6
         << " MB on disk; each case in a process of its own\n";
-    out << "case       wall s    cpu s  peak MiB   answer     records  records/s/core\n";
+    out << "case       wall s    cpu s  query s  peak MiB   answer     records  records/s/core\n";
     for (const ReadCase& c : cases) {
       char line[256];
-      std::snprintf(line, sizeof line, "%-8s %8.3f %8.3f %9.1f %8llu %11llu %15.0f", c.name.c_str(),
-                    c.wall_s, c.cpu_s, c.peak_mib, static_cast<unsigned long long>(c.answer),
+      std::snprintf(line, sizeof line, "%-8s %8.3f %8.3f %8.3f %9.1f %8llu %11llu %15.0f",
+                    c.name.c_str(), c.wall_s, c.cpu_s, c.query_s, c.peak_mib,
+                    static_cast<unsigned long long>(c.answer),
                     static_cast<unsigned long long>(c.records),
                     c.records > 0 && c.cpu_s > 0 ? static_cast<double>(c.records) / c.cpu_s : 0.0);
       out << line << (c.ok ? "" : "  FAILED: " + c.error) << "\n";

@@ -11,6 +11,8 @@
 //   inspect  `tstat inspect RUN`
 //   series   Trial::Open, then series() of one stat of one tensor
 //   step     Trial::Open, then step_records() of one step (every tensor)
+// open, series and step also report the open's or the query's own wall
+// time (query s): what a program that holds the Trial open pays per question.
 //   check    `tstat check RUN` with the default rules (records/s per core =
 //            the run's records / the process's CPU seconds)
 // The CLI cases run `cli` (the tstat binary; empty: this process's own
@@ -22,6 +24,7 @@
 #include <cstdint>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "tstat/status.h"
 
@@ -36,11 +39,17 @@ struct ReadBenchOptions {
   bool keep = false;    // leave the written run in place (its path is printed)
   std::string cli;      // the tstat binary for inspect and check
   bool json = false;
+  // The cases to run, by name (empty: all of them). The run is written
+  // whatever they are.
+  std::vector<std::string> cases;
 };
 
 struct ReadCase {
   std::string name;
   double wall_s = 0, cpu_s = 0;
+  // open: Trial::Open alone; series, step: the query alone, after the
+  // open (in-process wall seconds; 0 for the others).
+  double query_s = 0;
   double peak_mib = 0;        // the case's process, peak resident set
   std::uint64_t records = 0;  // records written or judged (write, check; else 0)
   std::uint64_t answer = 0;   // steps opened, points of the series, records of the step

@@ -34,8 +34,21 @@ for rows in (first, again):
     assert rows["series"]["answer"] == 30, rows["series"]
     assert rows["step"]["answer"] == 12, rows["step"]
     assert rows["check"]["records"] == 30 * 12 + 30, rows["check"]  # and the loss scalar
+    # The open's and the queries' own time: within their process's.
+    for name in ("open", "series", "step"):
+        assert 0 < rows[name]["query_s"] <= rows[name]["wall_s"], rows[name]
+    for name in ("inspect", "check"):
+        assert rows[name]["query_s"] == 0, rows[name]
 assert first["write"]["records"] == 30 * 13, first["write"]
 PYEOF
+
+# --case runs those cases alone.
+"$TSTAT" bench read --run "$run" --case step --case open --json >"$T/some.jsonl" 2>"$T/err3.txt" ||
+  { rc=$?; cat "$T/err3.txt" >&2; fail "tstat bench read --case exited $rc"; }
+[[ "$(sed -n 's/^{"case": "\([a-z]*\)".*/\1/p' "$T/some.jsonl" | tr '\n' ' ')" == "open step " ]] ||
+  fail "--case open --case step ran: $(cat "$T/some.jsonl")"
+if "$TSTAT" bench read --case everything >"$T/o" 2>"$T/e"; then fail "--case everything was accepted"; fi
+grep -q -- "--case" "$T/e" || fail "the refusal does not name --case: $(cat "$T/e")"
 
 # Bad input: out-of-range options and a missing run are refused with their names.
 if "$TSTAT" bench read --tensors 1 >"$T/o" 2>"$T/e"; then fail "--tensors 1 was accepted"; fi

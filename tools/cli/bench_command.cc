@@ -238,6 +238,8 @@ Command AddBenchCommand(CLI::App& root) {
   read->add_option("--run", read_flags->run_dir, "Measure this run instead of writing one")
       ->check(CLI::ExistingDirectory);
   read->add_flag("--keep", read_flags->keep, "Keep the written run (its path is printed)");
+  read->add_option("--case", read_flags->cases, "Run this case only (repeatable; default: all)")
+      ->check(CLI::IsMember({"open", "inspect", "series", "step", "check"}));
   read->add_flag("--json", read_flags->json, "One JSON object per line per case");
 
   auto capture_flags = std::make_shared<CaptureFlags>();
