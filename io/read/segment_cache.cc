@@ -17,7 +17,8 @@ Result<SegmentContents> SegmentCache::Read(const SegmentFile& file,
                                            bool stats_only, SegmentBuffers* reuse) {
   if (before_read_) TSTAT_RETURN_IF_ERROR(before_read_(file.path));
   Result<SegmentContents> contents =
-      stats_only ? ReadSegmentStats(file.path, known) : ReadSegmentRecords(file.path, known, reuse);
+      stats_only ? ReadSegmentStats(file.path, known)
+                 : ReadSegmentRecords(file.path, known, reuse, exponent_histograms_);
   if (!contents.ok()) {
     const Status& s = contents.status();
     // It was read whole when the run was opened: whatever fails now is the

@@ -24,7 +24,10 @@ namespace tstat::io {
 
 class SegmentCache {
  public:
-  explicit SegmentCache(std::uint64_t cap_bytes) : cap_bytes_(cap_bytes) {}
+  // Without `exponent_histograms`, records are read without them
+  // (ReadSegmentRecords).
+  explicit SegmentCache(std::uint64_t cap_bytes, bool exponent_histograms = true)
+      : cap_bytes_(cap_bytes), exponent_histograms_(exponent_histograms) {}
 
   // The record index of segment `ordinal` of worker `rank` (`file`), read
   // with ReadSegment and indexed the first time. The one just returned stays
@@ -92,6 +95,7 @@ class SegmentCache {
   std::map<Key, Status> failed_;  // reads that found the file damaged
   std::function<Status(const std::string&)> before_read_;
   std::uint64_t cap_bytes_;
+  bool exponent_histograms_;
   std::uint64_t bytes_ = 0;
   std::uint64_t reads_ = 0;
   std::map<Key, Entry> entries_;

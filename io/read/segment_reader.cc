@@ -221,15 +221,22 @@ Status ReadRawIndex(hid_t file, const std::string& path, SegmentBuffers* b) {
   ARRAY(kCountedValues, H5T_NATIVE_INT64, b.counted_values)           \
   ARRAY(kCountedCounts, H5T_NATIVE_UINT64, b.counted_counts)
 
-Status ReadRecordTables(hid_t file, const std::string& path, SegmentBuffers* out) {
+// Without `exponent_histograms`, all but the exponent histogram tables.
+Status ReadRecordTables(hid_t file, const std::string& path, SegmentBuffers* out,
+                        bool exponent_histograms = true) {
   SegmentBuffers& b = *out;
+  const auto wanted = [exponent_histograms](const char* name) {
+    return exponent_histograms ||
+           (std::strcmp(name, kExpHistTable) != 0 && std::strcmp(name, kExpHistCounts) != 0);
+  };
 #define TSTAT_IO_READ(name, type_expr, rows)                            \
   do {                                                                  \
+    if (!wanted(name)) break;                                           \
     TSTAT_ASSIGN_OR_RETURN(H5Type t, type_expr);                        \
     TSTAT_RETURN_IF_ERROR(ReadTable(file, name, t.get(), &rows, path)); \
   } while (0);
 #define TSTAT_IO_READ_ARRAY(name, type, rows) \
-  TSTAT_RETURN_IF_ERROR(ReadArray(file, name, type, &rows, path));
+  if (wanted(name)) TSTAT_RETURN_IF_ERROR(ReadArray(file, name, type, &rows, path));
   TSTAT_IO_RECORD_TABLES(TSTAT_IO_READ, TSTAT_IO_READ_ARRAY, b)
 #undef TSTAT_IO_READ
 #undef TSTAT_IO_READ_ARRAY
@@ -456,7 +463,7 @@ Result<SegmentContents> ReadOpenSegmentStats(hid_t file, const std::string& path
 // ReadSegmentRecords of the open segment.
 Result<SegmentContents> ReadOpenSegmentRecords(hid_t file, const std::string& path,
                                                const std::function<bool(std::uint32_t)>& known,
-                                               SegmentBuffers* reuse) {
+                                               SegmentBuffers* reuse, bool exponent_histograms) {
   SegmentContents s;
   if (reuse != nullptr) {
     s.tables = std::move(*reuse);
@@ -464,7 +471,7 @@ Result<SegmentContents> ReadOpenSegmentRecords(hid_t file, const std::string& pa
   }
   TSTAT_RETURN_IF_ERROR(ReadHeader(file, path, &s.header));
   TSTAT_RETURN_IF_ERROR(ReadStepTables(file, path, s.header.format_version, &s.tables));
-  TSTAT_RETURN_IF_ERROR(ReadRecordTables(file, path, &s.tables));
+  TSTAT_RETURN_IF_ERROR(ReadRecordTables(file, path, &s.tables, exponent_histograms));
   TSTAT_RETURN_IF_ERROR(ValidateTables(s.tables, known, path));
   return s;
 }
@@ -587,10 +594,11 @@ Result<SegmentContents> ReadSegmentStats(const std::string& path,
 
 Result<SegmentContents> ReadSegmentRecords(const std::string& path,
                                            const std::function<bool(std::uint32_t)>& known,
-                                           SegmentBuffers* reuse) {
+                                           SegmentBuffers* reuse, bool exponent_histograms) {
   H5Lock lock;
-  return ReadSealedSegment(
-      path, [&](hid_t file) { return ReadOpenSegmentRecords(file, path, known, reuse); });
+  return ReadSealedSegment(path, [&](hid_t file) {
+    return ReadOpenSegmentRecords(file, path, known, reuse, exponent_histograms);
+  });
 }
 
 Status WalkSegmentLocked(const std::string& path, RegistryMemo* memo) {

@@ -70,9 +70,12 @@ Result<SegmentContents> ReadSegmentStats(const std::string& path,
 // of a segment whose metadata the caller read when it opened the run (the
 // segment cache). Rows' tensor ids are checked with `known` (that
 // registry); `tensors` stays empty. `reuse` as ReadSegment's.
+// Without `exponent_histograms`, the exponent histogram tables are not read
+// (exp_hist and exp_hist_counts stay empty).
 Result<SegmentContents> ReadSegmentRecords(const std::string& path,
                                            const std::function<bool(std::uint32_t)>& known,
-                                           SegmentBuffers* reuse = nullptr);
+                                           SegmentBuffers* reuse = nullptr,
+                                           bool exponent_histograms = true);
 
 // The checks ReadSegment makes of the rows it read (modes, ids that `known`
 // accepts, offsets inside their payload arrays, ...), for rows that came

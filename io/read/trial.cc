@@ -44,7 +44,9 @@ Result<std::unique_ptr<Trial>> Trial::Open(const std::string& run_dir,
 namespace tstat::io {
 
 RunTrial::RunTrial(std::string run_dir, TrialOptions options)
-    : run_dir_(std::move(run_dir)), options_(options), cache_(options.cache_bytes) {
+    : run_dir_(std::move(run_dir)),
+      options_(options),
+      cache_(options.cache_bytes, options.exponent_histograms) {
   if (options_.isolate_segment_reads) {
     cache_.set_before_read([this](const std::string& path) { return CheckIsolated(path); });
   }

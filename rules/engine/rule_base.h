@@ -183,6 +183,9 @@ class RuleBase : public Rule {
   // `default_collections` apply when the spec names neither collections nor a regex.
   RuleBase(RuleSpec spec, std::vector<std::string> default_collections);
   ~RuleBase() override;
+  // The built-in rules judge stats, scalars and extras; the one that reads
+  // exponent histograms (low_precision_range) says so.
+  bool ReadsExponentHistograms() const override { return false; }
 
   const RuleSpec& spec() const override { return spec_; }
   std::string Diagnostics() const override;

@@ -40,6 +40,11 @@ TrialRunner::~TrialRunner() = default;
 Result<std::unique_ptr<TrialRunner>> TrialRunner::Open(const std::string& run_dir,
                                                        std::vector<std::unique_ptr<Rule>> rules,
                                                        TrialRunnerOptions options) {
+  // The histograms are read only if a rule reads them.
+  bool histograms = false;
+  for (const std::unique_ptr<Rule>& r : rules)
+    histograms = histograms || r->ReadsExponentHistograms();
+  options.trial.exponent_histograms = options.trial.exponent_histograms && histograms;
   TSTAT_ASSIGN_OR_RETURN(std::unique_ptr<Trial> trial, Trial::Open(run_dir, options.trial));
   return std::unique_ptr<TrialRunner>(
       new TrialRunner(std::move(trial), std::move(rules), std::move(options)));

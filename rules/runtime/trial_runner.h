@@ -40,7 +40,9 @@ struct TrialRunnerOptions {
 
 class TrialRunner {
  public:
-  // Opens the run (kNotFound if it holds none) and prepares `rules`.
+  // Opens the run (kNotFound if it holds none) and prepares `rules`; the
+  // records are read without exponent histograms when no rule reads them
+  // (Rule::ReadsExponentHistograms).
   static Result<std::unique_ptr<TrialRunner>> Open(const std::string& run_dir,
                                                    std::vector<std::unique_ptr<Rule>> rules,
                                                    TrialRunnerOptions options = {});
@@ -69,6 +71,9 @@ class TrialRunner {
   const std::vector<std::string>& warnings() const { return warnings_; }
   const RuleEngine& engine() const { return *engine_; }
   std::int64_t steps_fed() const { return steps_fed_; }
+  // Whether the run's records are read with their exponent histograms (Open
+  // reads them only when a rule reads them).
+  bool reads_exponent_histograms() const { return options_.trial.exponent_histograms; }
   bool run_closed() const;
 
  private:

@@ -94,6 +94,8 @@ class LowPrecisionRangeRule final : public TensorRuleT<LowPrecisionRangeRule> {
     high_begin_ = std::max(high_begin_, low_end_);
   }
 
+  bool ReadsExponentHistograms() const override { return true; }
+
   // Check() reads the exponent histogram (and no stats).
   static void Prefetch(const TensorStatsRecord* r) {
     PrefetchRecordBytes(r, offsetof(TensorStatsRecord, exponent_histogram),

@@ -86,6 +86,40 @@ TEST(SegmentCacheTest, EveryQueryAnswersTheSameWhateverTheCap) {
   }
 }
 
+// TrialOptions::exponent_histograms false: every record comes without its
+// exponent histogram, and with everything else it was written with.
+TEST(SegmentCacheTest, RecordsWithoutExponentHistogramsAreOtherwiseWhole) {
+  TempDir dir;
+  const std::string run = WriteRun(dir);
+  TrialOptions options;
+  options.exponent_histograms = false;
+  auto trial = Trial::Open(run, options);
+  TSTAT_ASSERT_OK(trial);
+  std::size_t records = 0;
+  for (std::int64_t g = 0; g < kSteps; ++g) {
+    auto all = (*trial)->step_records(0, g);
+    TSTAT_ASSERT_OK(all);
+    for (const TensorStatsRecord& got : *all) {
+      TensorStatsRecord want = ReferenceRecord(g, got.tensor_id, got.tensor_id == 0);
+      ASSERT_TRUE(want.exponent_histogram.has_value());  // written with one
+      want.exponent_histogram.reset();
+      ExpectRecordEqual(got, want, "step " + std::to_string(g));
+      ++records;
+    }
+    auto one = (*trial)->record("t0", g);
+    TSTAT_ASSERT_OK(one);
+    EXPECT_FALSE(one->exponent_histogram.has_value());
+    EXPECT_TRUE(one->per_channel.has_value());  // the extras are read
+  }
+  EXPECT_EQ(records, static_cast<std::size_t>(kSteps * 3 + kSteps / 2));
+  // The default reads them.
+  auto whole = Trial::Open(run);
+  TSTAT_ASSERT_OK(whole);
+  auto r = (*whole)->record("t1", 4);
+  TSTAT_ASSERT_OK(r);
+  EXPECT_TRUE(r->exponent_histogram.has_value());
+}
+
 TEST(SegmentCacheTest, KeepsWhatFitsAndReadsAgainWhatWasDropped) {
   TempDir dir;
   const std::string run = WriteRun(dir);

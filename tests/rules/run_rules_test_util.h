@@ -56,6 +56,7 @@ inline RuleSpec Spec(const std::string& type, std::map<std::string, std::string>
 inline Result<std::unique_ptr<Rule>> MakeRule(const RuleSpec& spec) {
   RuleRegistry registry;
   Status s = RegisterRunRules(&registry);
+  if (s.ok()) s = RegisterTensorRules(&registry);
   if (!s.ok()) return s;
   return registry.Create(spec);
 }

@@ -78,6 +78,38 @@ TEST(TrialRunnerTest, ChecksAFinishedRunAtTheExpectedSteps) {
   EXPECT_TRUE(runner.value()->warnings().empty());
 }
 
+// The run's records are read with their exponent histograms only when a
+// rule reads them: low_precision_range then finds the fp16 overflow written
+// at steps 3..5; rules that judge stats alone leave them unread.
+TEST(TrialRunnerTest, ExponentHistogramsAreReadWhenARuleReadsThem) {
+  TempDir dir;
+  Catalog c;
+  const auto grad = c.Add("gradient/fc1.weight", {"gradients"});
+  const std::vector<TensorInfo> tensors = c.All();
+  std::vector<StepBatch> steps;
+  for (int s = 0; s < 6; ++s) {
+    TensorStatsRecord r = StatsRecord(grad, ConstantStats(s >= 3 ? 70000.0 : 0.5));
+    ExponentHistogram h;
+    h.counts[ExponentHistogram::BinOf(s >= 3 ? 16 : -1)] = 4;  // 2^16 overflows fp16
+    r.exponent_histogram = h;
+    steps.push_back(Batch(Key(s), {}, {r}));
+  }
+  TSTAT_RR_ASSERT_OK(WriteRun(dir.Sub("run"), tensors, steps));
+  const RuleSpec fp16 = Spec("low_precision_range", {{"formats", "fp16"}});
+  auto reading = TrialRunner::Open(dir.Sub("run"), Rules({Spec("all_zero"), fp16}));
+  ASSERT_TRUE(reading.ok()) << reading.status().ToString();
+  EXPECT_TRUE(reading.value()->reads_exponent_histograms());
+  EXPECT_EQ(RunAll(reading->get()), (Seen{{"low_precision_range", 0, 3},
+                                          {"low_precision_range", 0, 4},
+                                          {"low_precision_range", 0, 5}}));
+  auto stats_only =
+      TrialRunner::Open(dir.Sub("run"), Rules({Spec("all_zero"), Spec("exploding_tensor")}));
+  ASSERT_TRUE(stats_only.ok()) << stats_only.status().ToString();
+  EXPECT_FALSE(stats_only.value()->reads_exponent_histograms());
+  RunAll(stats_only->get());
+  EXPECT_EQ(stats_only.value()->steps_fed(), 6);
+}
+
 TEST(TrialRunnerTest, FeedsEveryWorkerWithItsOwnCatalog) {
   TempDir dir;
   // Worker 0 saves every step; worker 1 every other step and registered
