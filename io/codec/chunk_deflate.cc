@@ -54,15 +54,17 @@ inline void Transpose16x8(const std::uint8_t* in, std::size_t element_size, std:
 }
 
 // The inverse: planes [j, j + 8) at elements [i, i + 16) (eight 16-byte
-// loads) to columns [j, j + 8) of those elements (sixteen 8-byte stores).
-inline void Untranspose8x16(const std::uint8_t* in, std::size_t element_size, std::size_t i,
-                            std::size_t j, std::size_t n, std::uint8_t* out) {
+// loads) to bytes [at, at + 8) of those elements' rows of `stride` bytes in
+// `out` (sixteen 8-byte stores).
+inline void Untranspose8x16(const std::uint8_t* in, std::size_t i, std::size_t j, std::size_t n,
+                            std::size_t stride, std::size_t at, std::uint8_t* out) {
+  const std::size_t element_size = stride;
   const std::uint8_t* p = in + j * n + i;
   __m128i plane[8];
   for (int k = 0; k < 8; ++k) {
     plane[k] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + k * n));
   }
-  std::uint8_t* d = out + i * element_size + j;
+  std::uint8_t* d = out + i * element_size + at;
   for (int h = 0; h < 2; ++h) {  // elements 0..7, then 8..15
     __m128i a[4];
     for (int k = 0; k < 4; ++k) {
@@ -136,7 +138,7 @@ void UnshuffleBytes(const std::uint8_t* in, std::size_t bytes, std::size_t eleme
 #endif
   for (std::size_t i = 0; i < n16; i += 16) {
 #if defined(__SSE2__)
-    for (std::size_t j = 0; j < j8; j += 8) Untranspose8x16(in, element_size, i, j, n, out);
+    for (std::size_t j = 0; j < j8; j += 8) Untranspose8x16(in, i, j, n, element_size, j, out);
 #endif
     for (std::size_t j = j8; j < element_size; ++j) {
       for (std::size_t e = i; e < i + 16; ++e) out[e * element_size + j] = in[j * n + e];
@@ -147,6 +149,30 @@ void UnshuffleBytes(const std::uint8_t* in, std::size_t bytes, std::size_t eleme
   }
   const std::size_t tail = bytes - n * element_size;
   if (tail) std::memcpy(out + n * element_size, in + n * element_size, tail);
+}
+
+void UnshuffleRuns(const std::uint8_t* in, std::size_t n, const ByteRun* runs, std::size_t num_runs,
+                   std::size_t out_stride, std::uint8_t* out) {
+  const std::size_t n16 = n / 16 * 16;
+  for (std::size_t r = 0; r < num_runs; ++r) {
+    const ByteRun& run = runs[r];
+    std::size_t j = run.src;
+    const std::size_t end = run.src + run.bytes;
+#if defined(__SSE2__)
+    for (; j + 8 <= end; j += 8) {  // eight planes at a time, sixteen elements
+      const std::size_t at = run.dst + (j - run.src);
+      for (std::size_t i = 0; i < n16; i += 16) Untranspose8x16(in, i, j, n, out_stride, at, out);
+      for (std::size_t e = n16; e < n; ++e) {
+        for (std::size_t b = 0; b < 8; ++b) out[e * out_stride + at + b] = in[(j + b) * n + e];
+      }
+    }
+#endif
+    for (; j < end; ++j) {
+      const std::size_t at = run.dst + (j - run.src);
+      const std::uint8_t* plane = in + j * n;
+      for (std::size_t e = 0; e < n; ++e) out[e * out_stride + at] = plane[e];
+    }
+  }
 }
 
 Result<ChunkDeflater::Output> ChunkDeflater::ShuffleDeflate(const void* data, std::size_t bytes,

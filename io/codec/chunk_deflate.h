@@ -69,4 +69,16 @@ void ShuffleBytes(const std::uint8_t* in, std::size_t bytes, std::size_t element
 void UnshuffleBytes(const std::uint8_t* in, std::size_t bytes, std::size_t element_size,
                     std::uint8_t* out);
 
+// Bytes [src, src + bytes) of an element go to [dst, dst + bytes) of a row.
+struct ByteRun {
+  std::size_t src = 0, dst = 0, bytes = 0;
+};
+// The inverse shuffle of `n` elements (the planes at `in`, n bytes each)
+// straight into rows of another layout: byte src + k of element i goes to
+// out[i * out_stride + dst + k] for each run; bytes no run covers are not
+// written. Unshuffling then copying members into padded structs, in one
+// pass.
+void UnshuffleRuns(const std::uint8_t* in, std::size_t n, const ByteRun* runs, std::size_t num_runs,
+                   std::size_t out_stride, std::uint8_t* out);
+
 }  // namespace tstat::io

@@ -37,6 +37,8 @@ class RowCopyPlan {
     std::size_t src, dst, bytes;
   };
   const std::vector<Run>& runs() const { return runs_; }
+  // Whether it widens an integer (then runs() is empty).
+  bool widens() const { return widen_; }
 
  private:
   // Builds the widening of one integer, or false.

@@ -14,11 +14,14 @@ const SegmentCache::Entry* SegmentCache::Touch(const Key& key) {
 
 Result<SegmentContents> SegmentCache::Read(const SegmentFile& file,
                                            const std::function<bool(std::uint32_t)>& known,
-                                           bool stats_only, SegmentBuffers* reuse) {
+                                           Tables tables, SegmentBuffers* reuse) {
   if (before_read_) TSTAT_RETURN_IF_ERROR(before_read_(file.path));
-  Result<SegmentContents> contents =
-      stats_only ? ReadSegmentStats(file.path, known)
-                 : ReadSegmentRecords(file.path, known, reuse, exponent_histograms_);
+  RecordTablesRead read;
+  read.exponent_histograms = exponent_histograms_;
+  read.stats = tables == Tables::kRecords;
+  Result<SegmentContents> contents = tables == Tables::kStatsOnly
+                                         ? ReadSegmentStats(file.path, known)
+                                         : ReadSegmentRecords(file.path, known, reuse, read);
   if (!contents.ok()) {
     const Status& s = contents.status();
     // It was read whole when the run was opened: whatever fails now is the
@@ -73,7 +76,7 @@ Result<std::shared_ptr<const WorkerIndex>> SegmentCache::Get(
   return GetOrMake(Key{rank, ordinal, Kind::kIndex}, &Entry::index,
                    [&]() -> Result<std::shared_ptr<WorkerIndex>> {
                      TSTAT_ASSIGN_OR_RETURN(SegmentContents contents,
-                                            Read(file, known, /*stats_only=*/false));
+                                            Read(file, known, Tables::kRecords));
                      auto index = std::make_shared<WorkerIndex>(rank);
                      index->AddSegment(contents, file.path, file.bytes);
                      return index;
@@ -85,8 +88,13 @@ Result<std::shared_ptr<const SegmentSteps>> SegmentCache::GetSteps(
     const std::function<bool(std::uint32_t)>& known) {
   return GetOrMake(Key{rank, ordinal, Kind::kSteps}, &Entry::steps,
                    [&]() -> Result<std::shared_ptr<SegmentSteps>> {
+                     if (file.stats_layout) {
+                       TSTAT_ASSIGN_OR_RETURN(std::shared_ptr<SegmentSteps> steps,
+                                              StepsFromChunks(file, known));
+                       if (steps) return steps;
+                     }
                      TSTAT_ASSIGN_OR_RETURN(SegmentContents contents,
-                                            Read(file, known, /*stats_only=*/false, &spare_));
+                                            Read(file, known, Tables::kRecords, &spare_));
                      return std::make_shared<SegmentSteps>(std::move(contents));
                    });
 }
@@ -97,9 +105,42 @@ Result<std::shared_ptr<const SegmentStatsRows>> SegmentCache::GetStatsRows(
   return GetOrMake(Key{rank, ordinal, Kind::kStatsRows}, &Entry::stats_rows,
                    [&]() -> Result<std::shared_ptr<SegmentStatsRows>> {
                      TSTAT_ASSIGN_OR_RETURN(SegmentContents contents,
-                                            Read(file, known, /*stats_only=*/true));
+                                            Read(file, known, Tables::kStatsOnly));
                      return std::make_shared<SegmentStatsRows>(std::move(contents));
                    });
+}
+
+Result<std::shared_ptr<SegmentSteps>> SegmentCache::StepsFromChunks(
+    const SegmentFile& file, const std::function<bool(std::uint32_t)>& known) {
+  // The spare rows keep their size: resizing them to this segment's zeroes
+  // only what grows.
+  std::vector<StatsRow> rows = std::move(spare_.stats);
+  TSTAT_ASSIGN_OR_RETURN(SegmentContents contents,
+                         Read(file, known, Tables::kRecordsButStats, &spare_));
+  if (!chunk_reader_) {
+    TSTAT_ASSIGN_OR_RETURN(chunk_reader_, StatsChunkReader::Make());
+  }
+  SegmentBuffers& t = contents.tables;
+  std::vector<std::uint32_t> per_step;
+  Result<bool> placed =
+      chunk_reader_->ReadCaptureOrder(file.path, file.bytes, *file.stats_layout, t.steps,
+                                      t.stats_capture_index, known, &rows, &per_step);
+  if (!placed.ok() && placed.status().code() == StatusCode::kIoError) return placed.status();
+  // Rows not as a writer stores them, or a layout that does not match the
+  // file (its chunks fail their CRCs: a crafted catalog; the file passed its
+  // seal): the general way answers from the file alone.
+  if (!placed.ok() || !*placed) {
+    spare_ = std::move(t);
+    spare_.stats = std::move(rows);
+    return std::shared_ptr<SegmentSteps>();
+  }
+  t.stats = std::move(rows);
+  t.stats_capture_index.clear();  // the rows are in capture order now
+  std::vector<SegmentSteps::StepRecords> steps(t.steps.size());
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    steps[i] = SegmentSteps::StepRecords{t.steps[i].global_step, per_step[i]};
+  }
+  return std::make_shared<SegmentSteps>(std::move(contents), steps);
 }
 
 std::shared_ptr<const WorkerIndex> SegmentCache::Peek(int rank, std::uint32_t ordinal) {

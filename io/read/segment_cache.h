@@ -17,6 +17,7 @@
 
 #include "io/read/segment_stats_rows.h"
 #include "io/read/segment_steps.h"
+#include "io/read/stats_chunk_reader.h"
 #include "io/read/worker_index.h"
 #include "tstat/status.h"
 
@@ -75,11 +76,19 @@ class SegmentCache {
   };
   // The entry of `key`, moved to the front of uses_; null when absent.
   const Entry* Touch(const Key& key);
-  // Reads the records of `file` (ReadSegmentRecords), or its stats alone
-  // (`stats_only`: ReadSegmentStats), with the errors Get documents.
+  // What Read reads of a segment.
+  enum class Tables { kRecords, kRecordsButStats, kStatsOnly };
+  // Reads the records of `file` (ReadSegmentRecords: all, or all but the
+  // stats), or its stats alone (ReadSegmentStats), with the errors Get
+  // documents.
   Result<SegmentContents> Read(const SegmentFile& file,
-                               const std::function<bool(std::uint32_t)>& known, bool stats_only,
+                               const std::function<bool(std::uint32_t)>& known, Tables tables,
                                SegmentBuffers* reuse = nullptr);
+  // A cataloged segment's records by step, its stats rows decoded straight
+  // into capture order (StatsChunkReader::ReadCaptureOrder); null when they
+  // are not as a writer stores them (then read the general way).
+  Result<std::shared_ptr<SegmentSteps>> StepsFromChunks(
+      const SegmentFile& file, const std::function<bool(std::uint32_t)>& known);
   // Adds `entry` under `key` as the most recently used, then evicts.
   void Insert(const Key& key, Entry entry);
   // The `slot` of `key`'s entry, or `make()`'s (contents read from the file,
@@ -92,7 +101,8 @@ class SegmentCache {
   // the next GetSteps reads into their memory (a walk over every step of a
   // run then faults in no fresh pages). At most one segment's worth.
   SegmentBuffers spare_;
-  std::map<Key, Status> failed_;  // reads that found the file damaged
+  std::unique_ptr<StatsChunkReader> chunk_reader_;  // made at the first StepsFromChunks
+  std::map<Key, Status> failed_;                    // reads that found the file damaged
   std::function<Status(const std::string&)> before_read_;
   std::uint64_t cap_bytes_;
   bool exponent_histograms_;

@@ -221,12 +221,13 @@ Status ReadRawIndex(hid_t file, const std::string& path, SegmentBuffers* b) {
   ARRAY(kCountedValues, H5T_NATIVE_INT64, b.counted_values)           \
   ARRAY(kCountedCounts, H5T_NATIVE_UINT64, b.counted_counts)
 
-// Without `exponent_histograms`, all but the exponent histogram tables.
+// The record tables `read` asks for.
 Status ReadRecordTables(hid_t file, const std::string& path, SegmentBuffers* out,
-                        bool exponent_histograms = true) {
+                        RecordTablesRead read = {}) {
   SegmentBuffers& b = *out;
-  const auto wanted = [exponent_histograms](const char* name) {
-    return exponent_histograms ||
+  const auto wanted = [read](const char* name) {
+    if (!read.stats && std::strcmp(name, kStatsTable) == 0) return false;
+    return read.exponent_histograms ||
            (std::strcmp(name, kExpHistTable) != 0 && std::strcmp(name, kExpHistCounts) != 0);
   };
 #define TSTAT_IO_READ(name, type_expr, rows)                            \
@@ -471,7 +472,7 @@ Result<SegmentContents> ReadOpenSegmentStats(hid_t file, const std::string& path
 // ReadSegmentRecords of the open segment.
 Result<SegmentContents> ReadOpenSegmentRecords(hid_t file, const std::string& path,
                                                const std::function<bool(std::uint32_t)>& known,
-                                               SegmentBuffers* reuse, bool exponent_histograms) {
+                                               SegmentBuffers* reuse, RecordTablesRead read) {
   SegmentContents s;
   if (reuse != nullptr) {
     s.tables = std::move(*reuse);
@@ -479,8 +480,17 @@ Result<SegmentContents> ReadOpenSegmentRecords(hid_t file, const std::string& pa
   }
   TSTAT_RETURN_IF_ERROR(ReadHeader(file, path, &s.header));
   TSTAT_RETURN_IF_ERROR(ReadStepTables(file, path, s.header.format_version, &s.tables));
-  TSTAT_RETURN_IF_ERROR(ReadRecordTables(file, path, &s.tables, exponent_histograms));
+  TSTAT_RETURN_IF_ERROR(ReadRecordTables(file, path, &s.tables, read));
+  if (read.stats) {
+    TSTAT_RETURN_IF_ERROR(ValidateTables(s.tables, known, path));
+    return s;
+  }
+  // The stats rows the caller reads are checked against their positions
+  // there (the table is empty here).
+  std::vector<std::uint32_t> positions = std::move(s.tables.stats_capture_index);
+  s.tables.stats_capture_index.clear();
   TSTAT_RETURN_IF_ERROR(ValidateTables(s.tables, known, path));
+  s.tables.stats_capture_index = std::move(positions);
   return s;
 }
 
@@ -602,11 +612,10 @@ Result<SegmentContents> ReadSegmentStats(const std::string& path,
 
 Result<SegmentContents> ReadSegmentRecords(const std::string& path,
                                            const std::function<bool(std::uint32_t)>& known,
-                                           SegmentBuffers* reuse, bool exponent_histograms) {
+                                           SegmentBuffers* reuse, RecordTablesRead tables) {
   H5Lock lock;
-  return ReadSealedSegment(path, [&](hid_t file) {
-    return ReadOpenSegmentRecords(file, path, known, reuse, exponent_histograms);
-  });
+  return ReadSealedSegment(
+      path, [&](hid_t file) { return ReadOpenSegmentRecords(file, path, known, reuse, tables); });
 }
 
 Status WalkSegmentLocked(const std::string& path, RegistryMemo* memo) {

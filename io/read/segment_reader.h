@@ -70,12 +70,19 @@ Result<SegmentContents> ReadSegmentStats(const std::string& path,
 // of a segment whose metadata the caller read when it opened the run (the
 // segment cache). Rows' tensor ids are checked with `known` (that
 // registry); `tensors` stays empty. `reuse` as ReadSegment's.
-// Without `exponent_histograms`, the exponent histogram tables are not read
-// (exp_hist and exp_hist_counts stay empty).
+// `tables` says what of the record tables is read.
+struct RecordTablesRead {
+  // false: exp_hist and exp_hist_counts are not read (stay empty).
+  bool exponent_histograms = true;
+  // false: the stats table is not read (stays empty) and its rows are not
+  // checked: the caller reads them its own way (stats_chunk_reader.h);
+  // stats_capture_index is read.
+  bool stats = true;
+};
 Result<SegmentContents> ReadSegmentRecords(const std::string& path,
                                            const std::function<bool(std::uint32_t)>& known,
                                            SegmentBuffers* reuse = nullptr,
-                                           bool exponent_histograms = true);
+                                           RecordTablesRead tables = {});
 
 // The checks ReadSegment makes of the rows it read (modes, ids that `known`
 // accepts, offsets inside their payload arrays, ...), for rows that came

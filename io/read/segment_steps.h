@@ -19,7 +19,16 @@ namespace tstat::io {
 
 class SegmentSteps {
  public:
+  // From a segment as read (its stats rows in file order).
   explicit SegmentSteps(SegmentContents contents);
+  // The records of each step.
+  struct StepRecords {
+    std::int64_t global_step = 0;
+    std::uint32_t count = 0;
+  };
+  // From stats rows in capture order already (StatsChunkReader::
+  // ReadCaptureOrder): `steps` ascending, their counts summing to the rows.
+  SegmentSteps(SegmentContents contents, const std::vector<StepRecords>& steps);
 
   // Whether the segment holds records of `global_step`.
   bool Has(std::int64_t global_step) const { return Find(global_step) != nullptr; }
@@ -35,13 +44,22 @@ class SegmentSteps {
  private:
   struct Step {
     std::int64_t global_step = 0;
-    std::vector<std::uint32_t> rows;  // stats rows, in file order
+    std::uint32_t begin = 0, end = 0;  // its records: [begin, end) of the capture order
   };
   const Step* Find(std::int64_t global_step) const;
-  // `order`: the stats rows in capture order (step_major_order.h).
-  void JoinExpHist(const std::vector<std::uint32_t>& order);
+  // The stats row of the k-th record in capture order.
+  std::uint32_t Row(std::size_t k) const {
+    return order_.empty() ? static_cast<std::uint32_t>(k) : order_[k];
+  }
+  // Joins the exponent histograms and the extras, then keeps only the
+  // tables Fill reads.
+  void Join();
+  void JoinExpHist();
 
   SegmentBuffers tables_;
+  // The stats rows in capture order (step_major_order.h); empty when the
+  // rows are in capture order themselves.
+  std::vector<std::uint32_t> order_;
   std::vector<Step> steps_;            // ascending global step
   std::vector<std::int64_t> exp_row_;  // per stats row: its exp_hist row, or -1
   std::unordered_map<std::uint32_t, RecordExtras> extras_;  // by stats row

@@ -4,6 +4,7 @@
 #include <libdeflate.h>
 
 #include <algorithm>
+#include <cstring>
 
 #include "io/codec/chunk_deflate.h"
 #include "io/h5/h5_lock.h"
@@ -22,6 +23,7 @@ Result<std::unique_ptr<StatsChunkReader>> StatsChunkReader::Make() {
     plan = RowCopyPlan::Build(stored.get(), mem_type.get());
   }
   if (!plan) return Status::Internal("stats rows cannot be read by copying bytes");
+  if (plan->widens()) return Status::Internal("stats rows are not copied by runs");
   libdeflate_decompressor* inflater = libdeflate_alloc_decompressor();
   if (inflater == nullptr) return Status::ResourceExhausted("no decompressor");
   return std::unique_ptr<StatsChunkReader>(
@@ -29,6 +31,61 @@ Result<std::unique_ptr<StatsChunkReader>> StatsChunkReader::Make() {
 }
 
 StatsChunkReader::~StatsChunkReader() { libdeflate_free_decompressor(inflater_); }
+
+Status StatsChunkReader::CheckRowBytes(const std::string& path, const StatsLayout& layout) const {
+  if (layout.row_bytes == row_bytes_) return Status::OK();
+  return Status::Corruption(path + ": stats rows of " + std::to_string(layout.row_bytes) +
+                            " bytes in the catalog, not " + std::to_string(row_bytes_));
+}
+
+Result<UniqueFd> StatsChunkReader::OpenSegment(const std::string& path, std::uint64_t file_bytes) {
+  std::uint64_t size = 0;
+  Result<UniqueFd> opened = OpenRegularFile(path, &size);
+  if (!opened.ok()) {
+    // Not a regular file any more: not the file the catalog describes.
+    if (opened.status().code() == StatusCode::kInvalidArgument) {
+      return Status::Corruption(opened.status().message());
+    }
+    return opened.status();
+  }
+  if (size != file_bytes) {
+    return Status::Corruption(path + ": not the file of " + std::to_string(file_bytes) +
+                              " bytes the worker catalog describes");
+  }
+  return opened;
+}
+
+Status StatsChunkReader::DecodeChunk(int fd, const std::string& path, const StatsLayout& layout,
+                                     std::size_t k) {
+  TSTAT_RETURN_IF_ERROR(InflateChunk(fd, path, layout, k));
+  const std::size_t chunk_bytes = std::size_t{layout.chunk_rows} * row_bytes_;
+  rows_.resize(chunk_bytes);
+  UnshuffleBytes(inflated_.data(), chunk_bytes, row_bytes_, rows_.data());
+  return Status::OK();
+}
+
+Status StatsChunkReader::InflateChunk(int fd, const std::string& path, const StatsLayout& layout,
+                                      std::size_t k) {
+  auto bad = [&](const std::string& what) { return Status::Corruption(path + ": stats " + what); };
+  const StatsChunk& c = layout.chunks[k];
+  const std::string which = "chunk " + std::to_string(k);
+  const std::size_t chunk_bytes = std::size_t{layout.chunk_rows} * row_bytes_;
+  stored_.resize(c.stored_bytes);
+  TSTAT_ASSIGN_OR_RETURN(std::size_t read,
+                         PreadUpTo(fd, stored_.data(), stored_.size(), c.offset, path));
+  if (read != stored_.size()) return bad(which + " past the end of the file");
+  if (static_cast<std::uint32_t>(libdeflate_crc32(0, stored_.data(), stored_.size())) != c.crc32) {
+    return bad(which + " fails its CRC (damaged since it was written)");
+  }
+  inflated_.resize(chunk_bytes);
+  std::size_t produced = 0;
+  if (libdeflate_zlib_decompress(inflater_, stored_.data(), stored_.size(), inflated_.data(),
+                                 chunk_bytes, &produced) != LIBDEFLATE_SUCCESS ||
+      produced != chunk_bytes) {
+    return bad(which + " does not inflate to its " + std::to_string(chunk_bytes) + " bytes");
+  }
+  return Status::OK();
+}
 
 Status StatsChunkReader::ReadTensorRows(const std::string& path, std::uint64_t file_bytes,
                                         const StatsLayout& layout, std::uint32_t id,
@@ -41,50 +98,15 @@ Status StatsChunkReader::ReadTensorRows(const std::string& path, std::uint64_t f
   --range;
   if (id - range->tensor_id >= range->count || range->rows == 0) return Status::OK();
   auto bad = [&](const std::string& what) { return Status::Corruption(path + ": stats " + what); };
-  if (layout.row_bytes != row_bytes_) {
-    return bad("rows of " + std::to_string(layout.row_bytes) + " bytes in the catalog, not " +
-               std::to_string(row_bytes_));
-  }
+  TSTAT_RETURN_IF_ERROR(CheckRowBytes(path, layout));
   // The catalog's checks (segment_catalog.cc) hold: chunks tile the rows and
   // lie in the file, the range lies in the rows.
-  std::uint64_t size = 0;
-  Result<UniqueFd> opened = OpenRegularFile(path, &size);
-  if (!opened.ok()) {
-    // Not a regular file any more: not the file the catalog describes.
-    if (opened.status().code() == StatusCode::kInvalidArgument) {
-      return Status::Corruption(opened.status().message());
-    }
-    return opened.status();
-  }
-  const UniqueFd fd = std::move(opened).value();
-  if (size != file_bytes) {
-    return Status::Corruption(path + ": not the file of " + std::to_string(file_bytes) +
-                              " bytes the worker catalog describes");
-  }
+  TSTAT_ASSIGN_OR_RETURN(const UniqueFd fd, OpenSegment(path, file_bytes));
   const std::uint64_t first = range->first_row + std::uint64_t{id - range->tensor_id} * range->rows;
   const std::uint64_t end = first + range->rows;
-  const std::size_t chunk_bytes = std::size_t{layout.chunk_rows} * row_bytes_;
   const std::size_t before = out->size();
   for (std::uint64_t k = first / layout.chunk_rows; k * layout.chunk_rows < end; ++k) {
-    const StatsChunk& c = layout.chunks[static_cast<std::size_t>(k)];
-    const std::string which = "chunk " + std::to_string(k);
-    stored_.resize(c.stored_bytes);
-    TSTAT_ASSIGN_OR_RETURN(std::size_t read,
-                           PreadUpTo(fd.get(), stored_.data(), stored_.size(), c.offset, path));
-    if (read != stored_.size()) return bad(which + " past the end of the file");
-    if (static_cast<std::uint32_t>(libdeflate_crc32(0, stored_.data(), stored_.size())) !=
-        c.crc32) {
-      return bad(which + " fails its CRC (damaged since it was written)");
-    }
-    inflated_.resize(chunk_bytes);
-    std::size_t produced = 0;
-    if (libdeflate_zlib_decompress(inflater_, stored_.data(), stored_.size(), inflated_.data(),
-                                   chunk_bytes, &produced) != LIBDEFLATE_SUCCESS ||
-        produced != chunk_bytes) {
-      return bad(which + " does not inflate to its " + std::to_string(chunk_bytes) + " bytes");
-    }
-    rows_.resize(chunk_bytes);
-    UnshuffleBytes(inflated_.data(), chunk_bytes, row_bytes_, rows_.data());
+    TSTAT_RETURN_IF_ERROR(DecodeChunk(fd.get(), path, layout, static_cast<std::size_t>(k)));
     const std::uint64_t chunk_first = k * layout.chunk_rows;
     const std::uint64_t a = std::max(first, chunk_first);
     const std::uint64_t b = std::min(end, chunk_first + layout.chunk_rows);
@@ -102,6 +124,95 @@ Status StatsChunkReader::ReadTensorRows(const std::string& path, std::uint64_t f
     }
   }
   return Status::OK();
+}
+
+Result<bool> StatsChunkReader::ReadCaptureOrder(const std::string& path, std::uint64_t file_bytes,
+                                                const StatsLayout& layout,
+                                                const std::vector<StepRow>& steps,
+                                                const std::vector<std::uint32_t>& capture_index,
+                                                const std::function<bool(std::uint32_t)>& known,
+                                                std::vector<StatsRow>* rows,
+                                                std::vector<std::uint32_t>* per_step) {
+  const std::uint64_t n = layout.rows;
+  if (capture_index.size() != n || steps.empty()) return false;
+  for (std::size_t i = 1; i < steps.size(); ++i) {
+    if (steps[i - 1].global_step >= steps[i].global_step) return false;
+  }
+  std::uint64_t tensors = 0;
+  for (const StatsTensorRange& r : layout.tensors) tensors += r.count;
+  // A place per (step, position in the step): as many as rows when every
+  // tensor is saved at every step of the segment; far more (tensors saved
+  // at different steps) is left to the general way.
+  const std::uint64_t places = tensors * steps.size();
+  if (tensors == 0 || places > 4 * n + 1024) return false;
+  TSTAT_RETURN_IF_ERROR(CheckRowBytes(path, layout));
+  TSTAT_ASSIGN_OR_RETURN(const UniqueFd fd, OpenSegment(path, file_bytes));
+  auto bad = [&](const std::string& what) { return Status::Corruption(path + ": stats: " + what); };
+  // Resized, not cleared: memory kept from the previous segment is not
+  // zeroed again (every place used is written below).
+  rows->resize(static_cast<std::size_t>(places));
+  placed_.assign(static_cast<std::size_t>(places), 0);
+  per_step->assign(steps.size(), 0);
+  std::size_t step = 0;
+  bool have_id = false;
+  std::uint32_t last_id = 0;
+  // A chunk's planes go straight into rows (no zeroing: the plan covers every
+  // member, the layout's rows being the full stored row), then each row to
+  // its place.
+  chunk_rows_.resize(layout.chunk_rows);
+  for (std::size_t k = 0; k < layout.chunks.size(); ++k) {
+    TSTAT_RETURN_IF_ERROR(InflateChunk(fd.get(), path, layout, k));
+    UnshuffleRuns(inflated_.data(), layout.chunk_rows, runs_.data(), runs_.size(), sizeof(StatsRow),
+                  reinterpret_cast<std::uint8_t*>(chunk_rows_.data()));
+    const std::uint64_t first = std::uint64_t{k} * layout.chunk_rows;
+    const std::uint64_t end = std::min<std::uint64_t>(n, first + layout.chunk_rows);
+    for (std::uint64_t r = first; r < end; ++r) {
+      const StatsRow& row = chunk_rows_[static_cast<std::size_t>(r - first)];
+      if (!IsStoredMode(row.mode)) return bad("invalid mode");
+      // Rows of one tensor come together: the registry is asked per tensor.
+      if (!have_id || row.tensor_id != last_id) {
+        if (!known(row.tensor_id)) return bad("tensor id not in the registry");
+        have_id = true;
+        last_id = row.tensor_id;
+      }
+      // A tensor's rows are consecutive steps: the next step is tried first.
+      if (steps[step].global_step != row.global_step) {
+        if (step + 1 < steps.size() && steps[step + 1].global_step == row.global_step) {
+          ++step;
+        } else {
+          auto it =
+              std::lower_bound(steps.begin(), steps.end(), row.global_step,
+                               [](const StepRow& s, std::int64_t g) { return s.global_step < g; });
+          if (it == steps.end() || it->global_step != row.global_step) return false;
+          step = static_cast<std::size_t>(it - steps.begin());
+        }
+      }
+      const std::uint32_t position = capture_index[static_cast<std::size_t>(r)];
+      if (position >= tensors) return false;
+      const std::size_t place = static_cast<std::size_t>(step * tensors + position);
+      if (placed_[place]) return false;
+      placed_[place] = 1;
+      ++(*per_step)[step];
+      (*rows)[place] = row;
+    }
+  }
+  // A step's positions are 0 .. its records - 1: its rows are the first of
+  // its places, moved up behind the previous step's.
+  std::size_t used = 0;
+  for (std::size_t s = 0; s < steps.size(); ++s) {
+    const std::size_t base = static_cast<std::size_t>(s * tensors);
+    const std::size_t count = (*per_step)[s];
+    for (std::size_t c = 0; c < count; ++c) {
+      if (!placed_[base + c]) return false;
+    }
+    if (used != base && count > 0) {
+      std::memmove(static_cast<void*>(rows->data() + used), rows->data() + base,
+                   count * sizeof(StatsRow));
+    }
+    used += count;
+  }
+  rows->resize(used);
+  return true;
 }
 
 }  // namespace tstat::io

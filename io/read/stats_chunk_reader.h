@@ -12,14 +12,17 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "io/codec/chunk_deflate.h"
 #include "io/format/segment_schema.h"
 #include "io/format/stats_layout.h"
 #include "io/h5/h5_row_copy.h"
+#include "io/h5/posix_file.h"
 #include "tstat/status.h"
 
 struct libdeflate_decompressor;
@@ -40,14 +43,47 @@ class StatsChunkReader {
   Status ReadTensorRows(const std::string& path, std::uint64_t file_bytes,
                         const StatsLayout& layout, std::uint32_t id, std::vector<StatsRow>* out);
 
+  // Every stats row of the segment into `rows` in capture order (steps
+  // ascending as in `steps`, a step's records by their `capture_index`), as
+  // format 3 stored them, and the number of records of each of `steps` into
+  // `per_step`, each row checked (mode valid, tensor id `known`),
+  // decoded straight into its place: a walk over a run's steps then needs
+  // no reordering pass. false (and `rows` unspecified) when the segment is
+  // not what a writer stores (a row of a step `steps` lacks, positions
+  // repeated or out of range, capture_index of another length, far more
+  // places than rows): the caller reads it the general way, which sorts
+  // such rows out. Errors as ReadTensorRows'; kCorruption for a row that
+  // fails its checks.
+  Result<bool> ReadCaptureOrder(const std::string& path, std::uint64_t file_bytes,
+                                const StatsLayout& layout, const std::vector<StepRow>& steps,
+                                const std::vector<std::uint32_t>& capture_index,
+                                const std::function<bool(std::uint32_t)>& known,
+                                std::vector<StatsRow>* rows, std::vector<std::uint32_t>* per_step);
+
  private:
   StatsChunkReader(RowCopyPlan plan, std::size_t row_bytes, libdeflate_decompressor* inflater)
-      : plan_(std::move(plan)), row_bytes_(row_bytes), inflater_(inflater) {}
+      : plan_(std::move(plan)), row_bytes_(row_bytes), inflater_(inflater) {
+    for (const RowCopyPlan::Run& r : plan_.runs()) runs_.push_back(ByteRun{r.src, r.dst, r.bytes});
+  }
+  // kCorruption unless the layout's rows are this reader's size.
+  Status CheckRowBytes(const std::string& path, const StatsLayout& layout) const;
+  // Opens `path`, checked to be the regular file of `file_bytes` bytes the
+  // catalog describes.
+  Result<UniqueFd> OpenSegment(const std::string& path, std::uint64_t file_bytes);
+  // Chunk `k` of `layout` read, checked and inflated into inflated_ (its
+  // planes), then (DecodeChunk) unshuffled into rows_ (chunk_rows packed
+  // rows).
+  Status InflateChunk(int fd, const std::string& path, const StatsLayout& layout, std::size_t k);
+  Status DecodeChunk(int fd, const std::string& path, const StatsLayout& layout, std::size_t k);
 
   RowCopyPlan plan_;
+  std::vector<ByteRun> runs_;  // plan_'s, for UnshuffleRuns
   std::size_t row_bytes_;
   libdeflate_decompressor* inflater_;
   std::vector<std::uint8_t> stored_, inflated_, rows_;
+  // ReadCaptureOrder's: per place, whether a row is there; a chunk's rows.
+  std::vector<std::uint8_t> placed_;
+  std::vector<StatsRow> chunk_rows_;
 };
 
 }  // namespace tstat::io

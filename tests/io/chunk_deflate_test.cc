@@ -101,6 +101,31 @@ TEST(ChunkDeflateTest, UnshuffleInvertsTheShuffle) {
   }
 }
 
+// UnshuffleRuns puts byte src + k of each element at dst + k of its row,
+// for runs of every length around the eight-plane groups, element counts
+// around the sixteen-element groups, and leaves every other byte alone.
+TEST(ChunkDeflateTest, UnshuffleRunsPlacesEachRunAndNothingElse) {
+  constexpr std::size_t kSize = 37, kStride = 56;
+  const std::vector<ByteRun> runs = {{0, 0, 8}, {8, 9, 1}, {9, 16, 9}, {18, 27, 3}, {21, 31, 16}};
+  for (std::size_t n : {std::size_t{1}, std::size_t{15}, std::size_t{16}, std::size_t{17},
+                        std::size_t{47}, std::size_t{414}}) {
+    std::vector<std::uint8_t> rows(n * kSize);
+    for (std::size_t i = 0; i < rows.size(); ++i) rows[i] = static_cast<std::uint8_t>(i * 7 + 3);
+    const std::vector<std::uint8_t> planes = ReferenceShuffle(rows, kSize);
+    std::vector<std::uint8_t> got(n * kStride, 0xEE), want(n * kStride, 0xEE);
+    for (std::size_t i = 0; i < n; ++i) {
+      for (const ByteRun& r : runs) {
+        for (std::size_t k = 0; k < r.bytes; ++k) {
+          want[i * kStride + r.dst + k] = rows[i * kSize + r.src + k];
+        }
+      }
+    }
+    UnshuffleRuns(n == 1 ? rows.data() : planes.data(), n, runs.data(), runs.size(), kStride,
+                  got.data());
+    EXPECT_EQ(got, want) << n << " elements";
+  }
+}
+
 TEST(ChunkDeflateTest, OutputIsAZlibStreamOfTheShuffledBytes) {
   ChunkDeflater deflater;
   std::vector<std::uint8_t> in(100000);

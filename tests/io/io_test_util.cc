@@ -420,8 +420,15 @@ std::string TrialAnswers(Trial& t) {
     o << "records " << KeyText(k) << " " << records.status().ToString();
     if (records.ok()) {
       for (const TensorStatsRecord& r : *records) {
-        o << " " << r.tensor_id << ":" << StatsText(r.stats) << ":"
-          << r.exponent_histogram.has_value();
+        o << " " << r.tensor_id << ":" << StatsText(r.stats) << ":";
+        if (r.exponent_histogram) {
+          o << r.exponent_histogram->first_bin;
+          for (std::uint64_t c : r.exponent_histogram->counts) o << "," << c;
+        } else {
+          o << "-";
+        }
+        o << ":" << r.per_channel.has_value() << r.linear_histogram.has_value()
+          << r.label_counts.has_value() << r.delta.has_value();
       }
     }
     o << "\n";

@@ -1,0 +1,174 @@
+// StatsChunkReader::ReadCaptureOrder (io/read/stats_chunk_reader.h): a
+// format 4 segment's stats rows decoded straight into capture order are the
+// rows the general way puts in that order (ReadSegment, then
+// StepMajorOrder), for segments where every tensor is saved at every step
+// and where some are not (steps with fewer records); rows no writer stores
+// (positions repeated or out of range, a step the steps table lacks, steps
+// out of order, an index of another length) are left to the general way
+// (false), and a row of a tensor the registry lacks fails naming the file.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "io/format/run_layout.h"
+#include "io/format/segment_catalog.h"
+#include "io/h5/posix_file.h"
+#include "io/read/segment_reader.h"
+#include "io/read/stats_chunk_reader.h"
+#include "io/read/step_major_order.h"
+#include "tests/io/io_test_util.h"
+
+namespace tstat::io::testing {
+namespace {
+
+constexpr std::int64_t kSteps = 12, kStepsPerSegment = 4;
+constexpr std::uint32_t kTensors = 5;
+
+// Tensor 3 only at even steps, tensor 4 only at steps 0 and 1 (the last
+// segments have fewer places filled).
+std::string WriteRun(const TempDir& dir) {
+  const std::string run = dir.Sub("run");
+  auto writer = OpenWriterOrDie(run);
+  std::vector<TensorInfo> tensors;
+  for (std::uint32_t t = 0; t < kTensors; ++t) {
+    tensors.push_back(MakeTensorInfo(t, "t" + std::to_string(t)));
+  }
+  EXPECT_TRUE(writer->RegisterTensors(tensors).ok());
+  for (std::int64_t g = 0; g < kSteps; ++g) {
+    StepBatch b = MakeBatch(g, g % 3 == 2 ? Mode::kEval : Mode::kTrain);
+    // Capture order differs from id order: 2 first.
+    for (std::uint32_t t : {2u, 0u, 1u, 3u, 4u}) {
+      if ((t == 3 && g % 2 != 0) || (t == 4 && g > 1)) continue;
+      b.stats.push_back(ReferenceRecord(g, t, t == 0));
+    }
+    EXPECT_TRUE(writer->Write(b).ok());
+    if (g % kStepsPerSegment == kStepsPerSegment - 1) {
+      EXPECT_TRUE(writer->Flush({}).ok());
+    }
+  }
+  EXPECT_TRUE(writer->Close({}).ok());
+  return run;
+}
+
+bool SameRow(const StatsRow& a, const StatsRow& b) {
+  return a.global_step == b.global_step && a.mode == b.mode && a.mode_step == b.mode_step &&
+         a.tensor_id == b.tensor_id && a.has_stats == b.has_stats &&
+         std::memcmp(&a.s, &b.s, sizeof a.s) == 0;
+}
+
+class CaptureOrderTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    run_ = WriteRun(dir_);
+    const std::string worker = run_ + "/" + WorkerDirName(0);
+    auto bytes = ReadWholeFile(worker + "/" + kCatalogFileName);
+    TSTAT_ASSERT_OK(bytes);
+    CatalogFrames f =
+        DecodeCatalogFrames(reinterpret_cast<const std::uint8_t*>(bytes->data()), bytes->size());
+    ASSERT_TRUE(f.problem.empty()) << f.problem;
+    frames_ = std::move(f.entries);
+    ASSERT_EQ(frames_.size(), static_cast<std::size_t>(kSteps / kStepsPerSegment));
+    auto reader = StatsChunkReader::Make();
+    TSTAT_ASSERT_OK(reader);
+    reader_ = std::move(reader).value();
+  }
+
+  std::string Path(std::size_t seg) const {
+    return run_ + "/" + WorkerDirName(0) + "/" + SegmentFileName(static_cast<std::int64_t>(seg));
+  }
+  // The segment's tables but its stats, as the segment cache reads them.
+  SegmentBuffers Tables(std::size_t seg) const {
+    RecordTablesRead read;
+    read.stats = false;
+    auto c = ReadSegmentRecords(Path(seg), known_, nullptr, read);
+    EXPECT_TRUE(c.ok()) << c.status().ToString();
+    return c.ok() ? std::move(c->tables) : SegmentBuffers{};
+  }
+  Result<bool> Read(std::size_t seg, const std::vector<StepRow>& steps,
+                    const std::vector<std::uint32_t>& index, std::vector<StatsRow>* rows,
+                    std::vector<std::uint32_t>* per_step,
+                    const std::function<bool(std::uint32_t)>& known = {}) {
+    return reader_->ReadCaptureOrder(Path(seg), frames_[seg].file_bytes, *frames_[seg].stats_layout,
+                                     steps, index, known ? known : known_, rows, per_step);
+  }
+
+  TempDir dir_;
+  std::string run_;
+  std::vector<CatalogEntry> frames_;
+  std::unique_ptr<StatsChunkReader> reader_;
+  std::function<bool(std::uint32_t)> known_ = [](std::uint32_t id) { return id < kTensors; };
+};
+
+TEST_F(CaptureOrderTest, RowsAreTheGeneralWaysInCaptureOrder) {
+  for (std::size_t seg = 0; seg < frames_.size(); ++seg) {
+    SCOPED_TRACE("segment " + std::to_string(seg));
+    ASSERT_TRUE(frames_[seg].stats_layout.has_value());
+    auto whole = ReadSegment(Path(seg));
+    TSTAT_ASSERT_OK(whole);
+    std::vector<std::uint32_t> order;
+    StepMajorOrder(whole->tables, &order);
+    const SegmentBuffers t = Tables(seg);
+    ASSERT_FALSE(t.stats_capture_index.empty());
+    std::vector<StatsRow> rows(3);  // a buffer kept from before: resized, every row written
+    std::vector<std::uint32_t> per_step;
+    auto placed = Read(seg, t.steps, t.stats_capture_index, &rows, &per_step);
+    TSTAT_ASSERT_OK(placed);
+    ASSERT_TRUE(*placed);
+    ASSERT_EQ(rows.size(), order.size());
+    for (std::size_t k = 0; k < order.size(); ++k) {
+      EXPECT_TRUE(SameRow(rows[k], whole->tables.stats[order[k]])) << "record " << k;
+    }
+    // Per step: its records (5 at steps 0 and 1, then 4 or 3).
+    ASSERT_EQ(per_step.size(), t.steps.size());
+    for (std::size_t s = 0; s < t.steps.size(); ++s) {
+      const std::int64_t g = t.steps[s].global_step;
+      EXPECT_EQ(per_step[s], 3u + (g % 2 == 0) + (g <= 1)) << "step " << g;
+    }
+  }
+}
+
+TEST_F(CaptureOrderTest, RowsNoWriterStoresAreLeftToTheGeneralWay) {
+  const std::size_t seg = 1;
+  const SegmentBuffers t = Tables(seg);
+  std::vector<StatsRow> rows;
+  std::vector<std::uint32_t> per_step;
+  auto expect_not_placed = [&](const std::vector<StepRow>& steps,
+                               const std::vector<std::uint32_t>& index, const char* what) {
+    auto placed = Read(seg, steps, index, &rows, &per_step);
+    TSTAT_EXPECT_OK(placed);
+    EXPECT_FALSE(placed.ok() && *placed) << what;
+  };
+  std::vector<std::uint32_t> index = t.stats_capture_index;
+  for (std::size_t r = 0; r < index.size(); ++r) index[r] = 0;  // every row first in its step
+  expect_not_placed(t.steps, index, "positions repeated");
+  index = t.stats_capture_index;
+  index.back() = kTensors;  // past the tensors of the segment
+  expect_not_placed(t.steps, index, "a position out of range");
+  index = t.stats_capture_index;
+  index.pop_back();
+  expect_not_placed(t.steps, index, "an index of another length");
+  std::vector<StepRow> steps = t.steps;
+  steps.erase(steps.begin() + 1);
+  expect_not_placed(steps, t.stats_capture_index, "a step the steps table lacks");
+  steps = t.steps;
+  std::swap(steps[0], steps[1]);
+  expect_not_placed(steps, t.stats_capture_index, "steps out of order");
+  // A gap in a step's positions (a record missing before its last): the
+  // steps of segment 1 hold 3 or 4 of its 4 tensors' records.
+  index = t.stats_capture_index;
+  for (std::uint32_t& p : index) p += 1;
+  expect_not_placed(t.steps, index, "positions with gaps");
+
+  const Status unknown =
+      Read(seg, t.steps, t.stats_capture_index, &rows, &per_step, [](std::uint32_t id) {
+        return id != 1;
+      }).status();
+  EXPECT_EQ(unknown.code(), StatusCode::kCorruption) << unknown.ToString();
+  EXPECT_NE(unknown.message().find(SegmentFileName(1)), std::string::npos) << unknown.message();
+  EXPECT_NE(unknown.message().find("not in the registry"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tstat::io::testing
