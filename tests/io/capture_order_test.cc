@@ -27,29 +27,12 @@ constexpr std::int64_t kSteps = 12, kStepsPerSegment = 4;
 constexpr std::uint32_t kTensors = 5;
 
 // Tensor 3 only at even steps, tensor 4 only at steps 0 and 1 (the last
-// segments have fewer places filled).
+// segments have fewer places filled); capture order differs from id order.
 std::string WriteRun(const TempDir& dir) {
-  const std::string run = dir.Sub("run");
-  auto writer = OpenWriterOrDie(run);
-  std::vector<TensorInfo> tensors;
-  for (std::uint32_t t = 0; t < kTensors; ++t) {
-    tensors.push_back(MakeTensorInfo(t, "t" + std::to_string(t)));
-  }
-  EXPECT_TRUE(writer->RegisterTensors(tensors).ok());
-  for (std::int64_t g = 0; g < kSteps; ++g) {
-    StepBatch b = MakeBatch(g, g % 3 == 2 ? Mode::kEval : Mode::kTrain);
-    // Capture order differs from id order: 2 first.
-    for (std::uint32_t t : {2u, 0u, 1u, 3u, 4u}) {
-      if ((t == 3 && g % 2 != 0) || (t == 4 && g > 1)) continue;
-      b.stats.push_back(ReferenceRecord(g, t, t == 0));
-    }
-    EXPECT_TRUE(writer->Write(b).ok());
-    if (g % kStepsPerSegment == kStepsPerSegment - 1) {
-      EXPECT_TRUE(writer->Flush({}).ok());
-    }
-  }
-  EXPECT_TRUE(writer->Close({}).ok());
-  return run;
+  return WriteTensorRun(dir, kTensors, kSteps, kStepsPerSegment, {2, 0, 1, 3, 4},
+                        [](std::int64_t g, std::uint32_t t) {
+                          return !(t == 3 && g % 2 != 0) && !(t == 4 && g > 1);
+                        });
 }
 
 bool SameRow(const StatsRow& a, const StatsRow& b) {

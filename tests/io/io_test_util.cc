@@ -363,6 +363,31 @@ std::string KeyText(const StepKey& k) {
 
 }  // namespace
 
+std::string WriteTensorRun(const TempDir& dir, std::uint32_t tensors, std::int64_t steps,
+                           std::int64_t steps_per_segment,
+                           const std::vector<std::uint32_t>& capture_order,
+                           const std::function<bool(std::int64_t, std::uint32_t)>& saved) {
+  const std::string run = dir.Sub("run");
+  auto writer = OpenWriterOrDie(run);
+  std::vector<TensorInfo> infos;
+  for (std::uint32_t t = 0; t < tensors; ++t) {
+    infos.push_back(MakeTensorInfo(t, "t" + std::to_string(t)));
+  }
+  EXPECT_TRUE(writer->RegisterTensors(infos).ok());
+  for (std::int64_t g = 0; g < steps; ++g) {
+    StepBatch b = MakeBatch(g, g % 3 == 2 ? Mode::kEval : Mode::kTrain);
+    for (std::uint32_t t : capture_order) {
+      if (saved(g, t)) b.stats.push_back(ReferenceRecord(g, t, t == 0));
+    }
+    EXPECT_TRUE(writer->Write(b).ok());
+    if (g % steps_per_segment == steps_per_segment - 1) {
+      EXPECT_TRUE(writer->Flush({}).ok());
+    }
+  }
+  EXPECT_TRUE(writer->Close({}).ok());
+  return run;
+}
+
 std::string TrialAnswers(Trial& t) {
   std::ostringstream o;
   o.precision(17);

@@ -8,6 +8,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -97,6 +98,16 @@ std::unique_ptr<Hdf5RunWriter> OpenWriterOrDie(const std::string& run_dir, int r
                                                int world_size = 1,
                                                const std::string& config = "{\"test\": true}",
                                                int compression_level = 4);
+
+// Run `dir`/run: `steps` steps (EVAL every third, TRAIN otherwise) of
+// tensors t0 .. t<tensors - 1> (ids 0 ..), each step's records in
+// `capture_order` (ids), tensor t at step g when saved(g, t), tensor 0 with
+// every extra (ReferenceRecord); a flush every `steps_per_segment` steps.
+// Returns the run's path.
+std::string WriteTensorRun(const TempDir& dir, std::uint32_t tensors, std::int64_t steps,
+                           std::int64_t steps_per_segment,
+                           const std::vector<std::uint32_t>& capture_order,
+                           const std::function<bool(std::int64_t, std::uint32_t)>& saved);
 
 // gtest assertions: stored fields bit-exact (NaN == NaN), derived sum and l2
 // within 1e-12 relative of `want`'s.

@@ -20,28 +20,10 @@ namespace {
 constexpr std::int64_t kSteps = 18, kStepsPerSegment = 3;
 constexpr std::uint32_t kTensors = 4;
 
+// Tensor 3 only at even steps; tensor 0 with every extra.
 std::string WriteRun(const TempDir& dir) {
-  const std::string run = dir.Sub("run");
-  auto writer = OpenWriterOrDie(run);
-  std::vector<TensorInfo> tensors;
-  for (std::uint32_t t = 0; t < kTensors; ++t) {
-    tensors.push_back(MakeTensorInfo(t, "t" + std::to_string(t)));
-  }
-  EXPECT_TRUE(writer->RegisterTensors(tensors).ok());
-  for (std::int64_t g = 0; g < kSteps; ++g) {
-    StepBatch b = MakeBatch(g, g % 3 == 2 ? Mode::kEval : Mode::kTrain);
-    // Tensor 3 only at even steps; tensor 0 with every extra.
-    for (std::uint32_t t = 0; t < kTensors; ++t) {
-      if (t == 3 && g % 2 != 0) continue;
-      b.stats.push_back(ReferenceRecord(g, t, t == 0));
-    }
-    EXPECT_TRUE(writer->Write(b).ok());
-    if (g % kStepsPerSegment == kStepsPerSegment - 1) {
-      EXPECT_TRUE(writer->Flush({}).ok());
-    }
-  }
-  EXPECT_TRUE(writer->Close({}).ok());
-  return run;
+  return WriteTensorRun(dir, kTensors, kSteps, kStepsPerSegment, {0, 1, 2, 3},
+                        [](std::int64_t g, std::uint32_t t) { return t != 3 || g % 2 == 0; });
 }
 
 TEST(SegmentCacheTest, EveryQueryAnswersTheSameWhateverTheCap) {
@@ -167,8 +149,8 @@ TEST(SegmentCacheTest, RowsAreCheckedAgainstTheCallersRegistry) {
   TSTAT_ASSERT_OK(cache.GetSteps(0, 0, a, [](std::uint32_t id) { return id < 4; }));
   SegmentCache strict(std::uint64_t{1} << 30);
   const auto without_t2 = [](std::uint32_t id) { return id < 4 && id != 2; };
-  for (const Status& s : {strict.Get(0, 0, a, without_t2).status(),
-                          strict.GetSteps(0, 0, a, without_t2).status()}) {
+  for (const Status& s :
+       {strict.Get(0, 0, a, without_t2).status(), strict.GetSteps(0, 0, a, without_t2).status()}) {
     EXPECT_EQ(s.code(), StatusCode::kCorruption) << s.ToString();
     EXPECT_NE(s.message().find(SegmentFileName(0)), std::string::npos) << s.message();
   }
