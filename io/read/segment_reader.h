@@ -1,5 +1,5 @@
 // Reads one sealed segment file back into memory (everything but the raw
-// snapshot bytes, which are read on demand with ReadRawDataset).
+// snapshot bytes, which are read on demand: raw_dataset.h).
 //
 // ReadSegment verifies the seal (segment_seal.h) before HDF5 sees the file,
 // then reads the attributes and every table, and checks the rows against each
@@ -100,15 +100,5 @@ Status ValidateSegmentTables(const SegmentBuffers& b,
 // ReadSegment then reads are decoded by tstat (h5_chunk_read.h). The same
 // errors as ReadSegment for what it reads.
 Status WalkSegmentLocked(const std::string& path, RegistryMemo* memo = nullptr);
-
-// Reads raw snapshot `dataset` of the segment at `path`: its bytes, checked
-// against `dtype` and the element count of `shape` (empty shape: any). For
-// kRawPackedDataset, bytes [byte_offset, byte_offset + byte_count) of it (the
-// row's shape and dtype were checked against byte_count by ReadSegment).
-Result<std::vector<std::uint8_t>> ReadRawDataset(const std::string& path,
-                                                 const std::string& dataset, DType dtype,
-                                                 const std::vector<std::int64_t>& shape,
-                                                 std::uint64_t byte_offset = 0,
-                                                 std::uint64_t byte_count = 0);
 
 }  // namespace tstat::io

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <set>
 
+#include "io/read/raw_dataset.h"
 #include "io/read/segment_reader.h"
 #include "io/read/trial_impl.h"
 
