@@ -88,9 +88,8 @@ Status StatsChunkReader::InflateChunk(int fd, const std::string& path, const Sta
   }
   inflated_.resize(chunk_bytes);
   std::size_t consumed = 0, produced = 0;
-  if (libdeflate_deflate_decompress_ex(inflater_, stored_.data() + 2, stored - 6,
-                                       inflated_.data(), chunk_bytes, &consumed,
-                                       &produced) != LIBDEFLATE_SUCCESS ||
+  if (libdeflate_deflate_decompress_ex(inflater_, stored_.data() + 2, stored - 6, inflated_.data(),
+                                       chunk_bytes, &consumed, &produced) != LIBDEFLATE_SUCCESS ||
       produced != chunk_bytes || consumed != stored - 6) {
     return bad(which + " does not inflate to its " + std::to_string(chunk_bytes) + " bytes");
   }
@@ -148,13 +147,26 @@ Result<bool> StatsChunkReader::ReadCaptureOrder(const std::string& path, std::ui
   for (std::size_t i = 1; i < steps.size(); ++i) {
     if (steps[i - 1].global_step >= steps[i].global_step) return false;
   }
+  // What is allocated below follows from the rows, and the rows from the
+  // stored chunks: a writer's chunks follow one another in the file (their
+  // bytes sum to at most the file's) and each inflates at most 1032-fold, as
+  // deflate can. A layout that claims more is left to the general way,
+  // whose reads are bounded by what the file stores.
+  const std::uint64_t chunk_bytes = std::uint64_t{layout.chunk_rows} * row_bytes_;
+  std::uint64_t next_offset = 0;
+  for (const StatsChunk& c : layout.chunks) {
+    if (c.offset < next_offset || chunk_bytes > 1032 * std::uint64_t{c.stored_bytes} + 64) {
+      return false;
+    }
+    next_offset = c.offset + c.stored_bytes;
+  }
   std::uint64_t tensors = 0;
   for (const StatsTensorRange& r : layout.tensors) tensors += r.count;
   // A place per (step, position in the step): as many as rows when every
   // tensor is saved at every step of the segment; far more (tensors saved
   // at different steps) is left to the general way.
   const std::uint64_t places = tensors * steps.size();
-  if (tensors == 0 || places > 4 * n + 1024) return false;
+  if (tensors == 0 || places > 2 * n + 1024) return false;
   TSTAT_RETURN_IF_ERROR(CheckRowBytes(path, layout));
   TSTAT_ASSIGN_OR_RETURN(const UniqueFd fd, OpenSegment(path, file_bytes));
   auto bad = [&](const std::string& what) { return Status::Corruption(path + ": stats: " + what); };

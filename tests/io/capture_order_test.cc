@@ -72,9 +72,11 @@ class CaptureOrderTest : public ::testing::Test {
   Result<bool> Read(std::size_t seg, const std::vector<StepRow>& steps,
                     const std::vector<std::uint32_t>& index, std::vector<StatsRow>* rows,
                     std::vector<std::uint32_t>* per_step,
-                    const std::function<bool(std::uint32_t)>& known = {}) {
-    return reader_->ReadCaptureOrder(Path(seg), frames_[seg].file_bytes, *frames_[seg].stats_layout,
-                                     steps, index, known ? known : known_, rows, per_step);
+                    const std::function<bool(std::uint32_t)>& known = {},
+                    const StatsLayout* layout = nullptr) {
+    return reader_->ReadCaptureOrder(Path(seg), frames_[seg].file_bytes,
+                                     layout ? *layout : *frames_[seg].stats_layout, steps, index,
+                                     known ? known : known_, rows, per_step);
   }
 
   TempDir dir_;
@@ -143,6 +145,27 @@ TEST_F(CaptureOrderTest, RowsNoWriterStoresAreLeftToTheGeneralWay) {
   index = t.stats_capture_index;
   for (std::uint32_t& p : index) p += 1;
   expect_not_placed(t.steps, index, "positions with gaps");
+
+  // Layouts that claim more rows than their chunks can hold, refused before
+  // anything is sized by them: chunks that overlap, a chunk too small to
+  // inflate to its rows.
+  const StatsLayout& layout = *frames_[seg].stats_layout;
+  ASSERT_GE(layout.chunks.size(), 1u);
+  auto expect_layout_refused = [&](const StatsLayout& l,
+                                   const std::vector<std::uint32_t>& positions, const char* what) {
+    auto placed = Read(seg, t.steps, positions, &rows, &per_step, {}, &l);
+    TSTAT_EXPECT_OK(placed);
+    EXPECT_FALSE(placed.ok() && *placed) << what;
+  };
+  StatsLayout crafted = layout;
+  crafted.chunks.push_back(crafted.chunks.back());  // the same bytes twice
+  crafted.rows += crafted.chunk_rows;
+  std::vector<std::uint32_t> longer = t.stats_capture_index;
+  longer.resize(static_cast<std::size_t>(crafted.rows), 0);
+  expect_layout_refused(crafted, longer, "overlapping chunks");
+  crafted = layout;
+  crafted.chunks[0].stored_bytes = 1;
+  expect_layout_refused(crafted, t.stats_capture_index, "a chunk of 1 stored byte");
 
   const Status unknown =
       Read(seg, t.steps, t.stats_capture_index, &rows, &per_step, [](std::uint32_t id) {
