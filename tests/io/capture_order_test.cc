@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -174,6 +175,80 @@ TEST_F(CaptureOrderTest, RowsNoWriterStoresAreLeftToTheGeneralWay) {
   EXPECT_EQ(unknown.code(), StatusCode::kCorruption) << unknown.ToString();
   EXPECT_NE(unknown.message().find(SegmentFileName(1)), std::string::npos) << unknown.message();
   EXPECT_NE(unknown.message().find("not in the registry"), std::string::npos);
+}
+
+// Layouts and positions changed at random, as a crafted catalog or file
+// could: the reader never reads outside its buffers (ASan in CI), and
+// whatever it places is the file's rows in capture order, else it declines
+// (false) or names the damage.
+TEST_F(CaptureOrderTest, RandomlyCraftedLayoutsPlaceTheFilesRowsOrNothing) {
+  const std::size_t seg = 0;
+  auto whole = ReadSegment(Path(seg));
+  TSTAT_ASSERT_OK(whole);
+  std::vector<std::uint32_t> order;
+  StepMajorOrder(whole->tables, &order);
+  const SegmentBuffers t = Tables(seg);
+  const StatsLayout& layout = *frames_[seg].stats_layout;
+  std::mt19937_64 rng(28);
+  int placed_count = 0, declined = 0, damaged = 0;
+  for (int trial = 0; trial < 400; ++trial) {
+    StatsLayout l = layout;
+    std::vector<std::uint32_t> index = t.stats_capture_index;
+    std::vector<StepRow> steps = t.steps;
+    const auto pick = [&](std::uint64_t n) { return n == 0 ? 0 : rng() % n; };
+    switch (trial % 8) {
+      case 0:
+        l.chunks[pick(l.chunks.size())].offset += pick(64) - 32;
+        break;
+      case 1:
+        l.chunks[pick(l.chunks.size())].stored_bytes = static_cast<std::uint32_t>(pick(4096) + 1);
+        break;
+      case 2:
+        l.tensors[pick(l.tensors.size())].count = static_cast<std::uint32_t>(pick(8));
+        break;
+      case 3:  // the positions still come from the file
+        l.rows = pick(2 * l.rows + 2);
+        break;
+      case 4:
+        index[pick(index.size())] = static_cast<std::uint32_t>(pick(8));
+        break;
+      case 5:
+        steps[pick(steps.size())].global_step += static_cast<std::int64_t>(pick(5)) - 2;
+        break;
+      case 6:
+        l.chunk_rows = static_cast<std::uint32_t>(pick(2 * l.chunk_rows) + 1);
+        break;
+      default:
+        l.chunks[pick(l.chunks.size())].crc32 ^= 1u << pick(32);
+        break;
+    }
+    std::vector<StatsRow> rows(pick(50));
+    std::vector<std::uint32_t> per_step;
+    Result<bool> placed = Read(seg, steps, index, &rows, &per_step, {}, &l);
+    if (!placed.ok()) {
+      EXPECT_EQ(placed.status().code(), StatusCode::kCorruption) << placed.status().ToString();
+      ++damaged;
+      continue;
+    }
+    if (!*placed) {
+      ++declined;
+      continue;
+    }
+    ++placed_count;
+    // Placed: the file's rows (the positions may be another valid order of
+    // the same rows when the index was changed, so compare as sets per step).
+    ASSERT_EQ(rows.size(), order.size()) << "trial " << trial;
+    std::size_t k = 0;
+    for (std::size_t s = 0; s < per_step.size(); ++s) {
+      for (std::uint32_t c = 0; c < per_step[s]; ++c, ++k) {
+        EXPECT_EQ(rows[k].global_step, steps[s].global_step) << "trial " << trial;
+      }
+    }
+  }
+  // Each outcome happens (the mutations reach every branch).
+  EXPECT_GT(placed_count, 0);
+  EXPECT_GT(declined, 0);
+  EXPECT_GT(damaged, 0);
 }
 
 }  // namespace
