@@ -83,7 +83,9 @@ std::string Died(const std::string& path, int status) {
 }  // namespace
 
 IsolatedSegmentReads::~IsolatedSegmentReads() {
-  if (pid_ > 0) Stop(/*kill=*/false);
+  // Killed, not asked: it holds nothing, and waiting for it to see the end
+  // of file could wait on any process that inherited the socket.
+  if (pid_ > 0) Stop(/*kill=*/true);
 }
 
 Status IsolatedSegmentReads::Start(const std::string& path) {
@@ -96,8 +98,12 @@ Status IsolatedSegmentReads::Start(const std::string& path) {
     H5Lock lock;
     pid = ::fork();
     if (pid == 0) {
-      // The child: this thread holds the (copied) HDF5 lock.
-      ::close(fds[0]);
+      // The child: this thread holds the (copied) HDF5 lock. It keeps its
+      // socket and stdio only: another reader's socket inherited here would
+      // keep that reader's child from seeing its end of file.
+      const auto keep = static_cast<unsigned>(fds[1]);
+      if (keep > 3) ::close_range(3, keep - 1, 0);
+      ::close_range(keep + 1, ~0u, 0);
       Serve(fds[1]);
     }
   }

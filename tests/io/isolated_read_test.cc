@@ -7,7 +7,10 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <fstream>
+#include <future>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -136,6 +139,26 @@ TEST(IsolatedReadTest, OneChildServesTheChecksAndIsReplacedWhenItDies) {
   EXPECT_NE(crashed.message().find("child process"), std::string::npos) << crashed.message();
   TSTAT_EXPECT_OK(reads.Check(worker + SegmentFileName(3)));
   EXPECT_EQ(reads.children_started(), 2);
+}
+
+// Two readers in one process (two Trials of a notebook): the second's child
+// is forked while the first's socket is open. Each child keeps only its own
+// socket, and ending a reader ends its child at once (it once waited for an
+// end of file the other child's inherited socket held back, for ever).
+TEST(IsolatedReadTest, ReadersInOneProcessEndTheirOwnChildrenWhateverTheOrder) {
+  TempDir dir;
+  const std::string run = dir.Sub("run");
+  WriteSegments(run, 2);
+  const std::string segment = run + "/" + WorkerDirName(0) + "/" + SegmentFileName(0);
+  auto first = std::make_unique<IsolatedSegmentReads>(60.0);
+  TSTAT_ASSERT_OK(first->Check(segment));
+  auto second = std::make_unique<IsolatedSegmentReads>(60.0);
+  TSTAT_ASSERT_OK(second->Check(segment));
+  auto ended = std::async(std::launch::async, [&first] { first.reset(); });
+  ASSERT_EQ(ended.wait_for(std::chrono::seconds(20)), std::future_status::ready)
+      << "ending the first reader waits on its child";
+  TSTAT_EXPECT_OK(second->Check(segment));  // the second's child still serves
+  second.reset();
 }
 
 }  // namespace
