@@ -29,6 +29,10 @@ PACKAGES=(
   libfmt-dev
   python3-h5py
   python3-numpy
+  python3-dev      # the Python package (python/): its C++ module ...
+  pybind11-dev     # ... built with pybind11
+  python3-pandas   # tstat.trials returns Series and DataFrames
+  python3-pytest   # the Python package's tests
   libopenblas-dev
   libopenblas0-pthread  # libblas.so.3 -> OpenBLAS for libtorch (bench overhead)
   libtorch-dev          # LibTorch adapter (host/torch), its tests, bench overhead
@@ -84,6 +88,25 @@ configure_and_build() {
   }
   echo "setup.sh: building $build_dir/ (Release)"
   cmake --build "$build_dir" -j "${TSTAT_JOBS:-2}" || die "build of $build_dir/ failed"
+  install_python_path "$build_dir"
+}
+
+# `import tstat` in Debian's python3 from anywhere: a .pth file in its
+# site-packages naming <build>/python (the package built there). Skipped,
+# with a note, where site-packages cannot be written.
+install_python_path() {
+  local package_dir site
+  package_dir="$(cd "$1" && pwd)/python"
+  [[ -f "$package_dir/tstat/__init__.py" ]] || return 0
+  site="$(/usr/bin/python3 -c 'import site; print(site.getsitepackages()[0])')" || return 0
+  if [[ "$(cat "$site/tstat.pth" 2>/dev/null)" == "$package_dir" ]]; then
+    return 0
+  fi
+  if mkdir -p "$site" 2>/dev/null && echo "$package_dir" >"$site/tstat.pth" 2>/dev/null; then
+    echo "setup.sh: python3 imports tstat from $package_dir ($site/tstat.pth)"
+  else
+    echo "setup.sh: note: cannot write $site; use PYTHONPATH=$package_dir to import tstat"
+  fi
 }
 
 install_missing_packages

@@ -2,7 +2,8 @@
 """Fails on an #include that points up or across the layers of the tree.
 
 The stages, bottom to top (docs/architecture.md draws them): the public
-headers (include/tstat), proto, kernels, io, rules, host, benchmarks, tools.
+headers (include/tstat), proto, kernels, io, rules, host, python, benchmarks,
+tools.
 A file may include its own stage and those below it. Inside io and rules the
 folders are layered too: io's codec and h5 at the bottom (h5 may use codec),
 then format, then write and read side by side (neither includes the other);
@@ -18,7 +19,7 @@ import os
 import re
 import sys
 
-STAGES = ["tstat", "proto", "kernels", "io", "rules", "host", "benchmarks", "tools"]
+STAGES = ["tstat", "proto", "kernels", "io", "rules", "host", "python", "benchmarks", "tools"]
 FOLDERS = {  # stage -> {folder ("" for the stage's own top): what it may include}
     "kernels": {
         "": {"", "plan"},
