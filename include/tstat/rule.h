@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "tstat/export.h"
 #include "tstat/stats_record.h"
 #include "tstat/status.h"
 
@@ -168,6 +169,26 @@ class Rule {
   // does (a third of its time). True unless the rule says otherwise.
   virtual bool ReadsExponentHistograms() const { return true; }
 };
+
+// A findings log, RUN/findings.jsonl, where the in-process rules and the
+// `tstat rules` runner record every episode event (docs/rules.md).
+struct FindingsLogContents {
+  // The episodes, in opening order (a line of an older log is a one-step
+  // episode), each in its last recorded state: `open` until its close line.
+  std::vector<Episode> episodes;
+  // What opened each episode (the opening finding; an older log's lines).
+  std::vector<Finding> findings;
+  // The last line has no newline and is not a complete record (a writer is
+  // in the middle of it, or was killed there): it is left out.
+  bool truncated_tail = false;
+};
+
+// Reads a findings log. kNotFound if it does not exist, kIoError if it cannot
+// be read, kInvalidArgument if it is not a regular file, kResourceExhausted
+// past kMaxFindingsLogBytes, kCorruption naming the line number of a damaged
+// line.
+inline constexpr std::uint64_t kMaxFindingsLogBytes = 1ull << 30;
+TSTAT_EXPORT Result<FindingsLogContents> ReadFindingsLog(const std::string& path);
 
 using RuleFactory = std::function<Result<std::unique_ptr<Rule>>(const RuleSpec&)>;
 

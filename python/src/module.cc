@@ -14,11 +14,13 @@
 #include <pybind11/stl.h>
 
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "tstat/rule.h"
 #include "tstat/trial.h"
 
 namespace py = pybind11;
@@ -195,6 +197,38 @@ py::dict WorkerDict(const WorkerSummary& w) {
   return d;
 }
 
+py::dict EpisodeDict(const Episode& e) {
+  py::dict d;
+  d["episode"] = e.id;
+  d["rule"] = e.rule;
+  d["type"] = e.type;
+  d["severity"] = SeverityName(e.severity);
+  d["worker"] = e.worker;
+  d["tensor"] = e.tensor;
+  d["mode"] = ModeName(e.first.mode);
+  d["first_step"] = e.first.global_step;
+  d["first_mode_step"] = e.first.mode_step;
+  d["reported_step"] = e.reported.global_step;
+  d["last_step"] = e.last.global_step;
+  d["steps"] = e.steps;
+  d["open"] = e.open;
+  d["message"] = e.opening.message;
+  const auto& worst = e.worst.values.empty() ? e.opening.values : e.worst.values;
+  d["measure"] = worst.empty() ? std::string() : worst.front().first;
+  d["worst"] = worst.empty() ? std::numeric_limits<double>::quiet_NaN() : worst.front().second;
+  d["worst_step"] = e.worst.step.global_step;
+  return d;
+}
+
+// The episodes of a findings log; none when there is no log.
+py::list FindingsLog(const std::string& path) {
+  Result<FindingsLogContents> log = ReadFindingsLog(path);
+  py::list out;
+  if (!log.ok() && log.status().code() == StatusCode::kNotFound) return out;
+  for (const Episode& e : Take(std::move(log)).episodes) out.append(EpisodeDict(e));
+  return out;
+}
+
 // tstat::Trial as Python sees it (tstat.trials.Trial wraps it).
 class PyTrial {
  public:
@@ -324,6 +358,7 @@ PYBIND11_MODULE(_tstat, m) {
       .def("raw_steps", &PyTrial::raw_steps)
       .def("step_records", &PyTrial::step_records)
       .def("drops", &PyTrial::drops);
+  m.def("findings_log", &tstat::python::FindingsLog, py::arg("path"));
   m.attr("STATS") = [] {
     std::vector<std::string> names;
     for (int i = 0; i <= static_cast<int>(tstat::StatField::kAmax); ++i) {

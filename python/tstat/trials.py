@@ -13,6 +13,7 @@ vectorised read per tensor and stat, not one call per step.
 """
 
 import json
+import os
 import time
 import warnings
 
@@ -25,6 +26,10 @@ from tstat.modes import GLOBAL, ModeKeys, mode_of
 
 # Every stat a record carries, by name (count, min, max, mean, std, l2, ...).
 STATS = tuple(_tstat.STATS)
+
+_FINDING_COLUMNS = ["episode", "rule", "type", "severity", "worker", "tensor", "mode",
+                    "first_step", "first_mode_step", "reported_step", "last_step", "steps",
+                    "open", "message", "measure", "worst", "worst_step"]
 
 # smdebug's reduction names: (name, abs) -> tstat's stat.
 _REDUCTIONS = {
@@ -208,6 +213,16 @@ class Trial:
                     pass  # another worker's tensor
             self._names_by_id[worker] = names
         return names.get(tensor_id, f"#{tensor_id}")
+
+    def findings(self):
+        """The episodes the rules recorded in the run's findings log
+        (RUN/findings.jsonl: the in-process rules, or `tstat rules`), each
+        in its last recorded state, as a DataFrame: episode, rule, type,
+        severity, worker, tensor, mode, first_step, first_mode_step,
+        reported_step, last_step, steps, open, message, measure, worst,
+        worst_step. Empty when no rule recorded anything."""
+        rows = _tstat.findings_log(os.path.join(self.path, "findings.jsonl"))
+        return pd.DataFrame(rows, columns=_FINDING_COLUMNS)
 
     def drops(self, worker=-1):
         """What the writers had to drop (raw snapshots over their memory cap,

@@ -214,7 +214,12 @@ Status FindingsLogWriter::Close() {
   return s;
 }
 
+}  // namespace tstat::rules
+
+namespace tstat {
+
 Result<FindingsLogContents> ReadFindingsLog(const std::string& path) {
+  using namespace rules;  // NOLINT(google-build-using-namespace): the log's codec
   struct stat st;
   if (::stat(path.c_str(), &st) != 0) {
     if (errno == ENOENT) return Status::NotFound(path + ": no findings log");
@@ -281,4 +286,4 @@ Result<FindingsLogContents> ReadFindingsLog(const std::string& path) {
   return out;
 }
 
-}  // namespace tstat::rules
+}  // namespace tstat

@@ -64,22 +64,9 @@ class FindingsLogWriter {
   int fd_ = -1;
 };
 
-struct FindingsLogContents {
-  // The episodes, in opening order (a line of an older log is a one-step
-  // episode), each in its last recorded state: `open` until its close line.
-  std::vector<Episode> episodes;
-  // What opened each episode (the opening finding; an older log's lines).
-  std::vector<Finding> findings;
-  // The last line has no newline and is not a complete record (a writer is
-  // in the middle of it, or was killed there): it is left out.
-  bool truncated_tail = false;
-};
-
-// Reads a findings log. kNotFound if it does not exist, kIoError if it cannot
-// be read, kInvalidArgument if it is not a regular file, kResourceExhausted
-// past kMaxFindingsLogBytes, kCorruption naming the line number of a damaged
-// line.
-inline constexpr std::uint64_t kMaxFindingsLogBytes = 1ull << 30;
-Result<FindingsLogContents> ReadFindingsLog(const std::string& path);
+// The reader is public (tstat/rule.h: tstat::ReadFindingsLog).
+using ::tstat::FindingsLogContents;
+using ::tstat::kMaxFindingsLogBytes;
+using ::tstat::ReadFindingsLog;
 
 }  // namespace tstat::rules

@@ -221,6 +221,56 @@ def test_errors_are_tstat_errors_with_codes(run, trial, tmp_path):
     assert damaged.steps() == [] and damaged.tensor_names() == []
 
 
+FINDING = ('{"rule":"grad_blowup","type":"expression","step":"%d","mode":"TRAIN",'
+           '"mode_step":"%d","worker":0,"tensor":"gradient/fc1.weight",'
+           '"values":{"l2":%s,"threshold":1000},"measure":"l2","message":"l2 above 1000",'
+           '"time":1700000000.25,"event":"%s","episode":"%d","severity":"%s",'
+           '"first_step":"%d","first_mode_step":"%d","reported_step":"%d",'
+           '"reported_mode_step":"%d","steps":"%d","worst":{"l2":%s,"threshold":1000},'
+           '"worst_step":"%d","worst_mode_step":"%d"}\n')
+
+
+def finding(step, event, episode, severity, first, steps, worst, worst_step, value=2000):
+    return FINDING % (step, step, value, event, episode, severity, first, first, first, first,
+                      steps, worst, worst_step, worst_step)
+
+
+def test_findings_read_the_runs_findings_log(run, tmp_path):
+    t = trials.create_trial(run)
+    assert t.findings().empty  # no rule recorded anything
+    log = run / "findings.jsonl"
+    try:
+        log.write_text(finding(4, "open", 1, "error", 4, 1, 2000, 4) +
+                       finding(6, "escalate", 1, "critical", 4, 3, 5000, 6, 5000) +
+                       finding(7, "close", 1, "critical", 4, 3, 5000, 6) +
+                       finding(9, "open", 2, "error", 9, 1, 1500, 9, 1500) +
+                       '{"rule":"unfinished')  # a writer mid-line: left out
+        f = t.findings()
+        assert list(f["episode"]) == [1, 2]
+        first = f.iloc[0]
+        assert (first["rule"], first["type"], first["severity"]) == \
+            ("grad_blowup", "expression", "critical")
+        assert (first["first_step"], first["last_step"], first["steps"]) == (4, 7, 3)
+        assert not first["open"] and f.iloc[1]["open"]
+        assert (first["measure"], first["worst"], first["worst_step"]) == ("l2", 5000, 6)
+        assert first["tensor"] == "gradient/fc1.weight" and first["mode"] == "TRAIN"
+        # A damaged complete line is an error naming the file and the line.
+        log.write_text(finding(4, "open", 1, "error", 4, 1, 2000, 4) + "{not json}\n")
+        with pytest.raises(tstat.Error) as e:
+            t.findings()
+        assert e.value.code == "corruption" and "findings.jsonl" in e.value.message
+        assert "2" in e.value.message  # the line
+        # Not a regular file: refused without blocking.
+        log.unlink()
+        os.mkfifo(log)
+        with pytest.raises(tstat.Error) as e:
+            t.findings()
+        assert e.value.code == "invalid_argument"
+    finally:
+        if log.exists() or log.is_fifo():
+            log.unlink()
+
+
 def test_two_workers(tmp_path):
     run = tmp_path / "run"
     write_run(run, steps=6, rank=0, world=2)
