@@ -54,7 +54,7 @@ def create_trial(path, cache_mib=None):
     cache_mib: memory for records read by queries (default 64 MiB); the
     metadata (workers, tensors, steps) is held whatever it is. Raises
     tstat.Error ("not_found") when `path` holds no tstat run."""
-    return Trial(path, cache_mib=cache_mib)
+    return Trial(path, cache_mib=cache_mib, _warn_from=4)
 
 
 def _steps_of(arrays, mode):
@@ -66,20 +66,21 @@ def _steps_of(arrays, mode):
 class Trial:
     """A tstat run opened for reading (see create_trial)."""
 
-    def __init__(self, path, cache_mib=None):
+    def __init__(self, path, cache_mib=None, _warn_from=3):
         self.path = str(path)
         self._t = _tstat.Trial(self.path, float(cache_mib or 0.0))
         self._names_by_id = {}  # worker -> {tensor id: name}
-        self._warn_damage()
+        self._warn_damage(stacklevel=_warn_from)
 
     def __repr__(self):
         return f"<tstat Trial {self.path!r}: {len(self.workers())} worker(s), " \
                f"{len(self.steps())} step(s)>"
 
-    def _warn_damage(self):
+    def _warn_damage(self, stacklevel=3):
+        """A RuntimeWarning, at the caller's line, for files skipped as damaged."""
         damage = self._t.damage()
         if damage:
-            warnings.warn(f"tstat: {damage}", RuntimeWarning, stacklevel=3)
+            warnings.warn(f"tstat: {damage}", RuntimeWarning, stacklevel=stacklevel)
 
     # --- the run -------------------------------------------------------
     def refresh(self):

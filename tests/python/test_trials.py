@@ -216,8 +216,9 @@ def test_errors_are_tstat_errors_with_codes(run, trial, tmp_path):
     # A file that is not a run: every query still answers or raises, nothing crashes.
     (tmp_path / "worker-00000").mkdir()
     (tmp_path / "worker-00000" / "seg-000000000000.h5").write_bytes(b"\0" * 4096)
-    with pytest.warns(RuntimeWarning, match="seg-000000000000.h5"):
+    with pytest.warns(RuntimeWarning, match="seg-000000000000.h5") as warned:
         damaged = trials.create_trial(tmp_path)
+    assert warned[0].filename == __file__  # at the caller's line
     assert damaged.steps() == [] and damaged.tensor_names() == []
 
 
