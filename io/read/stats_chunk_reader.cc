@@ -8,8 +8,10 @@
 
 #include "io/codec/chunk_deflate.h"
 #include "io/h5/h5_lock.h"
+#include "io/h5/h5_row_copy.h"
 #include "io/h5/h5_type.h"
 #include "io/h5/posix_file.h"
+#include "io/read/step_major_order.h"
 
 namespace tstat::io {
 Result<std::unique_ptr<StatsChunkReader>> StatsChunkReader::Make() {
@@ -24,10 +26,12 @@ Result<std::unique_ptr<StatsChunkReader>> StatsChunkReader::Make() {
   }
   if (!plan) return Status::Internal("stats rows cannot be read by copying bytes");
   if (plan->widens()) return Status::Internal("stats rows are not copied by runs");
+  std::vector<ByteRun> runs;
+  for (const RowCopyPlan::Run& r : plan->runs()) runs.push_back(ByteRun{r.src, r.dst, r.bytes});
   libdeflate_decompressor* inflater = libdeflate_alloc_decompressor();
   if (inflater == nullptr) return Status::ResourceExhausted("no decompressor");
   return std::unique_ptr<StatsChunkReader>(
-      new StatsChunkReader(std::move(*plan), row_bytes, inflater));
+      new StatsChunkReader(std::move(runs), row_bytes, inflater));
 }
 
 StatsChunkReader::~StatsChunkReader() { libdeflate_free_decompressor(inflater_); }
@@ -58,9 +62,11 @@ Result<UniqueFd> StatsChunkReader::OpenSegment(const std::string& path, std::uin
 Status StatsChunkReader::DecodeChunk(int fd, const std::string& path, const StatsLayout& layout,
                                      std::size_t k) {
   TSTAT_RETURN_IF_ERROR(InflateChunk(fd, path, layout, k));
-  const std::size_t chunk_bytes = std::size_t{layout.chunk_rows} * row_bytes_;
-  rows_.resize(chunk_bytes);
-  UnshuffleBytes(inflated_.data(), chunk_bytes, row_bytes_, rows_.data());
+  // The planes straight into rows (no zeroing: the plan covers every member,
+  // the layout's rows being the full stored row).
+  chunk_rows_.resize(layout.chunk_rows);
+  UnshuffleRuns(inflated_.data(), layout.chunk_rows, runs_.data(), runs_.size(), sizeof(StatsRow),
+                reinterpret_cast<std::uint8_t*>(chunk_rows_.data()));
   return Status::OK();
 }
 
@@ -121,9 +127,8 @@ Status StatsChunkReader::ReadTensorRows(const std::string& path, std::uint64_t f
     const std::uint64_t b = std::min(end, chunk_first + layout.chunk_rows);
     // Grown a chunk at a time: the memory follows the rows decoded, not what
     // a (crafted) range claims.
-    out->resize(before + static_cast<std::size_t>(b - first));
-    plan_.Apply(rows_.data() + (a - chunk_first) * row_bytes_, static_cast<std::size_t>(b - a),
-                reinterpret_cast<unsigned char*>(out->data() + before + (a - first)));
+    const auto from = chunk_rows_.begin() + static_cast<std::ptrdiff_t>(a - chunk_first);
+    out->insert(out->end(), from, from + static_cast<std::ptrdiff_t>(b - a));
   }
   for (std::size_t i = before; i < out->size(); ++i) {
     const StatsRow& r = (*out)[i];
@@ -143,10 +148,7 @@ Result<bool> StatsChunkReader::ReadCaptureOrder(const std::string& path, std::ui
                                                 std::vector<StatsRow>* rows,
                                                 std::vector<std::uint32_t>* per_step) {
   const std::uint64_t n = layout.rows;
-  if (capture_index.size() != n || steps.empty()) return false;
-  for (std::size_t i = 1; i < steps.size(); ++i) {
-    if (steps[i - 1].global_step >= steps[i].global_step) return false;
-  }
+  if (capture_index.size() != n || steps.empty() || !StepsAscend(steps)) return false;
   // What is allocated below follows from the rows, and the rows from the
   // stored chunks: a writer's chunks follow one another in the file (their
   // bytes sum to at most the file's) and each inflates at most 1032-fold, as
@@ -178,14 +180,9 @@ Result<bool> StatsChunkReader::ReadCaptureOrder(const std::string& path, std::ui
   std::size_t step = 0;
   bool have_id = false;
   std::uint32_t last_id = 0;
-  // A chunk's planes go straight into rows (no zeroing: the plan covers every
-  // member, the layout's rows being the full stored row), then each row to
-  // its place.
-  chunk_rows_.resize(layout.chunk_rows);
+  // Each chunk's rows, then each row to its place.
   for (std::size_t k = 0; k < layout.chunks.size(); ++k) {
-    TSTAT_RETURN_IF_ERROR(InflateChunk(fd.get(), path, layout, k));
-    UnshuffleRuns(inflated_.data(), layout.chunk_rows, runs_.data(), runs_.size(), sizeof(StatsRow),
-                  reinterpret_cast<std::uint8_t*>(chunk_rows_.data()));
+    TSTAT_RETURN_IF_ERROR(DecodeChunk(fd.get(), path, layout, k));
     const std::uint64_t first = std::uint64_t{k} * layout.chunk_rows;
     const std::uint64_t end = std::min<std::uint64_t>(n, first + layout.chunk_rows);
     for (std::uint64_t r = first; r < end; ++r) {
@@ -197,18 +194,9 @@ Result<bool> StatsChunkReader::ReadCaptureOrder(const std::string& path, std::ui
         have_id = true;
         last_id = row.tensor_id;
       }
-      // A tensor's rows are consecutive steps: the next step is tried first.
-      if (steps[step].global_step != row.global_step) {
-        if (step + 1 < steps.size() && steps[step + 1].global_step == row.global_step) {
-          ++step;
-        } else {
-          auto it =
-              std::lower_bound(steps.begin(), steps.end(), row.global_step,
-                               [](const StepRow& s, std::int64_t g) { return s.global_step < g; });
-          if (it == steps.end() || it->global_step != row.global_step) return false;
-          step = static_cast<std::size_t>(it - steps.begin());
-        }
-      }
+      const std::ptrdiff_t found = FindStep(steps, row.global_step, step);
+      if (found < 0) return false;
+      step = static_cast<std::size_t>(found);
       const std::uint32_t position = capture_index[static_cast<std::size_t>(r)];
       if (position >= tensors) return false;
       const std::size_t place = static_cast<std::size_t>(step * tensors + position);

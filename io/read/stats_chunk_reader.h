@@ -8,7 +8,8 @@
 // not inflate to its size, a row of another tensor or an invalid mode, a
 // file whose size is not the catalog's, a layout of another row size;
 // kIoError when the file cannot be opened or read.
-// Thread safety: none (buffers are reused); one per Trial.
+// Thread safety: none (buffers are reused); one per user (a Trial's series,
+// a segment cache's step walks).
 #pragma once
 
 #include <cstdint>
@@ -21,7 +22,6 @@
 #include "io/codec/chunk_deflate.h"
 #include "io/format/segment_schema.h"
 #include "io/format/stats_layout.h"
-#include "io/h5/h5_row_copy.h"
 #include "io/h5/posix_file.h"
 #include "tstat/status.h"
 
@@ -31,8 +31,8 @@ namespace tstat::io {
 
 class StatsChunkReader {
  public:
-  // Builds the row copy from the stored row to StatsRow (takes the HDF5
-  // lock: type calls only).
+  // Builds the copy from the stored row to StatsRow (takes the HDF5 lock:
+  // type calls only).
   static Result<std::unique_ptr<StatsChunkReader>> Make();
   ~StatsChunkReader();
   StatsChunkReader(const StatsChunkReader&) = delete;
@@ -61,29 +61,25 @@ class StatsChunkReader {
                                 std::vector<StatsRow>* rows, std::vector<std::uint32_t>* per_step);
 
  private:
-  StatsChunkReader(RowCopyPlan plan, std::size_t row_bytes, libdeflate_decompressor* inflater)
-      : plan_(std::move(plan)), row_bytes_(row_bytes), inflater_(inflater) {
-    for (const RowCopyPlan::Run& r : plan_.runs()) runs_.push_back(ByteRun{r.src, r.dst, r.bytes});
-  }
+  StatsChunkReader(std::vector<ByteRun> runs, std::size_t row_bytes,
+                   libdeflate_decompressor* inflater)
+      : runs_(std::move(runs)), row_bytes_(row_bytes), inflater_(inflater) {}
   // kCorruption unless the layout's rows are this reader's size.
   Status CheckRowBytes(const std::string& path, const StatsLayout& layout) const;
   // Opens `path`, checked to be the regular file of `file_bytes` bytes the
   // catalog describes.
   Result<UniqueFd> OpenSegment(const std::string& path, std::uint64_t file_bytes);
   // Chunk `k` of `layout` read, checked and inflated into inflated_ (its
-  // planes), then (DecodeChunk) unshuffled into rows_ (chunk_rows packed
-  // rows).
+  // planes), then (DecodeChunk) unshuffled into chunk_rows_ (its StatsRows).
   Status InflateChunk(int fd, const std::string& path, const StatsLayout& layout, std::size_t k);
   Status DecodeChunk(int fd, const std::string& path, const StatsLayout& layout, std::size_t k);
 
-  RowCopyPlan plan_;
-  std::vector<ByteRun> runs_;  // plan_'s, for UnshuffleRuns
+  std::vector<ByteRun> runs_;  // a stored row's members in StatsRow (a RowCopyPlan's runs)
   std::size_t row_bytes_;
   libdeflate_decompressor* inflater_;
-  std::vector<std::uint8_t> stored_, inflated_, rows_;
-  // ReadCaptureOrder's: per place, whether a row is there; a chunk's rows.
-  std::vector<std::uint8_t> placed_;
-  std::vector<StatsRow> chunk_rows_;
+  std::vector<std::uint8_t> stored_, inflated_;
+  std::vector<StatsRow> chunk_rows_;  // the rows of the chunk decoded last
+  std::vector<std::uint8_t> placed_;  // ReadCaptureOrder's: per place, whether a row is there
 };
 
 }  // namespace tstat::io

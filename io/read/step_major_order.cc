@@ -20,6 +20,27 @@ void SortOrder(const SegmentBuffers& b, std::vector<std::uint32_t>* order) {
 
 }  // namespace
 
+bool StepsAscend(const std::vector<StepRow>& steps) {
+  for (std::size_t i = 1; i < steps.size(); ++i) {
+    if (steps[i - 1].global_step >= steps[i].global_step) return false;
+  }
+  return true;
+}
+
+std::ptrdiff_t FindStep(const std::vector<StepRow>& steps, std::int64_t global_step,
+                        std::size_t hint) {
+  if (hint < steps.size() && steps[hint].global_step == global_step) {
+    return static_cast<std::ptrdiff_t>(hint);
+  }
+  if (hint + 1 < steps.size() && steps[hint + 1].global_step == global_step) {
+    return static_cast<std::ptrdiff_t>(hint + 1);
+  }
+  auto it = std::lower_bound(steps.begin(), steps.end(), global_step,
+                             [](const StepRow& s, std::int64_t g) { return s.global_step < g; });
+  if (it == steps.end() || it->global_step != global_step) return -1;
+  return it - steps.begin();
+}
+
 void StepMajorOrder(const SegmentBuffers& b, std::vector<std::uint32_t>* order) {
   const std::size_t n = b.stats.size();
   order->resize(n);
@@ -37,25 +58,14 @@ void StepMajorOrder(const SegmentBuffers& b, std::vector<std::uint32_t>* order) 
   // tensor's rows are consecutive steps, so the next step is tried first),
   // then place it at its position within the step.
   const std::vector<StepRow>& steps = b.steps;
-  for (std::size_t i = 1; i < steps.size(); ++i) {
-    if (steps[i - 1].global_step >= steps[i].global_step) return SortOrder(b, order);
-  }
+  if (!StepsAscend(steps)) return SortOrder(b, order);
   std::vector<std::uint32_t> bucket(n);
   std::vector<std::uint32_t> start(steps.size() + 1, 0);
   std::size_t k = 0;
   for (std::size_t i = 0; i < n; ++i) {
-    const std::int64_t g = b.stats[i].global_step;
-    if (k >= steps.size() || steps[k].global_step != g) {
-      if (k + 1 < steps.size() && steps[k + 1].global_step == g) {
-        ++k;
-      } else {
-        auto it =
-            std::lower_bound(steps.begin(), steps.end(), g,
-                             [](const StepRow& s, std::int64_t v) { return s.global_step < v; });
-        if (it == steps.end() || it->global_step != g) return SortOrder(b, order);
-        k = static_cast<std::size_t>(it - steps.begin());
-      }
-    }
+    const std::ptrdiff_t found = FindStep(steps, b.stats[i].global_step, k);
+    if (found < 0) return SortOrder(b, order);
+    k = static_cast<std::size_t>(found);
     bucket[i] = static_cast<std::uint32_t>(k);
     ++start[k + 1];
   }

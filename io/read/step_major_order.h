@@ -8,6 +8,7 @@
 // Thread safety: a plain function.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -17,5 +18,13 @@ namespace tstat::io {
 
 // Row indices of b.stats in capture order, into `order` (resized).
 void StepMajorOrder(const SegmentBuffers& b, std::vector<std::uint32_t>* order);
+
+// Whether `steps` ascend strictly by global step, as a writer stores them.
+bool StepsAscend(const std::vector<StepRow>& steps);
+// The index in `steps` (ascending) of `global_step`, or -1. Rows of one
+// tensor are consecutive steps: `hint` (the previous row's index) and the
+// one after it are tried before a binary search.
+std::ptrdiff_t FindStep(const std::vector<StepRow>& steps, std::int64_t global_step,
+                        std::size_t hint);
 
 }  // namespace tstat::io
