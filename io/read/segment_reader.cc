@@ -7,7 +7,6 @@
 #include <functional>
 #include <optional>
 #include <unordered_map>
-#include <unordered_set>
 
 #include "io/format/run_layout.h"
 #include "io/format/segment_schema.h"
@@ -20,6 +19,7 @@
 #include "io/h5/h5_type_check.h"
 #include "io/h5/segment_seal.h"
 #include "io/read/segment_legacy_reader.h"
+#include "io/read/tensor_id_set.h"
 
 namespace tstat::io {
 namespace {
@@ -435,21 +435,12 @@ Status ValidateSegmentTables(const SegmentBuffers& b,
 
 namespace {
 
-// Cross-checks rows against each other and the registry (its ids as a
-// bitmap when they are dense, as sessions give them).
+// Cross-checks rows against each other and the registry.
 Status Validate(const SegmentContents& s, const std::string& path) {
-  std::uint32_t max_id = 0;
-  for (const TensorInfo& t : s.tensors) max_id = std::max(max_id, t.id);
-  if (max_id < 4 * s.tensors.size() + 65536) {
-    std::vector<bool> ids(static_cast<std::size_t>(max_id) + 1, false);
-    for (const TensorInfo& t : s.tensors) ids[t.id] = true;
-    return ValidateTables(
-        s.tables, [&ids](std::uint32_t id) { return id < ids.size() && ids[id]; }, path);
-  }
-  std::unordered_set<std::uint32_t> ids;
-  for (const TensorInfo& t : s.tensors) ids.insert(t.id);
+  TensorIdSet ids;
+  for (const TensorInfo& t : s.tensors) ids.Insert(t.id);
   return ValidateTables(
-      s.tables, [&ids](std::uint32_t id) { return ids.count(id) != 0; }, path);
+      s.tables, [&ids](std::uint32_t id) { return ids.Contains(id); }, path);
 }
 
 // What of a segment is read besides its header, registry, steps, scalars,

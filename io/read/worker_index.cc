@@ -132,14 +132,10 @@ void WorkerIndex::AddSegment(const SegmentContents& s, const std::string& path,
   const auto ordinal = static_cast<std::uint32_t>(segment_files.size());
   segment_files.push_back(SegmentFile{path, file_bytes, s.stats_layout});
   if (s.counters) counters = *s.counters;
-  constexpr std::uint32_t kDenseIds = 1u << 22;
   for (const TensorInfo& t : s.tensors) {
     tensors[t.id] = t;
     by_name.emplace(t.name, t.id);
-    if (t.id < kDenseIds) {
-      if (dense_ids.size() <= t.id) dense_ids.resize(std::size_t{t.id} + 1, false);
-      dense_ids[t.id] = true;
-    }
+    known_ids.Insert(t.id);
   }
 
   const SegmentBuffers& b = s.tables;

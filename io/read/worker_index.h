@@ -27,6 +27,7 @@
 
 #include "io/read/segment_reader.h"
 #include "io/read/sorted_vector_map.h"
+#include "io/read/tensor_id_set.h"
 #include "tstat/stats_record.h"
 
 namespace tstat::io {
@@ -124,11 +125,8 @@ struct WorkerIndex {
                const std::unordered_map<std::uint32_t, std::size_t>& per_scalar);
 
   const TensorInfo* FindTensor(const std::string& name) const;
-  // Whether tensor `id` is in the registry (a bit test for the ids sessions
-  // give, dense from 0).
-  bool Knows(std::uint32_t id) const {
-    return id < dense_ids.size() ? dense_ids[id] : tensors.count(id) != 0;
-  }
+  // Whether tensor `id` is in the registry.
+  bool Knows(std::uint32_t id) const { return known_ids.Contains(id); }
   const TensorSeries* FindSeries(std::uint32_t id) const;
   // The global step of `step` of `mode` (kGlobal: `step` itself) if this
   // worker saved that step.
@@ -151,7 +149,7 @@ struct WorkerIndex {
   bool closed = false;  // CLOSED read and every segment listed after it attempted
 
   std::map<std::uint32_t, TensorInfo> tensors;
-  std::vector<bool> dense_ids;  // the ids below kDenseIds in `tensors`
+  TensorIdSet known_ids;  // the ids of `tensors`
   std::unordered_map<std::string, std::uint32_t> by_name;
   std::unordered_map<std::uint32_t, TensorSeries> series;
   SortedVectorMap<std::int64_t, StepEntry> steps;
