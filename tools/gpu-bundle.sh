@@ -107,10 +107,27 @@ carry_libraries() {
 }
 carry_libraries "$out/bin/tstat" "$out"/bin/tests/* "$out/lib/$(basename "$lib")"
 
+# The Python package, for the hook's check on the device's own PyTorch
+# (tools/gpu_hook_check.py; it runs when that Python loads this module).
+py_module="$(find "$build_dir/python/tstat" -maxdepth 1 -name '_tstat*.so' 2>/dev/null | head -1)"
+if [[ -n "$py_module" ]]; then
+  mkdir -p "$out/python/tstat"
+  cp "$build_dir"/python/tstat/*.py "$py_module" "$out/python/tstat/"
+  cp tools/gpu_hook_check.py tests/python/test_hook_cuda.py benchmarks/overhead_python.py \
+     "$out/python/"
+  py_module="$out/python/tstat/$(basename "$py_module")"
+  carry_libraries "$py_module"
+fi
+
 chmod u+w "$out"/lib/* "$out"/bin/tstat "$out"/bin/tests/*
 strip --strip-unneeded "$out/bin/tstat" "$out"/bin/tests/* "$out/lib/$(basename "$lib")"
 patchelf --set-rpath '$ORIGIN/../lib' "$out/bin/tstat"
 for t in "$out"/bin/tests/*; do patchelf --set-rpath '$ORIGIN/../../lib' "$t"; done
+if [[ -n "$py_module" ]]; then
+  chmod u+w "$py_module"
+  strip --strip-unneeded "$py_module"
+  patchelf --set-rpath '$ORIGIN/../../lib' "$py_module"
+fi
 for l in "$out"/lib/*; do
   [[ -L "$l" ]] || patchelf --set-rpath '$ORIGIN' "$l"
 done

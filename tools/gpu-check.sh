@@ -146,8 +146,8 @@ else
   log "compute-sanitizer is not on PATH: no sanitizer runs"
 fi
 
-# 6. The Python hook needs the Python package, which this bundle does not carry
-# until it exists.
+# 6. The Python hook on the device's own PyTorch (exit 3: that Python cannot
+# load the bundle's module, or torch has no CUDA; the log says why).
 if [[ -d "$here/python" ]]; then
   run_step "python hook" 30 180 "$out/python-hook.log" \
     env PYTHONPATH="$here/python" python3 "$here/python/gpu_hook_check.py"

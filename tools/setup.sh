@@ -33,6 +33,7 @@ PACKAGES=(
   pybind11-dev     # ... built with pybind11
   python3-pandas   # tstat.trials returns Series and DataFrames
   python3-pytest   # the Python package's tests
+  python3-torch    # tstat.pytorch.Hook's tests and benchmarks/overhead_python.py (torch 1.13, CPU)
   libopenblas-dev
   libopenblas0-pthread  # libblas.so.3 -> OpenBLAS for libtorch (bench overhead)
   libtorch-dev          # LibTorch adapter (host/torch), its tests, bench overhead

@@ -65,6 +65,16 @@ void RequestOptions::PreparePredictions(const std::string& name, RegisteredTenso
   if (!problem.empty()) batch->drops.push_back({t->info.id, "confusion", problem, 0});
 }
 
+bool RequestOptions::NeedsEndStep(const RegisteredTensor& t, const std::vector<int>& due) {
+  if (!MergedOptions(due).confusion_predictions.empty()) return true;
+  const CollectionSet& collections = *parts_.collections;
+  for (int c = 0; c < collections.size(); ++c) {
+    const Collection& col = collections.at(c);
+    if (col.active && col.options.confusion_predictions == t.info.name) return true;
+  }
+  return false;
+}
+
 void RequestOptions::UpdateDeltaCopies() {
   for (auto& [t, v] : delta_updates_) {
     const std::size_t bytes = ViewBytes(v);

@@ -36,6 +36,10 @@ class RequestOptions {
   // written over *options (its vectors keep their capacity).
   void Prepare(RegisteredTensor* t, const TensorView& v, const std::vector<int>& due,
                std::int64_t global_step, StepBatch* batch, StatsOptions* options);
+  // Whether `t` with collections `due` must be captured at EndStep rather
+  // than early: a confusion matrix is computed from it (it reads another
+  // tensor at EndStep) or reads it (it is a collection's predictions).
+  bool NeedsEndStep(const RegisteredTensor& t, const std::vector<int>& due);
   // After the host reduction read them: keeps the host delta tensors'
   // current values as their previous ones.
   void UpdateDeltaCopies();

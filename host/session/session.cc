@@ -237,6 +237,19 @@ Status Session::EndStep(CUstream_st* stream) {
   return impl_->EndStepLocked(stream, /*capture_registered=*/true);
 }
 
+Result<EarlyCapture> Session::CaptureEarly(std::uint32_t id) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  if (impl_->closed) return Closed();
+  CaptureTimer timer(&impl_->clock);
+  const auto& all = impl_->registry.all();
+  if (id >= all.size() || all[id]->info.id != id || all[id]->adhoc ||
+      all[id]->info.kind != TensorKind::kTensor) {
+    return Status::InvalidArgument("CaptureEarly: " + std::to_string(id) +
+                                   " is not the id of a registered tensor");
+  }
+  return impl_->capture->CaptureEarly(all[id].get(), &impl_->pending);
+}
+
 Status Session::SaveScalar(const std::string& name, double value) {
   std::lock_guard<std::mutex> lock(impl_->mu);
   if (impl_->closed) return Closed();

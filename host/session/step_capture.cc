@@ -93,15 +93,16 @@ StepCapture::Outcome StepCapture::Run(StepBatch batch, std::uint64_t raw_reserve
   // The previous step's host requests serve again when nothing they depend
   // on can have changed: the same tensors registered, the same collections
   // due, no raw snapshot due or requested.
-  const bool reuse_plan = plan_.valid && capture_registered && !any_raw_due &&
+  const bool reuse_plan = plan_.valid && !early_this_step_ && capture_registered && !any_raw_due &&
                           parts_.raw_requests->tensors_waiting() == 0 &&
                           plan_.registered == parts_.captured->size() &&
                           plan_.due_stats == due_stats_;
   if (!reuse_plan) {
     // The requests may serve the next step only if no raw snapshot is due.
-    BuildRequests(any_due, capture_registered && !any_raw_due, &batch, &raw_reserved, &device_raws,
-                  problem);
+    BuildRequests(any_due, capture_registered && !any_raw_due && !early_this_step_, &batch,
+                  &raw_reserved, &device_raws, problem);
   }
+  early_this_step_ = false;
   host_requests_.resize(host_ids_.size());  // past this step's: earlier steps' requests
   device_requests_.resize(device_ids_.size());
   parts_.rules->CountStep();
@@ -146,6 +147,48 @@ bool StepCapture::MarkDueCollections(bool capture_registered, bool* any_raw_due)
   return any_due;
 }
 
+EarlyCapture StepCapture::CaptureEarly(RegisteredTensor* t, StepBatch* batch) {
+  const StepClock& clock = *parts_.clock;
+  if (!clock.open()) return EarlyCapture::kAtEndStep;
+  if (t->saved_epoch == clock.epoch()) return EarlyCapture::kCaptured;
+  const CollectionSet& collections = *parts_.collections;
+  const StepKey& key = clock.key();
+  due_cols_.clear();
+  for (int c : t->collections) {
+    const Collection& col = collections.at(c);
+    if (!col.active) continue;
+    if (col.raw_schedule(key.mode).ShouldSave(key.mode_step)) return EarlyCapture::kAtEndStep;
+    if (col.stats_schedule(key.mode).ShouldSave(key.mode_step)) due_cols_.push_back(c);
+  }
+  // A raw request (a rule's, CaptureRawFor) may be waiting for it.
+  parts_.raw_requests->Apply(parts_.registry);
+  if (parts_.raw_requests->tensors_waiting() > 0) return EarlyCapture::kAtEndStep;
+  if (due_cols_.empty()) return EarlyCapture::kNotDue;
+  if (options_.NeedsEndStep(*t, due_cols_)) return EarlyCapture::kAtEndStep;
+  TensorView& v = resolved_view_;
+  if (!ResolveView(*t, &v).ok()) return EarlyCapture::kAtEndStep;  // EndStep records the drop
+  if (v.data == nullptr) return EarlyCapture::kNotDue;             // not there at this step
+  if (v.space != MemorySpace::kHost) return EarlyCapture::kAtEndStep;
+  std::vector<ReductionRequest> request(1);
+  request[0].tensor = v;
+  options_.Prepare(t, v, due_cols_, key.global_step, batch, &request[0].options);
+  if (parts_.rules->counts_records()) parts_.rules->CountRecord(due_cols_);
+  Backend* engine = parts_.cpu_small_steps != nullptr && IsSmallTensorStep(1, v.numel)
+                        ? parts_.cpu_small_steps
+                        : parts_.cpu;
+  std::vector<ReductionResult> results;
+  const Status s = engine->Reduce(request, &results);
+  if (!s.ok() || results.empty()) {
+    batch->drops.push_back({t->info.id, "stats", s.ok() ? "no result" : s.message(), 0});
+  } else {
+    AddResult(t->info.id, request[0].options, std::move(results[0]), batch);
+  }
+  options_.UpdateDeltaCopies();  // after the reduction read the previous values
+  t->saved_epoch = clock.epoch();
+  early_this_step_ = true;
+  return EarlyCapture::kCaptured;
+}
+
 void StepCapture::BuildRequests(bool any_due, bool reusable, StepBatch* batch,
                                 std::uint64_t* raw_reserved, DeviceRaws* device_raws,
                                 Status* problem) {
@@ -173,6 +216,7 @@ void StepCapture::BuildRequests(bool any_due, bool reusable, StepBatch* batch,
     }
     raw = parts_.raw_requests->Take(t) || raw;
     if (due_cols_.empty() && !raw) continue;
+    if (t->saved_epoch == parts_.clock->epoch()) continue;  // captured early
     plan_reusable = plan_reusable && !raw && !t->view_fn;
     TensorView& v = resolved_view_;
     const Status s = ResolveView(*t, &v);

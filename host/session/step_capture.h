@@ -71,6 +71,9 @@ class StepCapture {
   // is *problem, after the rest of the step was queued.
   Outcome Run(StepBatch batch, std::uint64_t raw_reserved, bool capture_registered,
               CUstream_st* stream, StepClock::Clock::time_point t0, Status* problem);
+  // Session::CaptureEarly of `t` at the open step: its record goes into
+  // `batch` (the step's pending records).
+  EarlyCapture CaptureEarly(RegisteredTensor* t, StepBatch* batch);
 
  private:
   using StepFinish = std::function<void(StepBatch*)>;
@@ -136,6 +139,9 @@ class StepCapture {
     std::vector<char> due_stats;  // the collections due
   };
   Plan plan_;
+  // Tensors captured early in the open step: the plan neither serves nor
+  // is kept (it lacks them).
+  bool early_this_step_ = false;
   TensorView resolved_view_;  // the view of the tensor being captured
   std::vector<ReductionResult> host_results_;
 };

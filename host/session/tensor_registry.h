@@ -26,7 +26,8 @@ struct RegisteredTensor {
   ViewFunction view_fn;
   bool adhoc = false;                      // from SaveTensor/SaveScalar: never captured at EndStep
   std::uint64_t name_hash = 0;             // seeds element sampling
-  std::uint64_t saved_epoch = UINT64_MAX;  // ad-hoc: the step (epoch) last saved in
+  std::uint64_t saved_epoch = UINT64_MAX;  // the step (epoch) last saved in: ad-hoc,
+                                           // or captured early (CaptureEarly)
   std::vector<std::uint8_t> previous;      // delta: the values of the previous save (host)
   bool has_previous = false;
   int raw_steps_left = 0;  // raw snapshots asked for by CaptureRawFor

@@ -123,6 +123,13 @@ struct RunOverrides {
   std::optional<bool> dry_run;
 };
 
+// Session::CaptureEarly's answer.
+enum class EarlyCapture : std::uint8_t {
+  kNotDue = 0,    // not due at this step: EndStep will not capture it either
+  kCaptured = 1,  // reduced now; EndStep skips it at this step
+  kAtEndStep = 2  // EndStep captures it (keep its data until then)
+};
+
 struct StepTiming {
   StepKey step;
   double step_seconds = 0.0;     // BeginStep (or the previous EndStep) to EndStep
@@ -176,6 +183,20 @@ class TSTAT_EXPORT Session {
   // Returns before anything is written. Errors: kFailedPrecondition inside a
   // CUDA graph capture or after Close; per-tensor problems are DropRecords.
   Status EndStep(CUstream_st* stream = nullptr);
+
+  // For frameworks that free a tensor before the step ends (a layer's
+  // output): captures the registered tensor `id` now, from its view, when
+  // it is due at the open step, so its memory need not be kept until
+  // EndStep. kCaptured: reduced now on the CPU backend, with what EndStep
+  // would have computed (its collections' options, what the rules need,
+  // its delta); EndStep skips it at this step. kNotDue: EndStep will not
+  // capture it at this step. kAtEndStep: EndStep must - no step is open, or
+  // it is a CUDA tensor (reduced in EndStep's one batch on the stream), a
+  // raw snapshot of it is due or requested, or a confusion matrix reads it
+  // or is computed from it. Errors: an unknown or ad-hoc id
+  // (kInvalidArgument), after Close (kFailedPrecondition); a view that
+  // cannot be read is left to EndStep, which records the drop.
+  Result<EarlyCapture> CaptureEarly(std::uint32_t id);
 
   // Saves a scalar (loss, accuracy, learning rate) at the current step;
   // saving it again in the same step replaces the value. The name must not be

@@ -20,6 +20,8 @@
 #include <utility>
 #include <vector>
 
+#include "python/src/bindings.h"
+#include "tstat/check.h"
 #include "tstat/rule.h"
 #include "tstat/trial.h"
 
@@ -27,27 +29,6 @@ namespace py = pybind11;
 
 namespace tstat::python {
 namespace {
-
-// A Status carried out of C++ into the translator below.
-struct StatusError {
-  Status status;
-};
-
-[[noreturn]] void Raise(const Status& s) { throw StatusError{s}; }
-
-template <class T>
-T Take(Result<T> r) {
-  if (!r.ok()) Raise(r.status());
-  return std::move(r).value();
-}
-
-Mode ParseMode(int mode) {
-  if (mode < static_cast<int>(Mode::kTrain) || mode > static_cast<int>(Mode::kGlobal)) {
-    Raise(Status::InvalidArgument("mode " + std::to_string(mode) +
-                                  " is not TRAIN (1), EVAL (2), PREDICT (3) or GLOBAL (4)"));
-  }
-  return static_cast<Mode>(mode);
-}
 
 StatField ParseStat(const std::string& name) {
   StatField f;
@@ -166,6 +147,15 @@ py::dict RecordDict(const TensorStatsRecord& r) {
     d["label_counts"] = r.label_counts->counts;
     d["label_out_of_range"] = r.label_counts->out_of_range;
   }
+  if (r.confusion && r.confusion->classes > 0 &&
+      r.confusion->counts.size() == static_cast<std::size_t>(r.confusion->classes) *
+                                        static_cast<std::size_t>(r.confusion->classes)) {
+    const auto k = static_cast<py::ssize_t>(r.confusion->classes);
+    py::array_t<std::uint64_t> m({k, k});
+    std::copy(r.confusion->counts.begin(), r.confusion->counts.end(), m.mutable_data());
+    d["confusion"] = m;
+    d["confusion_invalid"] = r.confusion->invalid;
+  }
   return d;
 }
 
@@ -189,11 +179,7 @@ py::dict WorkerDict(const WorkerSummary& w) {
   d["closed"] = w.closed;
   d["segments"] = w.segments;
   d["bytes"] = w.bytes;
-  d["steps_captured"] = w.counters.steps_captured;
-  d["records_written"] = w.counters.records_written;
-  d["records_lost"] = w.counters.records_lost;
-  d["raw_dropped"] = w.counters.raw_dropped;
-  d["write_errors"] = w.counters.write_errors;
+  for (auto item : CountersDict(w.counters)) d[item.first] = item.second;
   return d;
 }
 
@@ -227,6 +213,33 @@ py::list FindingsLog(const std::string& path) {
   if (!log.ok() && log.status().code() == StatusCode::kNotFound) return out;
   for (const Episode& e : Take(std::move(log)).episodes) out.append(EpisodeDict(e));
   return out;
+}
+
+// The rules over a run on disk (tstat::CheckRun): a dict of episodes,
+// warnings, steps, findings, rules, run_closed.
+py::dict CheckRunDict(const std::string& run, const std::string& config_json,
+                      const std::string& config_file, const std::vector<std::string>& plugins,
+                      const std::vector<std::string>& disable) {
+  CheckOptions options;
+  options.config_json = config_json;
+  options.config_file = config_file;
+  options.plugins = plugins;
+  options.disable = disable;
+  Result<CheckReport> report = [&] {
+    py::gil_scoped_release release;  // a long run: other Python threads go on
+    return CheckRun(run, options);
+  }();
+  const CheckReport r = Take(std::move(report));
+  py::list episodes;
+  for (const Episode& e : r.episodes) episodes.append(EpisodeDict(e));
+  py::dict d;
+  d["episodes"] = episodes;
+  d["warnings"] = r.warnings;
+  d["steps"] = r.steps;
+  d["findings"] = r.findings;
+  d["rules"] = r.rules;
+  d["run_closed"] = r.run_closed;
+  return d;
 }
 
 // tstat::Trial as Python sees it (tstat.trials.Trial wraps it).
@@ -338,6 +351,7 @@ PYBIND11_MODULE(_tstat, m) {
       PyErr_SetObject(error.ptr(), instance.ptr());
     }
   });
+  tstat::python::BindSession(m);
   py::class_<PyTrial>(m, "Trial")
       .def(py::init<const std::string&, double>(), py::arg("path"), py::arg("cache_mib") = 0.0)
       .def("refresh", &PyTrial::Refresh)
@@ -359,6 +373,8 @@ PYBIND11_MODULE(_tstat, m) {
       .def("step_records", &PyTrial::step_records)
       .def("drops", &PyTrial::drops);
   m.def("findings_log", &tstat::python::FindingsLog, py::arg("path"));
+  m.def("check", &tstat::python::CheckRunDict, py::arg("run"), py::arg("config_json"),
+        py::arg("config_file"), py::arg("plugins"), py::arg("disable"));
   m.attr("STATS") = [] {
     std::vector<std::string> names;
     for (int i = 0; i <= static_cast<int>(tstat::StatField::kAmax); ++i) {

@@ -18,9 +18,9 @@ import time
 import warnings
 
 import numpy as np
-import pandas as pd
 
 from tstat import _tstat
+from tstat._lazy import pd
 from tstat.errors import Error
 from tstat.modes import GLOBAL, ModeKeys, mode_of
 
@@ -303,6 +303,22 @@ class Tensor:
         counts = r["exponent_counts"]
         exponents = np.arange(len(counts), dtype=np.int64) + r["exponent_first"]
         return exponents, counts
+
+    def label_counts(self, step, mode=None, worker=-1):
+        """A labels tensor's class counts at `step`: (counts, out_of_range),
+        counts[k] the labels equal to k. None when none were captured (the
+        labels collection needs stats.label_classes; Hook(num_classes=))."""
+        r = self._record(step, mode, worker)
+        if "label_counts" not in r:
+            return None
+        return np.asarray(r["label_counts"], dtype=np.uint64), int(r["label_out_of_range"])
+
+    def confusion(self, step, mode=None, worker=-1):
+        """The confusion matrix captured with a labels tensor at `step`:
+        classes x classes counts, row = label, column = prediction; None
+        when none was captured."""
+        r = self._record(step, mode, worker)
+        return r.get("confusion")
 
     def _record(self, step, mode, worker):
         return self._trial._t.record(self.name, int(step), int(mode_of(mode)), int(worker))

@@ -13,12 +13,11 @@
 #include <vector>
 
 #include "rules/runtime/actions.h"
-#include "rules/runtime/trial_runner.h"
-#include "tools/cli/cli_trial_options.h"
 #include "tools/cli/command.h"
 #include "tools/cli/episode_json.h"
 #include "tools/cli/rules_source.h"
 #include "tools/cli/text_format.h"
+#include "tstat/check.h"
 
 namespace tstat::cli {
 namespace {
@@ -32,71 +31,58 @@ struct CheckFlags {
 };
 
 int RunCheck(const CheckFlags& f) {
-  Result<std::unique_ptr<RulesSource>> source = LoadRulesSource(f.rules);
-  if (!source.ok()) {
-    ReportError(source.status());
-    return kExitUsage;
-  }
-  rules::LoadedRules* loaded = &source.value()->loaded;
-  const std::size_t rule_count = loaded->rules.size();
   Severity fail_on;
   if (!ParseSeverity(f.fail_on, &fail_on)) {
     ReportError(Status::InvalidArgument("--fail-on: \"" + f.fail_on +
                                         "\" is not one of info, warning, error, critical"));
     return kExitUsage;
   }
-  rules::TrialRunnerOptions options;
-  options.trial = CliTrialOptions();
+  CheckOptions options;
+  options.config_file = f.rules.config;
+  options.plugins = f.rules.plugins;
+  options.plugins_field = "--plugin";
   options.on_warning = [](const std::string& w) { std::cerr << "tstat: warning: " << w << "\n"; };
-  Result<std::unique_ptr<rules::TrialRunner>> runner =
-      rules::TrialRunner::Open(f.run, std::move(loaded->rules), options);
-  if (!runner.ok()) {
-    ReportError(runner.status());
+  Result<CheckReport> checked = CheckRun(f.run, options);
+  if (!checked.ok()) {
+    ReportError(checked.status());
     return kExitUsage;
   }
-  rules::TrialRunner& r = *runner.value();
-  std::uint64_t findings = 0;
-  Status ran = r.Run([&findings](const Finding&) {
-    ++findings;
-    return Status::OK();
-  });
-  if (!ran.ok()) {
-    ReportError(ran);
-    return kExitUsage;
-  }
-  if (!r.run_closed()) {
+  const CheckReport& r = checked.value();
+  const std::size_t rule_count = r.rules;
+  const std::uint64_t findings = r.findings;
+  if (!r.run_closed) {
     std::cerr << "tstat: warning: " << f.run
-              << " is not closed (still being written, or its writer died): checked the "
-              << r.steps_fed() << " step(s) on disk\n";
+              << " is not closed (still being written, or its writer died): checked the " << r.steps
+              << " step(s) on disk\n";
   }
   std::uint64_t failing = 0;
-  const std::vector<Episode>& episodes = r.engine().episodes();
+  const std::vector<Episode>& episodes = r.episodes;
   for (const Episode& e : episodes) {
     if (!f.json) std::cout << rules::FormatEpisode(e) << "\n";
     if (e.severity >= fail_on) ++failing;
   }
-  const std::size_t warnings = r.warnings().size();
+  const std::size_t warnings = r.warnings.size();
   if (f.json) {
     std::cout << "{\"run\": " << JsonString(f.run) << ", \"rules\": " << rule_count
-              << ", \"steps\": " << r.steps_fed() << ", \"findings\": " << findings
+              << ", \"steps\": " << r.steps << ", \"findings\": " << findings
               << ", \"failing\": " << failing
               << ", \"fail_on\": " << JsonString(SeverityName(fail_on)) << ",\n \"episodes\": [";
     for (std::size_t i = 0; i < episodes.size(); ++i) {
       std::cout << (i ? ",\n   " : "\n   ") << EpisodeJson(episodes[i]);
     }
     std::cout << "],\n \"warnings\": [";
-    for (std::size_t i = 0; i < r.warnings().size(); ++i) {
-      std::cout << (i ? ", " : "") << JsonString(r.warnings()[i]);
+    for (std::size_t i = 0; i < r.warnings.size(); ++i) {
+      std::cout << (i ? ", " : "") << JsonString(r.warnings[i]);
     }
     std::cout << "]}\n";
   } else {
     std::cout << "tstat check: " << episodes.size() << " episode(s) (" << failing << " at or above "
               << SeverityName(fail_on) << ") of " << findings << " finding(s), " << warnings
-              << " warning(s); " << rule_count << " rule(s) over " << r.steps_fed()
-              << " step(s) of " << f.run << "\n";
+              << " warning(s); " << rule_count << " rule(s) over " << r.steps << " step(s) of "
+              << f.run << "\n";
   }
   if (failing > 0) return kExitFailure;
-  if (r.steps_fed() == 0) {
+  if (r.steps == 0) {
     // Nothing judged is not a pass: a run whose segments are all gone or
     // damaged, or a wrong directory.
     std::cerr << "tstat: error: " << f.run << " holds no step to judge\n";

@@ -1,0 +1,231 @@
+#!/usr/bin/python3
+"""What tstat.pytorch.Hook costs a PyTorch training loop, measured as ratios
+in one process (the machine is shared and noisy):
+
+1. overhead: the CNN of `tstat bench overhead` (ResNet-style blocks, 3x32x32
+   synthetic images, SGD, CPU) trained in Python without and with the hook,
+   in interleaved blocks, per save_interval; the median slowdown of the
+   repeats, with their range. With --cpp, `tstat bench overhead` is run on
+   the same cases and printed beside.
+2. per tensor: --tensors small tensors (16 float32 each) saved with
+   hook.save_tensor and captured at every step, against the same loop with
+   no hook: the capture cost per tensor.
+
+    /usr/bin/python3 benchmarks/overhead_python.py [--steps 60] [--repeats 3]
+        [--intervals 1,10,100] [--batch 16] [--threads 0] [--device cpu|cuda]
+        [--tensors 1000] [--cpp PATH] [--json]
+
+Stats of every tensor at every step: weights, biases, gradients, the
+outputs of every module, the loss, labels and predictions, and the default
+in-process rules (what a user gets with no config). Rules off: --no-rules.
+"""
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+import tstat.pytorch
+
+CLASSES = 10
+
+
+class ResidualBlock(nn.Module):
+    def __init__(self, cin, cout, stride):
+        super().__init__()
+        self.conv1 = nn.Conv2d(cin, cout, 3, stride=stride, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(cout)
+        self.conv2 = nn.Conv2d(cout, cout, 3, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(cout)
+        self.shortcut = None
+        if stride != 1 or cin != cout:
+            self.shortcut = nn.Conv2d(cin, cout, 1, stride=stride, bias=False)
+
+    def forward(self, x):
+        h = F.relu(self.bn1(self.conv1(x)))
+        h = self.bn2(self.conv2(h))
+        return F.relu(h + (self.shortcut(x) if self.shortcut is not None else x))
+
+
+class Net(nn.Module):
+    """32x32x16 -> 32x32x16 -> 16x16x32 -> 16x16x32 -> 8x8x64 -> 8x8x64."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2d(3, 16, 3, padding=1, bias=False)
+        self.blocks = nn.Sequential(*[ResidualBlock(a, b, s) for a, b, s in
+                                      ((16, 16, 1), (16, 32, 2), (32, 32, 1), (32, 64, 2),
+                                       (64, 64, 1))])
+        self.head = nn.Linear(64, CLASSES)
+
+    def forward(self, x):
+        return self.head(self.blocks(F.relu(self.stem(x))).mean((2, 3)))
+
+
+def synthetic_batch(batch, seed=1):
+    g = torch.Generator().manual_seed(seed)
+    labels = torch.randint(0, CLASSES, (batch,), generator=g)
+    patterns = torch.randn(CLASSES, 3, 32, 32, generator=g)
+    return torch.randn(batch, 3, 32, 32, generator=g) + patterns[labels], labels
+
+
+def sync(device):
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def train_block(net, opt, images, labels, steps, hook):
+    device = images.device
+    sync(device)
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        opt.zero_grad()
+        logits = net(images)
+        loss = F.cross_entropy(logits, labels)
+        if hook is not None:
+            hook.save_tensor("loss", loss, "losses")
+            hook.save_labels(labels, logits)
+        loss.backward()
+        opt.step()
+    if hook is not None:
+        hook.close()  # the writer's backlog belongs to the captured block
+    sync(device)
+    return (time.perf_counter() - t0) / steps
+
+
+def make_hook(out_dir, interval, rules):
+    return tstat.pytorch.Hook(out_dir=out_dir, num_classes=CLASSES, rules=rules,
+                              config={"save_config": {"save_interval": interval}})
+
+
+def overhead(args, tmp):
+    device = torch.device(args.device)
+    net = Net().to(device)
+    opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
+    images, labels = synthetic_batch(args.batch)
+    images, labels = images.to(device), labels.to(device)
+    train_block(net, opt, images, labels, 3, None)  # warm-up
+    cases = []
+    for interval in args.intervals:
+        steps = -(-args.steps // interval) * interval
+        ratios, base_s, hook_s = [], [], []
+        for r in range(args.repeats):
+            before = train_block(net, opt, images, labels, steps, None)
+            out = os.path.join(tmp, f"i{interval}_r{r}")
+            hook = make_hook(out, interval, not args.no_rules)
+            hook.register_module(net)
+            captured = train_block(net, opt, images, labels, steps, hook)
+            after = train_block(net, opt, images, labels, steps, None)
+            base = (before + after) / 2
+            ratios.append(captured / base)
+            base_s.append(base)
+            hook_s.append(captured)
+            shutil.rmtree(out, ignore_errors=True)
+        cases.append({"case": "stats_all", "device": args.device, "save_interval": interval, "steps": steps,
+                      "step_ms": 1e3 * statistics.median(base_s),
+                      "hook_step_ms": 1e3 * statistics.median(hook_s),
+                      "slowdown": statistics.median(ratios), "slowdown_min": min(ratios),
+                      "slowdown_max": max(ratios)})
+    return cases
+
+
+def per_tensor(args, tmp):
+    """Capture cost per small tensor: K tensors saved and captured at every
+    step, against the same Python loop without a hook."""
+    tensors = [torch.randn(16) for _ in range(args.tensors)]
+    names = [f"t{i:05d}" for i in range(args.tensors)]
+    steps = 50
+
+    def loop(hook):
+        t0 = time.perf_counter()
+        for _ in range(steps):
+            for name, t in zip(names, tensors):
+                if hook is not None:
+                    hook.save_tensor(name, t)
+            if hook is not None:
+                hook.step()
+        if hook is not None:
+            hook.close()
+        return (time.perf_counter() - t0) / steps
+
+    costs = []
+    for r in range(args.repeats):
+        base = loop(None)
+        out = os.path.join(tmp, f"small_{r}")
+        hook = tstat.pytorch.Hook(out_dir=out, rules=False,
+                                  config={"save_config": {"save_interval": 1}})
+        costs.append((loop(hook) - base) / args.tensors)
+        shutil.rmtree(out, ignore_errors=True)
+    return {"case": "small_tensors", "tensors": args.tensors, "elements": 16,
+            "us_per_tensor": 1e6 * statistics.median(costs),
+            "us_per_tensor_min": 1e6 * min(costs), "us_per_tensor_max": 1e6 * max(costs)}
+
+
+def cpp_figures(args):
+    """`tstat bench overhead` on the same cases, for the figures beside."""
+    cmd = [args.cpp, "bench", "overhead", "--configs", "stats_all", "--json",
+           "--steps", str(args.steps), "--repeats", str(args.repeats), "--batch", str(args.batch),
+           "--threads", str(args.threads),
+           "--intervals", ",".join(str(i) for i in args.intervals)]
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    rows = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    return {r["save_interval"]: r for r in rows if r.get("config") == "stats_all"}
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--steps", type=int, default=60)
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--intervals", default="1,10,100")
+    p.add_argument("--batch", type=int, default=16)
+    p.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
+    p.add_argument("--device", default="cpu", help="cpu, or cuda: the CNN on the GPU")
+    p.add_argument("--tensors", type=int, default=1000)
+    p.add_argument("--cpp", default="", help="the tstat binary: its figures beside")
+    p.add_argument("--no-rules", action="store_true")
+    p.add_argument("--json", action="store_true")
+    args = p.parse_args()
+    args.intervals = [int(i) for i in args.intervals.split(",")]
+    if args.threads > 0:
+        torch.set_num_threads(args.threads)
+    tmp = tempfile.mkdtemp(prefix="tstat-overhead-python-")
+    try:
+        cases = overhead(args, tmp)
+        small = per_tensor(args, tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    cpp = cpp_figures(args) if args.cpp else {}
+    if args.json:
+        for c in cases:
+            if c["save_interval"] in cpp:
+                c["cpp_slowdown"] = cpp[c["save_interval"]]["slowdown"]
+            print(json.dumps(c))
+        print(json.dumps(small))
+        return
+    print(f"tstat.pytorch.Hook overhead: torch {torch.__version__}, {args.device}, "
+          f"{torch.get_num_threads()} torch thread(s), batch {args.batch} of 3x32x32, rules "
+          f"{'off' if args.no_rules else 'on (default set)'}")
+    print(f"{'case':<12} {'save_interval':>13} {'step ms':>9} {'hooked ms':>9} {'slowdown':>9}"
+          f"  {'range':<15} {'C++ adapter':>11}")
+    for c in cases:
+        other = cpp.get(c["save_interval"])
+        print(f"{c['case']:<12} {c['save_interval']:>13} {c['step_ms']:>9.2f} "
+              f"{c['hook_step_ms']:>9.2f} {c['slowdown']:>8.3f}x  "
+              f"[{c['slowdown_min']:.3f}, {c['slowdown_max']:.3f}] "
+              f"{(format(other['slowdown'], '.3f') + 'x') if other else '-':>11}")
+    print(f"capture cost per small tensor ({small['tensors']} tensors of 16 float32, every step):"
+          f" {small['us_per_tensor']:.2f} us [{small['us_per_tensor_min']:.2f}, "
+          f"{small['us_per_tensor_max']:.2f}]")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

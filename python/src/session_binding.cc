@@ -1,0 +1,350 @@
+// _tstat.Session: tstat::Session for tstat.pytorch.Hook (python/tstat/pytorch.py).
+//
+// Tensors live in slots. A slot is registered with the session the first time
+// it holds a tensor at the end of a step (its dtype and device then fix the
+// registration), with a view callback that reads the slot's tensor when the
+// session captures it: only tensors that are due are looked at, and a due
+// tensor is read in place (CPU) or reduced where it lives (CUDA, on the
+// stream end_step is given). Three kinds:
+//   tensor     the latest tensor set() in this step (activations, losses,
+//              labels, hook.save_tensor); none once the step ends;
+//   parameter  the parameter itself, every step (held by a weak reference:
+//              a parameter that is gone is skipped);
+//   gradient   the parameter's .grad, when mark_fresh() said a backward
+//              produced it in this step (lazily created and unused
+//              gradients are skipped, not read stale).
+// A non-contiguous tensor is copied to a contiguous one at capture only, and
+// that copy lives until the step's reduction has been enqueued.
+//
+// The GIL: end_step and close release it around the session's calls (the CPU
+// reduction runs without it); the view callbacks, which run inside them on
+// the same thread, take it to read the tensors. A slot that cannot be
+// registered (a dtype tstat does not reduce, a bad name) is not captured and
+// never retried; warnings() returns why, once.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "python/src/bindings.h"
+#include "tstat/config.h"
+#include "tstat/session.h"
+
+namespace py = pybind11;
+
+namespace tstat::python {
+namespace {
+
+enum class SlotKind { kTensor = 0, kParameter = 1, kGradient = 2 };
+
+struct Slot {
+  std::string name;
+  std::vector<std::string> collections;
+  SlotKind kind = SlotKind::kTensor;
+  py::object source = py::none();  // the tensor set, or the parameter
+  bool fresh = false;              // gradient produced in this step
+  bool registered = false;
+  bool failed = false;
+  std::uint32_t id = 0;          // the session's, once registered
+  py::object keep = py::none();  // a contiguous copy for this step's capture
+};
+
+// Status for a Python exception raised while reading a tensor.
+Status FromPython(const std::string& name, py::error_already_set& e) {
+  const std::string what = e.what();
+  e.restore();
+  PyErr_Clear();
+  return Status::InvalidArgument(name + ": " + what);
+}
+
+class PySession {
+ public:
+  PySession(const std::string& config_json, const std::string& config_path,
+            const std::optional<std::string>& out_dir, std::optional<int> rank,
+            std::optional<int> world_size, std::optional<bool> dry_run, py::dict dtypes,
+            int num_classes, const std::string& predictions_name)
+      : dtypes_(std::move(dtypes)) {
+    SessionConfig config;
+    const char* env = std::getenv("TSTAT_CONFIG");
+    if (!config_json.empty()) {
+      config = Take(ParseConfigJson(config_json));
+    } else if (!config_path.empty() || (env != nullptr && *env != '\0')) {
+      config = Take(LoadConfigFile(config_path));
+    }
+    if (out_dir) config.out_dir = *out_dir;
+    if (rank) config.rank = *rank;
+    if (world_size) config.world_size = *world_size;
+    if (dry_run) config.dry_run = *dry_run;
+    if (num_classes > 0) AddLabels(&config, num_classes, predictions_name);
+    session_ = Take(Session::Create(config));
+  }
+
+  ~PySession() {
+    if (session_ == nullptr) return;
+    {
+      py::gil_scoped_release release;
+      (void)session_->Close();
+    }
+    ClearStep();
+  }
+
+  int add_slot(const std::string& name, const std::vector<std::string>& collections, int kind,
+               py::object source) {
+    if (kind < 0 || kind > 2) Raise(Status::InvalidArgument("slot kind " + std::to_string(kind)));
+    auto slot = std::make_unique<Slot>();
+    slot->name = name;
+    slot->collections = collections;
+    slot->kind = static_cast<SlotKind>(kind);
+    slot->source = std::move(source);
+    slots_.push_back(std::move(slot));
+    return static_cast<int>(slots_.size() - 1);
+  }
+
+  // A layer's output or a saved tensor for this step. A large CPU tensor
+  // due at this step is reduced at once (Session::CaptureEarly) and not
+  // held: holding every layer's output until the backward pass ends keeps
+  // the allocator from reusing their memory (on the benchmark CNN, ~2x the
+  // page faults and 15% of the step). Small ones wait for EndStep's one
+  // batched reduction.
+  void set(int slot, py::object tensor) {
+    Slot& s = At(slot);
+    s.source = std::move(tensor);
+    if (!s.registered && !s.failed) Register(s);
+    if (!s.registered || s.source.is_none()) return;
+    const py::object numel = py::getattr(s.source, "numel", py::none());
+    if (numel.is_none() || numel().cast<std::int64_t>() < kSmallTensorElements) return;
+    if (!s.source.attr("is_cuda").cast<bool>()) {
+      Result<EarlyCapture> early = [&] {
+        py::gil_scoped_release release;
+        return session_->CaptureEarly(s.id);
+      }();
+      if (early.ok() && *early != EarlyCapture::kAtEndStep) {
+        s.source = py::none();
+        s.keep = py::none();
+      }
+    }
+  }
+  void mark_fresh(int slot) { At(slot).fresh = true; }
+  bool registered(int slot) { return At(slot).registered; }
+
+  void begin_step() { Check(session_->BeginStep()); }
+  void set_mode(int mode) { Check(session_->SetMode(ParseMode(mode))); }
+
+  void end_step(std::uintptr_t stream) {
+    RegisterPending();
+    Status s;
+    {
+      py::gil_scoped_release release;
+      s = session_->EndStep(reinterpret_cast<CUstream_st*>(stream));
+    }
+    ClearStep();
+    Check(s);
+  }
+
+  void close() {
+    Status s;
+    {
+      py::gil_scoped_release release;
+      s = session_->Close();
+    }
+    ClearStep();
+    Check(s);
+  }
+
+  void save_scalar(const std::string& name, double value) {
+    Check(session_->SaveScalar(name, value));
+  }
+  bool should_stop() const { return session_->ShouldStop(); }
+  std::string stop_reason() const { return session_->stop_reason(); }
+  void request_stop(const std::string& reason) { session_->RequestStop(reason); }
+  std::string status() const {
+    const Status s = session_->status();
+    return s.ok() ? std::string() : s.message();
+  }
+  py::tuple current_step() const {
+    const StepKey k = session_->current_step();
+    return py::make_tuple(k.global_step, static_cast<int>(k.mode), k.mode_step);
+  }
+  std::string out_dir() const { return session_->config().out_dir; }
+  py::dict counters() const {
+    const PipelineCounters c = session_->counters();
+    py::dict d = CountersDict(c);
+    d["rules_waits"] = c.rules_waits;
+    d["capture_seconds"] = session_->capture_totals().capture_seconds;
+    return d;
+  }
+  std::vector<std::string> warnings() {
+    std::vector<std::string> out;
+    out.swap(warnings_);
+    return out;
+  }
+
+ private:
+  static void AddLabels(SessionConfig* config, int num_classes, const std::string& predictions) {
+    for (CollectionConfig& c : config->collections) {
+      if (c.name != "labels") continue;
+      c.stats.label_classes = num_classes;
+      c.stats.confusion_predictions = predictions;
+      c.stats.confusion_argmax = true;
+      return;
+    }
+    CollectionConfig c;
+    c.name = "labels";
+    c.stats.label_classes = num_classes;
+    c.stats.confusion_predictions = predictions;
+    c.stats.confusion_argmax = true;
+    config->collections.push_back(std::move(c));
+  }
+
+  Slot& At(int slot) {
+    if (slot < 0 || static_cast<std::size_t>(slot) >= slots_.size()) {
+      Raise(Status::InvalidArgument("no slot " + std::to_string(slot)));
+    }
+    return *slots_[static_cast<std::size_t>(slot)];
+  }
+
+  // The tensor the slot holds now; None when it holds none this step.
+  static py::object Current(Slot& s) {
+    switch (s.kind) {
+      case SlotKind::kTensor:
+        return s.source;
+      case SlotKind::kParameter:
+        return s.source();  // a weakref: None once the parameter is gone
+      case SlotKind::kGradient: {
+        if (!s.fresh) return py::none();
+        py::object p = s.source();
+        return p.is_none() ? p : py::getattr(p, "grad", py::none());
+      }
+    }
+    return py::none();
+  }
+
+  // `t`'s view: its storage in place, or a contiguous copy kept in `keep`.
+  Status ViewOf(const std::string& name, py::object t, TensorView* v, py::object* keep) const {
+    try {
+      PyObject* code = PyDict_GetItem(dtypes_.ptr(), t.attr("dtype").ptr());
+      if (code == nullptr) {
+        return Status::NotSupported(
+            name + ": dtype " + py::str(t.attr("dtype")).cast<std::string>() +
+            " is not one tstat reduces (float32, float16, bfloat16, float64, int32, int64, uint8)");
+      }
+      const py::object device = t.attr("device");
+      const std::string type = device.attr("type").cast<std::string>();
+      if (type == "cpu") {
+        v->space = MemorySpace::kHost;
+        v->device = 0;
+      } else if (type == "cuda") {
+        v->space = MemorySpace::kCuda;
+        v->device = device.attr("index").cast<int>();
+      } else {
+        return Status::NotSupported(name + ": a tensor on device '" + type +
+                                    "' (tstat reads CPU and CUDA tensors)");
+      }
+      if (!t.attr("is_contiguous")().cast<bool>()) {
+        *keep = t.attr("contiguous")();
+        t = *keep;
+      }
+      v->dtype = static_cast<DType>(py::reinterpret_borrow<py::object>(code).cast<int>());
+      v->data = reinterpret_cast<const void*>(t.attr("data_ptr")().cast<std::uintptr_t>());
+      v->shape.clear();
+      v->numel = 1;
+      for (py::handle d : py::tuple(t.attr("shape"))) {
+        v->shape.push_back(d.cast<std::int64_t>());
+        v->numel *= v->shape.back();
+      }
+      return Status::OK();
+    } catch (py::error_already_set& e) {
+      return FromPython(name, e);
+    } catch (const py::cast_error& e) {
+      return Status::InvalidArgument(name + ": not a torch tensor (" + e.what() + ")");
+    }
+  }
+
+  void RegisterPending() {
+    for (auto& s : slots_) {
+      if (!s->registered && !s->failed) Register(*s);
+    }
+  }
+
+  // Registers `s` with its current tensor (none: not yet). A slot that
+  // cannot be registered is never retried; warnings() says why.
+  void Register(Slot& s) {
+    py::object t = Current(s);
+    if (t.is_none()) return;
+    TensorSpec spec;
+    spec.name = s.name;
+    spec.collections = s.collections;
+    py::object copy = py::none();
+    Status st = ViewOf(s.name, t, &spec.view, &copy);
+    if (st.ok()) {
+      Slot* slot = &s;  // slots_ holds unique_ptrs: the address is stable
+      spec.view_fn = [this, slot](TensorView* view) -> Status {
+        py::gil_scoped_acquire gil;
+        py::object current = Current(*slot);
+        if (current.is_none()) {
+          view->data = nullptr;
+          return Status::OK();
+        }
+        return ViewOf(slot->name, current, view, &slot->keep);
+      };
+      Result<std::uint32_t> id = session_->RegisterTensor(spec);
+      st = id.status();
+      if (id.ok()) s.id = *id;
+    }
+    if (!st.ok()) {
+      if (st.code() == StatusCode::kFailedPrecondition) Raise(st);  // closed
+      s.failed = true;
+      warnings_.push_back(s.name + " is not captured: " + st.message());
+      return;
+    }
+    s.registered = true;
+  }
+
+  void ClearStep() {
+    for (auto& s : slots_) {
+      if (s->kind == SlotKind::kTensor) s->source = py::none();
+      s->fresh = false;
+      s->keep = py::none();
+    }
+  }
+
+  py::dict dtypes_;  // torch dtype -> tstat::DType
+  std::vector<std::unique_ptr<Slot>> slots_;
+  std::vector<std::string> warnings_;
+  std::unique_ptr<Session> session_;  // last: closed (view callbacks run) before the slots go
+};
+
+}  // namespace
+
+void BindSession(py::module_& m) {
+  py::class_<PySession>(m, "Session")
+      .def(py::init<const std::string&, const std::string&, const std::optional<std::string>&,
+                    std::optional<int>, std::optional<int>, std::optional<bool>, py::dict, int,
+                    const std::string&>(),
+           py::arg("config_json"), py::arg("config_path"), py::arg("out_dir"), py::arg("rank"),
+           py::arg("world_size"), py::arg("dry_run"), py::arg("dtypes"), py::arg("num_classes"),
+           py::arg("predictions_name"))
+      .def("add_slot", &PySession::add_slot)
+      .def("set", &PySession::set)
+      .def("mark_fresh", &PySession::mark_fresh)
+      .def("registered", &PySession::registered)
+      .def("begin_step", &PySession::begin_step)
+      .def("set_mode", &PySession::set_mode)
+      .def("end_step", &PySession::end_step, py::arg("stream") = 0)
+      .def("close", &PySession::close)
+      .def("save_scalar", &PySession::save_scalar)
+      .def("should_stop", &PySession::should_stop)
+      .def("stop_reason", &PySession::stop_reason)
+      .def("request_stop", &PySession::request_stop)
+      .def("status", &PySession::status)
+      .def("current_step", &PySession::current_step)
+      .def("out_dir", &PySession::out_dir)
+      .def("counters", &PySession::counters)
+      .def("warnings", &PySession::warnings);
+}
+
+}  // namespace tstat::python

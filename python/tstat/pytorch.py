@@ -1,0 +1,414 @@
+"""tstat.pytorch: capture a PyTorch model's training with tstat.
+
+    import tstat.pytorch
+    hook = tstat.pytorch.Hook(out_dir="runs/exp1")
+    hook.register_module(model)          # weights, biases, gradients, activations
+    hook.register_loss(criterion)        # the loss, for the loss rules
+    for x, y in loader:
+        loss = criterion(model(x), y)    # a forward of the model begins a step
+        optimizer.zero_grad(); loss.backward(); optimizer.step()
+        if hook.should_stop():           # a rule stopped the run
+            break
+    hook.close()
+
+Steps. With step_on="auto" (the default) a forward of the registered module
+begins a step; in TRAIN mode the end of the backward pass ends it (gradients
+are read then, before an optimizer or zero_grad() can change them); in EVAL
+and PREDICT the next forward (or close()) ends it. step_on="manual": call
+hook.step() to end each step (before zero_grad(): gradients are read then).
+
+What is read, and when. Parameters and their gradients ("gradient/<name>"),
+the outputs of the module's leaf modules ("<path>_output"; a numbered
+path gets the module's class, "features.1.ReLU_output"; a module called
+again in the same step "<path>#1_output"), the inputs of activation
+functions ("<path>_input"), the module's input ("<name>_input") and the loss are registered with the session the first time
+they exist; each is read when its collections' schedules say it is due, in
+place (CPU tensors: no copy; CUDA tensors: reduced on the current CUDA stream,
+with no host synchronisation). A gradient counts only when a backward in this
+step produced it. Tensors given to the hook are held until the step ends.
+
+Errors. Calls you make (save_tensor with something that is not a tensor, any
+call after close()) raise tstat.Error. What goes wrong inside the module's
+hooks never stops training: a tensor that cannot be captured (a dtype tstat
+does not reduce) is a RuntimeWarning naming it, once.
+"""
+
+import atexit
+import json
+import re
+import threading
+import warnings
+import weakref
+
+import torch
+
+from tstat import _tstat
+from tstat import modes as _modes
+from tstat.errors import Error
+
+# torch dtype -> tstat::DType (include/tstat/dtype.h).
+_DTYPES = {
+    torch.float32: 0, torch.float16: 1, torch.bfloat16: 2, torch.float64: 3,
+    torch.int32: 6, torch.int64: 7, torch.uint8: 8,
+}
+for _name, _code in (("float8_e4m3fn", 4), ("float8_e5m2", 5)):
+    if hasattr(torch, _name):
+        _DTYPES[getattr(torch, _name)] = _code
+
+_TENSOR, _PARAMETER, _GRADIENT = 0, 1, 2
+
+# Leaf modules whose inputs are captured too: the saturation and
+# initialization rules judge what goes into an activation function.
+_ACTIVATION_FUNCTION = re.compile(
+    r"(?i)relu|tanh|sigmoid|gelu|elu|silu|mish|softplus|hardswish|hardsigmoid")
+
+
+def _queue_backward_callback(fn):
+    torch.autograd.Variable._execution_engine.queue_callback(fn)
+
+
+def _tensors_of(value):
+    """The tensors of a module's output (a tensor, or a tuple/list of them)."""
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, (tuple, list)):
+        return [v for v in value if isinstance(v, torch.Tensor)]
+    return []
+
+
+class Hook:
+    """Captures a PyTorch model's training into a tstat run (smdebug's Hook).
+
+    out_dir: the run directory (over the config's). config: a dict, or JSON
+    text, of tstat's session config (docs/config.md); config_file: a config
+    file (JSON). Neither: $TSTAT_CONFIG when set, else the defaults. rules:
+    with a dict or no config, the default in-process rule set runs unless the
+    config has a "rules" section (rules=False: none); a config file decides
+    for itself. num_classes: turns on label counts and the confusion matrix
+    of save_labels(). rank, world_size, dry_run: over the config's.
+    """
+
+    def __init__(self, out_dir=None, config=None, *, config_file=None, rank=None,
+                 world_size=None, dry_run=None, num_classes=0, rules=True, step_on="auto"):
+        if step_on not in ("auto", "manual"):
+            raise Error("invalid_argument", f"step_on must be 'auto' or 'manual', got {step_on!r}")
+        config_json = ""
+        if config is not None:
+            if isinstance(config, str):
+                try:
+                    config = json.loads(config)
+                except ValueError as e:
+                    raise Error("invalid_argument", f"config is not JSON: {e}") from None
+            if not isinstance(config, dict):
+                raise Error("invalid_argument",
+                            f"config must be a dict or JSON text, got {type(config).__name__}")
+            config = dict(config)
+        if config is not None or config_file is None:
+            if config is None and not _env_config():
+                config = {}
+            if config is not None:
+                if rules and "rules" not in config:
+                    config["rules"] = {}
+                config_json = json.dumps(config)
+        self._session = _tstat.Session(
+            config_json, config_file or "", out_dir, rank, world_size, dry_run, _DTYPES,
+            int(num_classes), "predictions")
+        self._num_classes = int(num_classes)
+        self._step_on = step_on
+        self._lock = threading.RLock()
+        self._slots = {}          # name -> slot
+        self._handles = []        # torch hook handles, removed by close()
+        self._calls = {}          # module path -> calls in this step
+        self._top = None
+        self._top_name = None
+        self._step_open = False
+        self._callback_queued = False
+        self._closed = False
+        self._mode = _modes.TRAIN
+        self._warned = set()
+        self._cuda_seen = False
+        atexit.register(_close_at_exit, weakref.ref(self))
+
+    @classmethod
+    def create_from_json_file(cls, json_file_path=None, **kwargs):
+        """A hook from a config file: `json_file_path`, else $TSTAT_CONFIG
+        (tstat.Error "not_found" when neither is given)."""
+        path = json_file_path or _env_config()
+        if not path:
+            raise Error("not_found", "no config file given and TSTAT_CONFIG is not set")
+        return cls(config_file=path, **kwargs)
+
+    # --- What is captured -------------------------------------------------
+
+    def register_module(self, module, name="model"):
+        """Captures `module`: its parameters (collections weights / biases)
+        and their gradients (gradients), the outputs of its leaf modules
+        (activations) and its input (inputs). A forward of `module` begins a
+        step (step_on="auto"). Registering a second module adds its tensors;
+        the first one registered drives the steps."""
+        self._check_open()
+        if not isinstance(module, torch.nn.Module):
+            raise Error("invalid_argument",
+                        f"register_module takes a torch.nn.Module, got {type(module).__name__}")
+        prefix = f"{name}." if self._top is not None else ""
+        for pname, p in module.named_parameters():
+            full = prefix + pname
+            last = full.rsplit(".", 1)[-1]
+            collection = "biases" if "bias" in last else "weights"
+            ref = weakref.ref(p)
+            self._slot(full, [collection], _PARAMETER, ref)
+            if p.requires_grad:
+                grad_slot = self._slot("gradient/" + full, ["gradients"], _GRADIENT, ref)
+                self._handles.append(p.register_hook(self._gradient_hook(grad_slot)))
+        for path, sub in module.named_modules():
+            if path == "" or any(True for _ in sub.children()):
+                continue
+            kind = type(sub).__name__
+            if path.rsplit(".", 1)[-1].isdigit():
+                path = f"{path}.{kind}"  # "features.1.ReLU": what the rules' regexes look for
+            inputs = _ACTIVATION_FUNCTION.search(kind) is not None
+            self._handles.append(sub.register_forward_hook(
+                self._output_hook(prefix + path, inputs)))
+        if self._top is None:
+            self._top = weakref.ref(module)
+            self._top_name = name
+            self._handles.append(module.register_forward_pre_hook(self._top_forward_pre))
+
+    def register_loss(self, loss_module, name="loss"):
+        """Captures the output of `loss_module` (an nn.Module such as
+        nn.CrossEntropyLoss()) as `name` in collection losses, read by the
+        loss rules (on the device for a CUDA loss: no .item())."""
+        self._check_open()
+        if not isinstance(loss_module, torch.nn.Module):
+            raise Error("invalid_argument",
+                        "register_loss takes a torch.nn.Module (for a loss computed by a "
+                        "function, call hook.save_tensor(name, loss, 'losses'))")
+
+        def on_loss(_module, _inputs, output):
+            tensors = _tensors_of(output)
+            if tensors:
+                self._set(name, ["losses"], tensors[0])
+
+        self._handles.append(loss_module.register_forward_hook(on_loss))
+
+    def save_tensor(self, name, tensor, collections="default"):
+        """Captures `tensor` as `name` at this step when its collections are
+        due (read when the step ends; held until then)."""
+        self._check_open()
+        if not isinstance(tensor, torch.Tensor):
+            raise Error("invalid_argument",
+                        f"save_tensor({name!r}): a torch.Tensor, not {type(tensor).__name__}")
+        if isinstance(collections, str):
+            collections = [collections]
+        self._set(str(name), list(collections), tensor)
+
+    def save_scalar(self, name, value):
+        """Saves a number (a learning rate, an accuracy) at this step.
+        A CUDA tensor is read with .item(), which waits for the device."""
+        self._check_open()
+        if isinstance(value, torch.Tensor):
+            if value.numel() != 1:
+                raise Error("invalid_argument",
+                            f"save_scalar({name!r}): a tensor of {value.numel()} elements")
+            value = value.item()
+        try:
+            value = float(value)
+        except (TypeError, ValueError):
+            raise Error("invalid_argument",
+                        f"save_scalar({name!r}): not a number: {value!r}") from None
+        with self._lock:
+            self._session.save_scalar(str(name), value)
+
+    def save_labels(self, labels, predictions):
+        """Labels (class ids [n]) and predictions (logits [n, classes], or
+        class ids) at this step: label counts and the confusion matrix, for
+        the class-imbalance rules. Needs Hook(num_classes=...)."""
+        self._check_open()
+        if self._num_classes <= 0:
+            raise Error("failed_precondition",
+                        "save_labels needs the number of classes: Hook(num_classes=N)")
+        if not isinstance(labels, torch.Tensor) or not isinstance(predictions, torch.Tensor):
+            raise Error("invalid_argument", "save_labels takes two torch.Tensors")
+        if labels.dtype not in (torch.int64, torch.int32, torch.uint8) or labels.dim() != 1:
+            raise Error("invalid_argument",
+                        f"labels must be class ids of shape [n] (int64, int32 or uint8), got "
+                        f"{labels.dtype} of shape {tuple(labels.shape)}")
+        if predictions.dim() < 1 or predictions.shape[0] != labels.shape[0]:
+            raise Error("invalid_argument",
+                        f"predictions must have {labels.shape[0]} rows like the labels, got "
+                        f"shape {tuple(predictions.shape)}")
+        self._set("labels", ["labels"], labels)
+        self._set("predictions", [], predictions.detach())
+
+    # --- Steps and modes --------------------------------------------------
+
+    def set_mode(self, mode):
+        """TRAIN, EVAL or PREDICT (tstat.modes) from the next step on."""
+        self._check_open()
+        mode = _modes.mode_of(mode)
+        with self._lock:
+            self._session.set_mode(int(mode))
+            self._mode = mode
+
+    def step(self):
+        """Ends the step being captured (opening one if none is open)."""
+        self._check_open()
+        with self._lock:
+            self._end_step()
+
+    def should_stop(self):
+        """True once a rule (or RUN/STOP, or request_stop) stopped the run."""
+        return self._session.should_stop()
+
+    def stop_reason(self):
+        return self._session.stop_reason()
+
+    def request_stop(self, reason):
+        self._session.request_stop(str(reason))
+
+    @property
+    def out_dir(self):
+        return self._session.out_dir()
+
+    @property
+    def current_step(self):
+        """(global step, mode, mode step) of the step being captured."""
+        g, m, s = self._session.current_step()
+        return g, _modes.ModeKeys(m), s
+
+    def counters(self):
+        """The pipeline's counters: steps captured, records written, drops,
+        write errors, time spent capturing."""
+        return self._session.counters()
+
+    def close(self):
+        """Ends the open step, writes everything and closes the run.
+        Raises tstat.Error when writing failed (the run says what was lost)."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            for h in self._handles:
+                h.remove()
+            self._handles.clear()
+            try:
+                if self._step_open:
+                    self._end_step()
+            finally:
+                self._session.close()
+                self._warn(self._session.warnings())
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    # --- Inside ------------------------------------------------------------
+
+    def _check_open(self):
+        if self._closed:
+            raise Error("failed_precondition", "the hook is closed")
+
+    def _slot(self, name, collections, kind, source=None):
+        slot = self._slots.get(name)
+        if slot is None:
+            slot = self._session.add_slot(name, collections, kind, source)
+            self._slots[name] = slot
+        return slot
+
+    def _set(self, name, collections, tensor):
+        with self._lock:
+            if self._closed:
+                return
+            if tensor.is_cuda:
+                self._cuda_seen = True
+            self._session.set(self._slot(name, collections, _TENSOR), tensor)
+
+    def _gradient_hook(self, slot):
+        def on_gradient(_grad):
+            if self._closed:
+                return None
+            self._session.mark_fresh(slot)
+            if not self._callback_queued:
+                self._callback_queued = True
+                _queue_backward_callback(self._backward_end)
+            return None
+        return on_gradient
+
+    def _backward_end(self):
+        self._callback_queued = False
+        if self._step_on == "auto" and self._mode == _modes.TRAIN and not self._closed:
+            self._end_step_quietly()
+
+    def _top_forward_pre(self, _module, inputs):
+        if self._closed or self._step_on != "auto":
+            tensors = []
+        else:
+            with self._lock:
+                if self._step_open:
+                    self._end_step_quietly()
+                try:
+                    self._session.begin_step()
+                    self._step_open = True
+                except Error as e:
+                    self._warn([f"a step could not begin: {e.message}"])
+            tensors = _tensors_of(inputs)
+        if tensors and not self._closed:
+            self._set(f"{self._top_name}_input", [], tensors[0])
+
+    def _output_hook(self, path, capture_inputs):
+        def on_output(_module, inputs, output):
+            if self._closed:
+                return
+            calls = self._calls.get(path, 0)
+            self._calls[path] = calls + 1
+            base = path if calls == 0 else f"{path}#{calls}"
+            for i, t in enumerate(_tensors_of(output)):
+                self._set(f"{base}_output" if i == 0 else f"{base}_output_{i}", [], t)
+            if capture_inputs:
+                for i, t in enumerate(_tensors_of(inputs)):
+                    self._set(f"{base}_input" if i == 0 else f"{base}_input_{i}", [], t)
+        return on_output
+
+    def _end_step(self):
+        stream = 0
+        if self._cuda_seen or (torch.cuda.is_available() and torch.cuda.is_initialized()):
+            self._cuda_seen = True
+            stream = torch.cuda.current_stream().cuda_stream
+        try:
+            self._session.end_step(stream)
+        finally:
+            self._step_open = False
+            self._calls.clear()
+            self._warn(self._session.warnings())
+
+    def _end_step_quietly(self):
+        """From inside torch's hooks: an error is a warning, never raised
+        into the training's forward or backward."""
+        with self._lock:
+            try:
+                self._end_step()
+            except Error as e:
+                self._warn([f"step not captured: {e.message}"])
+
+    def _warn(self, messages):
+        for m in messages:
+            if m not in self._warned:
+                self._warned.add(m)
+                warnings.warn(f"tstat: {m}", RuntimeWarning, stacklevel=3)
+
+
+def _env_config():
+    import os
+    return os.environ.get("TSTAT_CONFIG", "")
+
+
+def _close_at_exit(ref):
+    hook = ref()
+    if hook is not None:
+        try:
+            hook.close()
+        except Error:
+            pass

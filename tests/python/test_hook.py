@@ -1,0 +1,464 @@
+"""tstat.pytorch.Hook on real training: the stats it stores against torch's
+own values (norm, min, max, mean, var, zero counts) at several steps, steps
+and modes, lazily created and unused gradients, a module used twice, labels,
+a rule stopping a faulty run, live reading from a second process, and bad
+input. Run by ctest (tstat.python.pytorch)."""
+
+import os
+import subprocess
+import sys
+import textwrap
+import time
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+import tstat
+import tstat.pytorch
+from tstat import modes, trials
+
+EVERY_STEP = {"save_config": {"save_interval": 1}}
+
+
+def torch_stats(t):
+    x = t.detach().double().flatten()
+    return {
+        "l2": x.norm().item(),
+        "min": x.min().item(),
+        "max": x.max().item(),
+        "mean": x.mean().item(),
+        "variance": x.var(unbiased=False).item(),
+        "zero_count": int((x == 0).sum()),
+        "count": x.numel(),
+    }
+
+
+def assert_stats(trial, name, step, ref, mode=None):
+    got = trial.tensor(name).stats(step) if mode is None else \
+        trial.tensor(name).stats(step, mode=mode)
+    # Sums that cancel (a softmax's gradient has mean 0) differ by rounding
+    # only: the absolute tolerance follows the values' magnitude.
+    scale = max(abs(ref["min"]), abs(ref["max"])) if "min" in ref else 1.0
+    for key, value in ref.items():
+        tol = scale * scale if key == "variance" else scale
+        assert got[key] == pytest.approx(value, rel=1e-6, abs=1e-7 * tol), (name, step, key)
+
+
+class Recorder:
+    """torch's stats of module outputs, by step, taken by the test's own
+    forward hooks (independent of tstat's)."""
+
+    def __init__(self, modules):
+        self.step = 0
+        self.values = {}
+        for name, m in modules.items():
+            m.register_forward_hook(self._hook(name))
+
+    def _hook(self, name):
+        def on(_m, _i, out):
+            self.values[(name, self.step)] = torch_stats(out)
+        return on
+
+
+class MLP(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = torch.nn.Linear(10, 32)
+        self.relu = torch.nn.ReLU()
+        self.fc2 = torch.nn.Linear(32, 4)
+
+    def forward(self, x):
+        return self.fc2(self.relu(self.fc1(x)))
+
+
+class Transpose(torch.nn.Module):
+    def forward(self, x):
+        return x.transpose(1, 2)  # not contiguous
+
+
+class CNN(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.features = torch.nn.Sequential(
+            torch.nn.Conv2d(1, 4, 3, padding=1), torch.nn.ReLU(), torch.nn.MaxPool2d(2))
+        self.swap = Transpose()
+        self.head = torch.nn.Linear(4 * 4 * 4, 3)
+
+    def forward(self, x):
+        h = self.swap(self.features(x))
+        return self.head(h.flatten(1))
+
+
+def train(model, hook, steps, batch, seed=0, lr=0.05, per_step=None):
+    """SGD on random data; per_step(step, model) after backward, before the
+    optimizer (where tstat reads weights and gradients)."""
+    g = torch.Generator().manual_seed(seed)
+    opt = torch.optim.SGD(model.parameters(), lr=lr)
+    loss_fn = torch.nn.CrossEntropyLoss()
+    hook.register_module(model)
+    hook.register_loss(loss_fn)
+    losses = []
+    for step in range(steps):
+        x = torch.randn(*batch, generator=g)
+        y = torch.randint(0, 3, (batch[0],), generator=g)
+        opt.zero_grad()
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        losses.append(loss.item())
+        if per_step is not None:
+            per_step(step, model)
+        opt.step()
+    return losses
+
+
+def test_mlp_stats_match_torch(tmp_path):
+    torch.manual_seed(1)
+    model = MLP()
+    rec = Recorder({"fc1": model.fc1, "relu": model.relu})
+    refs = {}
+
+    def per_step(step, m):
+        for name, p in m.named_parameters():
+            refs[(name, step)] = torch_stats(p)
+            refs[("gradient/" + name, step)] = torch_stats(p.grad)
+        rec.step = step + 1
+
+    with tstat.pytorch.Hook(out_dir=str(tmp_path / "run"), config=EVERY_STEP) as hook:
+        losses = train(model, hook, 6, (8, 10), per_step=per_step)
+    trial = trials.create_trial(str(tmp_path / "run"))
+    assert trial.steps() == list(range(6))
+    assert {"fc1.weight", "fc1.bias", "gradient/fc1.weight", "fc1_output", "relu_output",
+            "relu_input", "fc2_output", "loss", "model_input"} <= set(trial.tensor_names())
+    assert "gradient/fc1.weight" in trial.tensor_names(collection="gradients")
+    assert "fc1.bias" in trial.tensor_names(collection="biases")
+    assert "relu_output" in trial.tensor_names(collection="activations")
+    assert "loss" in trial.tensor_names(collection="losses")
+    for step in (0, 3, 5):
+        for name in ("fc1.weight", "fc2.bias", "gradient/fc1.weight", "gradient/fc2.weight"):
+            assert_stats(trial, name, step, refs[(name, step)])
+        assert_stats(trial, "fc1_output", step, rec.values[("fc1", step)])
+        assert_stats(trial, "relu_output", step, rec.values[("relu", step)])
+        assert trial.tensor("loss").stat(step, "mean") == pytest.approx(losses[step], rel=1e-6)
+    # ReLU zeroes about half: the zero counts are the real ones, not 0.
+    assert rec.values[("relu", 3)]["zero_count"] > 0
+    np.testing.assert_allclose(trial.series("loss", "mean").to_numpy(), losses, rtol=1e-6)
+
+
+def test_cnn_stats_match_torch(tmp_path):
+    torch.manual_seed(2)
+    model = CNN()
+    rec = Recorder({"conv": model.features[0], "relu": model.features[1],
+                    "swap": model.swap})
+    refs = {}
+
+    def per_step(step, m):
+        refs[step] = (torch_stats(m.features[0].weight), torch_stats(m.features[0].weight.grad),
+                      torch_stats(m.head.weight.grad))
+        rec.step = step + 1
+
+    with tstat.pytorch.Hook(out_dir=str(tmp_path / "run"), config=EVERY_STEP) as hook:
+        train(model, hook, 5, (6, 1, 8, 8), per_step=per_step)
+    trial = trials.create_trial(str(tmp_path / "run"))
+    names = set(trial.tensor_names())
+    # Numbered paths carry the module's class, as the rules' regexes expect.
+    assert {"features.0.Conv2d_output", "features.1.ReLU_output", "features.1.ReLU_input",
+            "features.2.MaxPool2d_output", "swap_output", "features.0.weight",
+            "gradient/features.0.weight"} <= names
+    assert tuple(trial.tensor("features.0.weight").shape) == (4, 1, 3, 3)
+    for step in (0, 2, 4):
+        w, wg, hg = refs[step]
+        assert_stats(trial, "features.0.weight", step, w)
+        assert_stats(trial, "gradient/features.0.weight", step, wg)
+        assert_stats(trial, "gradient/head.weight", step, hg)
+        assert_stats(trial, "features.0.Conv2d_output", step, rec.values[("conv", step)])
+        assert_stats(trial, "features.1.ReLU_output", step, rec.values[("relu", step)])
+        # The transposed (non-contiguous) output: read through a copy.
+        assert_stats(trial, "swap_output", step, rec.values[("swap", step)])
+
+
+def test_modes_count_their_own_steps(tmp_path):
+    torch.manual_seed(3)
+    model = MLP()
+    loss_fn = torch.nn.CrossEntropyLoss()
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    eval_losses = []
+    with tstat.pytorch.Hook(out_dir=str(tmp_path / "run"), config=EVERY_STEP) as hook:
+        hook.register_module(model)
+        hook.register_loss(loss_fn)
+        for phase, steps in ((modes.TRAIN, 3), (modes.EVAL, 2), (modes.TRAIN, 2)):
+            hook.set_mode(phase)
+            for _ in range(steps):
+                x, y = torch.randn(4, 10), torch.randint(0, 4, (4,))
+                if phase == modes.TRAIN:
+                    opt.zero_grad()
+                    loss_fn(model(x), y).backward()
+                    opt.step()
+                else:
+                    with torch.no_grad():
+                        eval_losses.append(loss_fn(model(x), y).item())
+    trial = trials.create_trial(str(tmp_path / "run"))
+    assert trial.steps() == list(range(7))
+    assert trial.steps(mode=modes.TRAIN) == [0, 1, 2, 3, 4]
+    assert trial.steps(mode=modes.EVAL) == [0, 1]
+    # Gradients are never saved in EVAL (smdebug's rule), losses are.
+    assert list(trial.tensor("gradient/fc1.weight").steps()) == [0, 1, 2, 5, 6]
+    np.testing.assert_allclose(trial.series("loss", "mean", mode=modes.EVAL).to_numpy(),
+                               eval_losses, rtol=1e-6)
+
+
+def test_gradients_count_only_when_a_backward_produced_them(tmp_path):
+    class TwoHeads(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.body = torch.nn.Linear(6, 6)
+            self.a = torch.nn.Linear(6, 2)
+            self.b = torch.nn.Linear(6, 2)
+            self.use_b = False
+
+        def forward(self, x):
+            h = self.body(x)
+            return self.a(h) + (self.b(h) if self.use_b else 0)
+
+    torch.manual_seed(4)
+    model = TwoHeads()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    b_grads = {}
+    with tstat.pytorch.Hook(out_dir=str(tmp_path / "run"), config=EVERY_STEP) as hook:
+        hook.register_module(model)
+        for step in range(6):
+            model.use_b = step in (2, 3)   # b's gradient appears at step 2 (lazily)
+            opt.zero_grad(set_to_none=False)  # at 4, 5 b.grad exists (zeros) but is stale
+            model(torch.randn(3, 6)).sum().backward()
+            if model.use_b:
+                b_grads[step] = torch_stats(model.b.weight.grad)
+            opt.step()
+    trial = trials.create_trial(str(tmp_path / "run"))
+    assert list(trial.tensor("gradient/b.weight").steps()) == [2, 3]
+    assert list(trial.tensor("gradient/a.weight").steps()) == list(range(6))
+    for step in (2, 3):
+        assert_stats(trial, "gradient/b.weight", step, b_grads[step])
+    assert list(trial.tensor("b_output").steps()) == [2, 3]
+
+
+def test_a_module_used_twice_in_a_step(tmp_path):
+    class Twice(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.shared = torch.nn.Linear(5, 5)
+
+        def forward(self, x):
+            return self.shared(torch.tanh(self.shared(x)))
+
+    torch.manual_seed(5)
+    model = Twice()
+    outs = []
+    model.shared.register_forward_hook(lambda _m, _i, o: outs.append(torch_stats(o)))
+    grads = []
+    with tstat.pytorch.Hook(out_dir=str(tmp_path / "run"), config=EVERY_STEP) as hook:
+        hook.register_module(model)
+        for _ in range(3):
+            model.zero_grad()
+            model(torch.randn(4, 5)).pow(2).mean().backward()
+            grads.append(torch_stats(model.shared.weight.grad))
+    trial = trials.create_trial(str(tmp_path / "run"))
+    for step in range(3):
+        assert_stats(trial, "shared_output", step, outs[2 * step])
+        assert_stats(trial, "shared#1_output", step, outs[2 * step + 1])
+        # One gradient per step: both uses accumulated, as torch's .grad.
+        assert_stats(trial, "gradient/shared.weight", step, grads[step])
+
+
+def test_labels_and_predictions(tmp_path):
+    torch.manual_seed(6)
+    labels = torch.tensor([0, 1, 1, 2, 2, 2])
+    logits = torch.randn(6, 3)
+    with tstat.pytorch.Hook(out_dir=str(tmp_path / "run"), config=EVERY_STEP,
+                            num_classes=3) as hook:
+        hook.save_labels(labels, logits)
+        hook.step()
+    trial = trials.create_trial(str(tmp_path / "run"))
+    assert "labels" in trial.step_stats(0).index
+    counts, out_of_range = trial.tensor("labels").label_counts(0)
+    assert list(counts) == [1, 2, 3] and out_of_range == 0
+    expected = np.zeros((3, 3), dtype=np.uint64)
+    for label, predicted in zip(labels.tolist(), logits.argmax(1).tolist()):
+        expected[label, predicted] += 1
+    np.testing.assert_array_equal(trial.tensor("labels").confusion(0), expected)
+    assert trial.tensor("predictions").label_counts(0) is None
+
+
+def test_a_rule_stops_a_faulty_run(tmp_path):
+    torch.manual_seed(7)
+    model = MLP()
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    loss_fn = torch.nn.CrossEntropyLoss()
+    stopped_at = None
+    with tstat.pytorch.Hook(out_dir=str(tmp_path / "run")) as hook:  # default rules
+        hook.register_module(model)
+        hook.register_loss(loss_fn)
+        for step in range(40):
+            if step == 10:
+                with torch.no_grad():
+                    model.fc1.weight[0, 0] = float("nan")  # the fault
+            opt.zero_grad()
+            loss_fn(model(torch.randn(8, 10)), torch.randint(0, 4, (8,))).backward()
+            opt.step()
+            if hook.should_stop():
+                stopped_at = step
+                break
+        reason = hook.stop_reason()
+    # A finding at step s stops training before step s + 2 begins.
+    assert stopped_at is not None and 10 <= stopped_at <= 11, stopped_at
+    assert "nan" in reason.lower()
+    found = trials.create_trial(str(tmp_path / "run")).findings()
+    assert "nan_origin" in set(found["type"])
+    assert found[found["type"] == "nan_origin"]["first_step"].min() == 10
+
+
+def test_a_clean_run_has_no_findings(tmp_path):
+    torch.manual_seed(8)
+    with tstat.pytorch.Hook(out_dir=str(tmp_path / "run")) as hook:
+        train(CNN(), hook, 30, (8, 1, 8, 8), seed=3)
+        assert not hook.should_stop()
+    assert trials.create_trial(str(tmp_path / "run")).findings().empty
+
+
+def test_live_reading_from_a_second_process(tmp_path):
+    run = tmp_path / "run"
+    go = tmp_path / "go"
+    script = tmp_path / "train.py"
+    script.write_text(textwrap.dedent(f"""
+        import os, time, torch, tstat.pytorch
+        model = torch.nn.Linear(4, 2)
+        hook = tstat.pytorch.Hook(out_dir={str(run)!r}, config={{
+            "save_config": {{"save_interval": 1}},
+            "pipeline": {{"flush_interval_steps": 1}}}}, rules=False)
+        hook.register_module(model)
+        step = 0
+        while not os.path.exists({str(go)!r}) and step < 3000:
+            model(torch.randn(3, 4)).sum().backward()
+            step += 1
+            time.sleep(0.01)
+        hook.close()
+    """))
+    child = subprocess.Popen([sys.executable, str(script)])
+    try:
+        deadline = time.time() + 60
+        while not run.exists() and time.time() < deadline:
+            time.sleep(0.05)
+        trial = None
+        while trial is None and time.time() < deadline:
+            try:
+                trial = trials.create_trial(str(run))
+            except tstat.Error:
+                time.sleep(0.05)
+        assert trial is not None
+        assert trial.wait_for_steps([5], timeout=30)
+        first = trial.steps()
+        assert not trial.loaded_all_steps
+        assert trial.wait_for_steps([first[-1] + 5], timeout=30)
+        assert len(trial.steps()) > len(first)
+        assert trial.series("gradient/weight", "l2").index[-1] >= first[-1] + 5
+    finally:
+        go.write_text("")
+        assert child.wait(timeout=60) == 0
+    trial.refresh()
+    assert trial.loaded_all_steps
+
+
+def test_bad_input_raises_or_warns_and_training_goes_on(tmp_path):
+    with pytest.raises(tstat.Error) as e:
+        tstat.pytorch.Hook(out_dir=str(tmp_path / "a"), config={"save_config": {"save_intervall": 1}})
+    assert e.value.code == "invalid_argument" and "save_intervall" in e.value.message
+    with pytest.raises(tstat.Error) as e:
+        tstat.pytorch.Hook(out_dir=str(tmp_path / "a"), config="{not json")
+    assert e.value.code == "invalid_argument"
+    with pytest.raises(tstat.Error):
+        tstat.pytorch.Hook(out_dir=str(tmp_path / "a"), step_on="sometimes")
+    with pytest.raises(tstat.Error) as e:
+        tstat.pytorch.Hook.create_from_json_file(str(tmp_path / "missing.json"))
+    assert "missing.json" in e.value.message
+
+    model = MLP()
+    hook = tstat.pytorch.Hook(out_dir=str(tmp_path / "run"), config=EVERY_STEP)
+    with pytest.raises(tstat.Error) as e:
+        hook.register_module("not a module")
+    assert e.value.code == "invalid_argument"
+    hook.register_module(model)
+    with pytest.raises(tstat.Error):
+        hook.save_tensor("x", [1, 2, 3])
+    with pytest.raises(tstat.Error):
+        hook.save_scalar("lr", "fast")
+    with pytest.raises(tstat.Error):
+        hook.set_mode("sideways")
+    with pytest.raises(tstat.Error) as e:
+        hook.save_labels(torch.tensor([1]), torch.randn(1, 2))
+    assert "num_classes" in e.value.message
+    # A dtype tstat does not reduce: a warning naming it, and the step goes on.
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        hook.save_tensor("mask", torch.ones(3, dtype=torch.bool))
+        hook.save_tensor("wide", torch.randn(4, 6).t())  # non-contiguous: read through a copy
+        model(torch.randn(2, 10)).sum().backward()
+    messages = [str(w.message) for w in caught]
+    assert any("mask" in m and "torch.bool" in m for m in messages), messages
+    # A parameter that is gone after registration is skipped, not read.
+    model.fc2 = torch.nn.Linear(32, 4)
+    model(torch.randn(2, 10)).sum().backward()
+    hook.close()
+    with pytest.raises(tstat.Error) as e:
+        hook.save_scalar("lr", 0.1)
+    assert e.value.code == "failed_precondition"
+    with pytest.raises(tstat.Error):
+        hook.step()
+    model(torch.randn(2, 10)).sum().backward()  # hooks removed: nothing happens
+    hook.close()  # twice: nothing
+
+    trial = trials.create_trial(str(tmp_path / "run"))
+    assert "mask" not in trial.tensor_names()
+    assert list(trial.tensor("fc2.weight").steps()) == [0]
+    assert list(trial.tensor("fc1.weight").steps()) == [0, 1]
+    assert tuple(trial.tensor("wide").shape) == (6, 4)
+
+
+def test_large_outputs_are_read_at_once_and_not_held(tmp_path):
+    """A CPU layer output of >= 8192 values is reduced when the layer
+    returns (due) or dropped (not due): the hook does not keep it alive
+    until the step ends. Smaller ones wait for the step's one reduction."""
+    import gc
+    import weakref
+
+    class Wide(torch.nn.Module):
+        def __init__(self, width):
+            super().__init__()
+            self.fc = torch.nn.Linear(10, width)
+            self.relu = torch.nn.ReLU()
+
+        def forward(self, x):
+            return self.relu(self.fc(x)).sum()
+
+    for width, held in ((1024, False), (64, True)):
+        torch.manual_seed(9)
+        model = Wide(width)
+        refs, stats = [], []
+
+        def on_fc(_m, _i, out):
+            refs.append(weakref.ref(out))  # the output ReLU does not save for backward
+            stats.append(torch_stats(out))
+
+        model.fc.register_forward_hook(on_fc)
+        out_dir = tmp_path / f"run{width}"
+        with tstat.pytorch.Hook(out_dir=str(out_dir),
+                                config={"save_config": {"save_interval": 2}}, rules=False) as hook:
+            hook.register_module(model)
+            for step in range(5):
+                loss = model(torch.randn(16, 10))
+                gc.collect()
+                assert (refs[-1]() is not None) == held, (width, step)
+                loss.backward()
+        trial = trials.create_trial(str(out_dir))
+        assert list(trial.tensor("fc_output").steps()) == [0, 2, 4]
+        for step in (0, 2, 4):
+            assert_stats(trial, "fc_output", step, stats[step])

@@ -1,0 +1,74 @@
+"""tstat.pytorch.Hook on CUDA tensors (ctest tstat.python.pytorch_cuda,
+label gpu): reduced where they live, on torch's current stream, with no
+host synchronisation in the training step (torch's sync debug mode set to
+"error" raises on any), and the stats equal torch's own. Run as a script
+(no pytest: the GPU bundle runs it too, tools/gpu_hook_check.py): exit 77
+(SKIPPED) without a CUDA device or a CUDA build of torch."""
+
+import math
+import sys
+import tempfile
+from pathlib import Path
+
+import torch
+
+import tstat.pytorch
+from tstat import trials
+
+EVERY_STEP = {"save_config": {"save_interval": 1}}
+
+
+def close(got, want, rel, abs_tol=0.0):
+    """pytest.approx without pytest (the GPU machine may lack it)."""
+    assert math.isclose(got, want, rel_tol=rel, abs_tol=abs_tol), (got, want)
+
+
+def test_cuda_training_is_captured_without_host_synchronisation(tmp_path):
+    torch.manual_seed(0)
+    dev = torch.device("cuda")
+    model = torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.ReLU(),
+                                torch.nn.Linear(256, 10)).to(dev)
+    loss_fn = torch.nn.CrossEntropyLoss()
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    xs = [torch.randn(32, 64, device=dev) for _ in range(6)]
+    ys = [torch.randint(0, 10, (32,), device=dev) for _ in range(6)]
+    kept = {}  # clones (asynchronous) for the reference, computed afterwards
+    model[0].register_forward_hook(lambda _m, _i, o: kept.__setitem__(("fc", step), o.clone()))
+    with tstat.pytorch.Hook(out_dir=str(tmp_path / "run"), config=EVERY_STEP) as hook:
+        hook.register_module(model)
+        hook.register_loss(loss_fn)
+        torch.cuda.set_sync_debug_mode("error")
+        try:
+            for step in range(6):
+                opt.zero_grad()
+                loss = loss_fn(model(xs[step]), ys[step])
+                loss.backward()
+                kept[("grad", step)] = model[0].weight.grad.clone()
+                kept[("loss", step)] = loss.detach().clone()
+                opt.step()
+        finally:
+            torch.cuda.set_sync_debug_mode(0)
+        assert not hook.should_stop()
+    trial = trials.create_trial(str(tmp_path / "run"))
+    assert trial.steps() == list(range(6))
+    for step in (0, 3, 5):
+        for name, key in (("0_output", "fc"), ("gradient/0.weight", "grad")):
+            ref = kept[(key, step)].double()
+            got = trial.tensor(name).stats(step)
+            scale = ref.abs().max().item()
+            close(got["l2"], ref.norm().item(), 1e-5)
+            close(got["mean"], ref.mean().item(), 1e-5, 1e-7 * scale)
+            close(got["min"], ref.min().item(), 1e-6)
+            close(got["max"], ref.max().item(), 1e-6)
+            assert got["zero_count"] == int((ref == 0).sum().item())
+        close(trial.tensor("loss").stat(step, "mean"), kept[("loss", step)].item(), 1e-6)
+
+
+if __name__ == "__main__":
+    if not torch.cuda.is_available():
+        print("tstat.python.pytorch_cuda: SKIPPED (no CUDA device, or torch "
+              f"{torch.__version__} without CUDA)")
+        sys.exit(77)
+    with tempfile.TemporaryDirectory() as tmp:
+        test_cuda_training_is_captured_without_host_synchronisation(Path(tmp))
+    print("tstat.python.pytorch_cuda: passed")
