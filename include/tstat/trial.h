@@ -68,6 +68,14 @@ struct SeriesPoint {
   double value = 0.0;
 };
 
+// When a saved step was captured.
+struct StepTime {
+  StepKey step;
+  double wall_time = 0.0;        // EndStep's time, seconds since the Unix epoch
+  double step_seconds = 0.0;     // BeginStep (or the previous EndStep) to EndStep
+  double capture_seconds = 0.0;  // time inside tstat calls during the step
+};
+
 struct TSTAT_EXPORT RawTensor {
   DType dtype = DType::kFloat32;
   std::vector<std::int64_t> shape;
@@ -144,6 +152,9 @@ class TSTAT_EXPORT Trial {
   // Steps with data of any worker, ascending by global step.
   virtual std::vector<StepKey> steps(Mode mode = Mode::kGlobal) const = 0;
   virtual std::string config_json(int worker = 0) const = 0;
+  // Every loaded step of `worker` with its times, ascending by global step;
+  // empty for a worker the run does not have.
+  virtual std::vector<StepTime> step_times(int worker) const = 0;
 
   // worker = -1: the lowest-ranked worker that has the data.
   virtual Result<TensorStatsRecord> record(const std::string& name, std::int64_t step,

@@ -72,6 +72,7 @@ class RunTrial final : public Trial {
   std::vector<std::string> collections() const override;
   Result<TensorInfo> tensor_info(const std::string& name, int worker) const override;
   std::vector<StepKey> steps(Mode mode) const override;
+  std::vector<StepTime> step_times(int worker) const override;
   std::string config_json(int worker) const override;
 
   Result<TensorStatsRecord> record(const std::string& name, std::int64_t step, Mode mode,

@@ -196,6 +196,18 @@ std::vector<StepKey> RunTrial::steps(Mode mode) const {
   return out;
 }
 
+std::vector<StepTime> RunTrial::step_times(int worker) const {
+  std::vector<StepTime> out;
+  auto it = workers_.find(worker);
+  if (it == workers_.end()) return out;
+  out.reserve(it->second.index.steps.size());
+  for (const auto& s : it->second.index.steps) {
+    const StepEntry& e = s.second;
+    out.push_back({e.key, e.wall_time, e.step_seconds, e.capture_seconds});
+  }
+  return out;
+}
+
 std::string RunTrial::config_json(int worker) const {
   auto it = workers_.find(worker);
   return it == workers_.end() ? std::string() : it->second.index.config_json;

@@ -6,7 +6,9 @@ headers (include/tstat), proto, kernels, io, rules, host, python, benchmarks,
 tools.
 A file may include its own stage and those below it. Inside io and rules the
 folders are layered too: io's codec and h5 at the bottom (h5 may use codec),
-then format, then write and read side by side (neither includes the other);
+then format, then write and read side by side (neither includes the other),
+tensorboard (event files) beside them and export (a run read, written as
+event files) above read and tensorboard;
 rules' engine, then tensor and run side by side, then runtime; kernels' top
 (the shared maths) and plan/ (launch plans the CUDA backend and its CPU
 emulation share), with cpu/ and cuda/ never including each other; host's
@@ -33,6 +35,8 @@ FOLDERS = {  # stage -> {folder ("" for the stage's own top): what it may includ
         "format": {"codec", "h5", "format"},
         "write": {"codec", "h5", "format", "write"},
         "read": {"codec", "h5", "format", "read"},
+        "tensorboard": {"h5", "tensorboard"},
+        "export": {"codec", "h5", "format", "read", "tensorboard", "export"},
     },
     "host": {
         "config": {"config"},

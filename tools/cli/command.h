@@ -36,6 +36,7 @@ struct Command {
   X(Bench) \
   X(Rules) \
   X(Check) \
+  X(Export) \
   X(Demo)
 // clang-format on
 
