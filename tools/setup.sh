@@ -3,7 +3,8 @@
 #
 # 1. Installs the Debian packages the build and the tests need, if any are
 #    missing (dpkg-query first, so this is fast and quiet when all are there;
-#    apt-get update only when something must be installed).
+#    apt-get update only when something must be installed), and the report
+#    page's npm packages (tools/report/node_modules).
 # 2. Configures and builds Release into build/ (with CUDA when nvcc exists).
 #
 # Idempotent. Environment: TSTAT_BUILD_DIR (default build), TSTAT_JOBS
@@ -34,6 +35,9 @@ PACKAGES=(
   python3-pandas   # tstat.trials returns Series and DataFrames
   python3-pytest   # the Python package's tests
   python3-torch    # tstat.pytorch.Hook's tests and benchmarks/overhead_python.py (torch 1.13, CPU)
+  python3-pil      # the report tests: screenshots are not blank
+  chromium         # the report tests open the page in headless Chromium
+  nodejs           # npm (install_npm_assets): the report page's charting library
   libopenblas-dev
   libopenblas0-pthread  # libblas.so.3 -> OpenBLAS for libtorch (bench overhead)
   libtorch-dev          # LibTorch adapter (host/torch), its tests, bench overhead
@@ -110,5 +114,25 @@ install_python_path() {
   fi
 }
 
+# The report page's npm packages (tools/report/package.json, pinned by its
+# package-lock.json) into tools/report/node_modules, which the build embeds.
+# Debian's nodejs ships npm as a package of its own; NodeSource's includes it.
+install_npm_assets() {
+  if ! command -v npm >/dev/null; then
+    local sudo=()
+    ((EUID == 0)) || sudo=(sudo -n)
+    DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -q --no-install-recommends npm ||
+      die "npm is missing and apt-get could not install it"
+  fi
+  local stamp=tools/report/node_modules/.package-lock.json
+  if [[ -f "$stamp" && "$stamp" -nt tools/report/package-lock.json ]]; then
+    return 0
+  fi
+  echo "setup.sh: installing the report page's npm packages (tools/report/)"
+  npm ci --prefix tools/report --no-audit --no-fund --ignore-scripts >/dev/null ||
+    die "npm ci in tools/report failed (network, or the npm registry?)"
+}
+
 install_missing_packages
+install_npm_assets
 [[ "${TSTAT_SKIP_BUILD:-0}" == 1 ]] || configure_and_build

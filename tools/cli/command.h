@@ -37,6 +37,7 @@ struct Command {
   X(Rules) \
   X(Check) \
   X(Export) \
+  X(Report) \
   X(Demo)
 // clang-format on
 

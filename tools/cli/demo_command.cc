@@ -11,9 +11,12 @@
 #include <string>
 #include <vector>
 
+#include "io/h5/posix_file.h"
 #include "tools/cli/command.h"
 #include "tools/demo/demo_runner.h"
 #include "tools/demo/report.h"
+#include "tools/report/report_data.h"
+#include "tools/report/report_page.h"
 
 namespace tstat::cli {
 namespace {
@@ -52,11 +55,31 @@ int RunDemoCommand(const DemoFlags& f) {
   if (!results.ok()) return ReportError(results.status());
   bool all_passed = true;
   for (const demo::ScenarioResult& r : *results) all_passed = all_passed && r.passed();
+  // A report of each scenario beside its run (OUT/<scenario>.html).
+  std::vector<std::string> reports;
+  for (const demo::ScenarioResult& r : *results) {
+    const std::string run = f.options.out_dir + "/" + r.scenario;
+    const std::string page = f.options.out_dir + "/" + r.scenario + ".html";
+    Result<std::string> data = report::BuildReportJson({run});
+    const Status written =
+        data.ok()
+            ? io::WriteFileAtomically(page, report::BuildPage("tstat demo: " + r.scenario, *data))
+            : data.status();
+    if (written.ok()) {
+      reports.push_back(page);
+    } else {
+      std::cerr << "tstat demo: no report of " << r.scenario << ": " << written.ToString() << "\n";
+    }
+  }
   if (!f.json) {
     std::cout << "\n";
     demo::PrintTable(*results, std::cout);
     std::cout << "\nruns are in " << f.options.out_dir << "/<scenario>; judge one again with: "
               << "tstat check " << f.options.out_dir << "/<scenario>\n";
+    if (!reports.empty()) {
+      std::cout << "reports (open in a browser): " << f.options.out_dir << "/<scenario>.html, e.g. "
+                << reports.front() << "\n";
+    }
   }
   if (!all_passed) {
     std::cerr << "tstat demo: some scenarios did not behave as expected (see the table)\n";
@@ -75,9 +98,9 @@ Command AddDemoCommand(CLI::App& root) {
       "the rules find and how much auto-stop saves");
   app->add_option("--out", flags->options.out_dir, "Directory for the runs (one per scenario)")
       ->capture_default_str();
-  app->add_option("--scenario", flags->options.scenarios,
-                  "Run only this scenario (repeatable). Valid: " +
-                      JoinNames(demo::ScenarioNames()));
+  app->add_option(
+      "--scenario", flags->options.scenarios,
+      "Run only this scenario (repeatable). Valid: " + JoinNames(demo::ScenarioNames()));
   app->add_option("--steps", flags->options.steps, "Planned training steps per scenario")
       ->check(CLI::PositiveNumber);
   app->add_flag("--quick", flags->options.quick, "A short plan (for tests)");

@@ -1,0 +1,442 @@
+// See report_data.h.
+#include "tools/report/report_data.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <ctime>
+#include <limits>
+#include <memory>
+#include <numeric>
+#include <sstream>
+#include <unordered_map>
+
+#include "tools/cli/cli_trial_options.h"
+#include "tools/cli/episode_json.h"
+#include "tools/cli/run_summary.h"
+#include "tools/cli/text_format.h"
+
+namespace tstat::report {
+namespace {
+
+using cli::JsonNumber;
+using cli::JsonString;
+
+struct Series {
+  std::string name, kind;
+  Mode mode = Mode::kGlobal;
+  std::vector<std::int64_t> x;
+  std::vector<double> y;
+};
+
+// One weight and its gradient, by their ids in the walked worker.
+struct Layer {
+  std::string name;
+  std::uint32_t weight_id = 0, gradient_id = 0;
+  bool has_gradient = false;
+  Series weight, gradient;
+  double score = 0;
+  // The first global step where its weight or gradient held a NaN or an
+  // infinity (-1: none); the l2 norms count finite values only.
+  std::int64_t first_nonfinite = -1;
+};
+
+template <class T>
+std::string JsonArray(const std::vector<T>& v) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (i) out += ",";
+    if constexpr (std::is_floating_point_v<T>) {
+      out += JsonNumber(static_cast<double>(v[i]));
+    } else {
+      out += std::to_string(v[i]);
+    }
+  }
+  return out + "]";
+}
+
+std::string SeriesJson(const std::string& id, const Series& s, std::size_t max_points) {
+  const std::vector<std::size_t> keep = Downsample(s.y, max_points);
+  std::vector<std::int64_t> x;
+  std::vector<double> y;
+  for (std::size_t i : keep) {
+    x.push_back(s.x[i]);
+    y.push_back(s.y[i]);
+  }
+  return "{\"id\":" + JsonString(id) + ",\"name\":" + JsonString(s.name) +
+         ",\"kind\":" + JsonString(s.kind) + ",\"mode\":" + JsonString(ModeName(s.mode)) +
+         ",\"points\":" + std::to_string(s.x.size()) + ",\"x\":" + JsonArray(x) +
+         ",\"y\":" + JsonArray(y) + "}";
+}
+
+// Series of `points` split by mode (TRAIN and EVAL curves apart).
+std::vector<Series> ByMode(const std::string& name, const std::string& kind,
+                           const std::vector<SeriesPoint>& points) {
+  std::vector<Series> out;
+  for (const SeriesPoint& p : points) {
+    auto it = std::find_if(out.begin(), out.end(),
+                           [&](const Series& s) { return s.mode == p.step.mode; });
+    if (it == out.end()) {
+      out.push_back({name, kind, p.step.mode, {}, {}});
+      it = out.end() - 1;
+    }
+    it->x.push_back(p.step.global_step);
+    it->y.push_back(p.value);
+  }
+  return out;
+}
+
+std::string WorkerJson(const WorkerSummary& w) {
+  const PipelineCounters& c = w.counters;
+  return "{\"rank\":" + std::to_string(w.rank) + ",\"host\":" + JsonString(w.host) +
+         ",\"closed\":" + (w.closed ? "true" : "false") +
+         ",\"segments\":" + std::to_string(w.segments) + ",\"bytes\":" + std::to_string(w.bytes) +
+         ",\"steps_captured\":" + std::to_string(c.steps_captured) +
+         ",\"records_written\":" + std::to_string(c.records_written) +
+         ",\"records_lost\":" + std::to_string(c.records_lost) +
+         ",\"raw_dropped\":" + std::to_string(c.raw_dropped) +
+         ",\"write_errors\":" + std::to_string(c.write_errors) +
+         ",\"stats_waits\":" + std::to_string(c.stats_waits) +
+         ",\"step_seconds\":" + JsonNumber(c.capture.step_seconds) +
+         ",\"capture_seconds\":" + JsonNumber(c.capture.capture_seconds) + "}";
+}
+
+// The weights (collection "weights") of `rank` with their gradients.
+std::vector<Layer> FindLayers(const Trial& trial, int rank) {
+  TensorQuery q;
+  q.collection = "weights";
+  std::vector<Layer> layers;
+  for (const std::string& name : trial.tensor_names(q)) {
+    Result<TensorInfo> w = trial.tensor_info(name, rank);
+    if (!w.ok()) continue;
+    Layer l;
+    l.name = name;
+    l.weight_id = w->id;
+    l.weight = {name, "weight", Mode::kGlobal, {}, {}};
+    Result<TensorInfo> g = trial.tensor_info("gradient/" + name, rank);
+    if (g.ok()) {
+      l.has_gradient = true;
+      l.gradient_id = g->id;
+      l.gradient = {"gradient/" + name, "gradient", Mode::kGlobal, {}, {}};
+    }
+    layers.push_back(std::move(l));
+  }
+  return layers;
+}
+
+// Exponent histograms of one tensor at the sampled steps.
+struct Heatmap {
+  std::vector<std::int64_t> steps;
+  std::vector<ExponentBins> bins;
+};
+
+// One walk over the worker's steps (one pass over the records, not a series
+// read per tensor): every layer's l2 norms, and at `heatmap_steps` evenly
+// spaced steps the exponent histograms of every layer's tensors (the
+// featured ones are known only once the walk has ranked them).
+Status WalkLayers(const Trial& trial, int rank, std::size_t heatmap_steps,
+                  std::vector<Layer>* layers,
+                  std::unordered_map<std::uint32_t, Heatmap>* heatmaps) {
+  std::unordered_map<std::uint32_t, std::pair<Series*, Layer*>> by_id;
+  for (Layer& l : *layers) {
+    by_id[l.weight_id] = {&l.weight, &l};
+    if (l.has_gradient) by_id[l.gradient_id] = {&l.gradient, &l};
+  }
+  if (by_id.empty()) return Status::OK();
+  const std::vector<StepTime> times = trial.step_times(rank);
+  const std::size_t n = times.size(), take = std::min(n, heatmap_steps);
+  std::size_t next_sample = 0;  // the k-th sample is step index k * (n - 1) / (take - 1)
+  auto sample_index = [&](std::size_t k) { return take == 1 ? 0 : k * (n - 1) / (take - 1); };
+  std::vector<TensorStatsRecord> records;
+  for (std::size_t i = 0; i < n; ++i) {
+    const StepTime& t = times[i];
+    TSTAT_RETURN_IF_ERROR(trial.step_records_into(rank, t.step.global_step, &records));
+    bool sampled = false;
+    while (next_sample < take && sample_index(next_sample) <= i) {
+      sampled = sampled || sample_index(next_sample) == i;
+      ++next_sample;
+    }
+    for (const TensorStatsRecord& r : records) {
+      auto it = by_id.find(r.tensor_id);
+      if (it == by_id.end() || !r.has_stats) continue;
+      it->second.first->x.push_back(t.step.global_step);
+      it->second.first->y.push_back(r.stats.l2);
+      const std::uint64_t nonfinite =
+          r.stats.nan_count + r.stats.pos_inf_count + r.stats.neg_inf_count;
+      Layer* layer = it->second.second;
+      if (nonfinite > 0 && layer->first_nonfinite < 0) layer->first_nonfinite = t.step.global_step;
+      if (sampled && r.exponent_histogram) {
+        Heatmap& h = (*heatmaps)[r.tensor_id];
+        h.steps.push_back(t.step.global_step);
+        h.bins.push_back(*r.exponent_histogram);
+      }
+    }
+  }
+  return Status::OK();
+}
+
+std::string HeatmapJson(const std::string& name, const Heatmap& map) {
+  int lo = std::numeric_limits<int>::max(), hi = std::numeric_limits<int>::min();
+  for (const ExponentBins& b : map.bins) {
+    if (b.counts.empty()) continue;
+    lo = std::min(lo, b.first_bin);
+    hi = std::max(hi, b.first_bin + static_cast<int>(b.counts.size()) - 1);
+  }
+  if (map.steps.empty() || lo > hi) return "";
+  std::string rows = "[";
+  for (std::size_t s = 0; s < map.bins.size(); ++s) {
+    std::vector<std::uint64_t> row(static_cast<std::size_t>(hi - lo + 1), 0);
+    const ExponentBins& b = map.bins[s];
+    for (std::size_t i = 0; i < b.counts.size(); ++i) {
+      row[static_cast<std::size_t>(b.first_bin - lo) + i] = b.counts[i];
+    }
+    rows += (s ? "," : "") + JsonArray(row);
+  }
+  rows += "]";
+  return "{\"name\":" + JsonString(name) + ",\"steps\":" + JsonArray(map.steps) +
+         ",\"first_exp\":" + std::to_string(ExponentHistogram::BinExponent(lo)) +
+         ",\"counts\":" + rows + "}";
+}
+
+std::string BandJson(const Trial& trial, const std::string& name, int rank,
+                     std::size_t max_points) {
+  const StatField fields[] = {StatField::kMin, StatField::kMean, StatField::kStd, StatField::kMax};
+  std::vector<std::vector<SeriesPoint>> s;
+  for (StatField f : fields) {
+    Result<std::vector<SeriesPoint>> r = trial.series(name, f, Mode::kGlobal, rank);
+    if (!r.ok()) return "";
+    s.push_back(std::move(r).value());
+  }
+  const std::size_t n = s[0].size();
+  if (n == 0) return "";
+  std::vector<double> mean(n);
+  for (std::size_t i = 0; i < n; ++i) mean[i] = s[1][i].value;
+  std::vector<std::int64_t> x;
+  std::vector<double> mn, lo, mu, hi, mx;
+  for (std::size_t i : Downsample(mean, max_points)) {
+    x.push_back(s[0][i].step.global_step);
+    mn.push_back(s[0][i].value);
+    lo.push_back(s[1][i].value - s[2][i].value);
+    mu.push_back(s[1][i].value);
+    hi.push_back(s[1][i].value + s[2][i].value);
+    mx.push_back(s[3][i].value);
+  }
+  return "{\"name\":" + JsonString(name) + ",\"x\":" + JsonArray(x) + ",\"min\":" + JsonArray(mn) +
+         ",\"lo\":" + JsonArray(lo) + ",\"mean\":" + JsonArray(mu) + ",\"hi\":" + JsonArray(hi) +
+         ",\"max\":" + JsonArray(mx) + "}";
+}
+
+std::string LabelsJson(const Trial& trial, int rank) {
+  TensorQuery q;
+  q.collection = "labels";
+  std::string out = "[";
+  bool first = true;
+  for (const std::string& name : trial.tensor_names(q)) {
+    Result<std::vector<SeriesPoint>> c = trial.series(name, StatField::kCount, Mode::kGlobal, rank);
+    if (!c.ok() || c->empty()) continue;
+    Result<TensorStatsRecord> r =
+        trial.record(name, c->back().step.global_step, Mode::kGlobal, rank);
+    if (!r.ok() || !r->label_counts) continue;
+    out += std::string(first ? "" : ",") + "{\"name\":" + JsonString(name) +
+           ",\"step\":" + std::to_string(c->back().step.global_step) +
+           ",\"counts\":" + JsonArray(r->label_counts->counts) + ",\"confusion\":";
+    if (r->confusion && r->confusion->classes > 0) {
+      out += "{\"classes\":" + std::to_string(r->confusion->classes) +
+             ",\"counts\":" + JsonArray(r->confusion->counts) +
+             ",\"invalid\":" + std::to_string(r->confusion->invalid) + "}";
+    } else {
+      out += "null";
+    }
+    out += "}";
+    first = false;
+  }
+  return out + "]";
+}
+
+std::string RunName(const std::string& path) {
+  std::string p = path;
+  while (p.size() > 1 && p.back() == '/') p.pop_back();
+  const std::size_t slash = p.rfind('/');
+  return slash == std::string::npos ? p : p.substr(slash + 1);
+}
+
+Result<std::string> RunJson(const std::string& path, const ReportOptions& o) {
+  TSTAT_ASSIGN_OR_RETURN(std::unique_ptr<Trial> trial, Trial::Open(path, cli::CliTrialOptions()));
+  TSTAT_ASSIGN_OR_RETURN(cli::RunSummary summary, cli::SummarizeRun(*trial, path, -1));
+  std::ostringstream j;
+  j << "{\"name\":" << JsonString(RunName(path)) << ",\"path\":" << JsonString(path)
+    << ",\"complete\":" << (summary.loaded_all_steps ? "true" : "false")
+    << ",\"problem\":" << JsonString(summary.load_problem) << ",\"tensors\":" << summary.tensors
+    << ",\"scalars\":" << summary.scalars << ",\"workers\":[";
+  for (std::size_t i = 0; i < summary.workers.size(); ++i) {
+    j << (i ? "," : "") << WorkerJson(summary.workers[i]);
+  }
+  j << "],\"modes\":[";
+  for (std::size_t i = 0; i < summary.modes.size(); ++i) {
+    const cli::ModeSteps& m = summary.modes[i];
+    j << (i ? "," : "") << "{\"mode\":" << JsonString(ModeName(m.mode)) << ",\"count\":" << m.count
+      << ",\"first\":" << m.first.global_step << ",\"last\":" << m.last.global_step << "}";
+  }
+  j << "],\"episodes\":[";
+  for (std::size_t i = 0; i < summary.episodes.size(); ++i) {
+    j << (i ? "," : "") << cli::EpisodeJson(summary.episodes[i]);
+  }
+  j << "],\"could_not_judge\":[";
+  bool first = true;
+  for (const rules::RulesSummary& r : summary.rules) {
+    for (const std::string& w : r.diagnostics) {
+      j << (first ? "" : ",") << JsonString(w);
+      first = false;
+    }
+  }
+  j << "],\"series\":[";
+  std::size_t next_id = 0;
+  first = true;
+  auto emit = [&](const Series& s) {
+    const std::string id = "s" + std::to_string(next_id++);
+    j << (first ? "" : ",") << SeriesJson(id, s, o.max_points);
+    first = false;
+    return id;
+  };
+  const int rank = summary.workers.empty() ? 0 : summary.workers.front().rank;
+  for (const std::string& name : trial->scalar_names()) {
+    Result<std::vector<SeriesPoint>> points = trial->scalar_series(name, Mode::kGlobal, rank);
+    if (!points.ok()) continue;
+    for (const Series& s : ByMode(name, "scalar", *points)) emit(s);
+  }
+  TensorQuery losses;
+  losses.collection = "losses";
+  for (const std::string& name : trial->tensor_names(losses)) {
+    Result<std::vector<SeriesPoint>> points =
+        trial->series(name, StatField::kMean, Mode::kGlobal, rank);
+    if (!points.ok()) continue;
+    for (const Series& s : ByMode(name, "loss", *points)) emit(s);
+  }
+  std::vector<Layer> layers = FindLayers(*trial, rank);
+  std::unordered_map<std::uint32_t, Heatmap> sampled;
+  TSTAT_RETURN_IF_ERROR(
+      WalkLayers(*trial, rank, o.heatmap_tensors > 0 ? o.heatmap_steps : 0, &layers, &sampled));
+  for (Layer& l : layers) {
+    l.score = l.first_nonfinite >= 0 ? std::numeric_limits<double>::infinity()
+                                     : UnusualScore(l.has_gradient ? l.gradient.y : l.weight.y);
+  }
+  // Most unusual first; among layers that went non-finite, the first to.
+  std::stable_sort(layers.begin(), layers.end(), [](const Layer& a, const Layer& b) {
+    if (a.score != b.score) return a.score > b.score;
+    return a.first_nonfinite < b.first_nonfinite;
+  });
+  std::vector<std::string> layer_json;
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    const Layer& l = layers[i];
+    std::string weight_id, gradient_id;
+    if (i < o.chart_layers) {
+      weight_id = emit(l.weight);
+      if (l.has_gradient) gradient_id = emit(l.gradient);
+    }
+    auto last = [](const Series& s) { return s.y.empty() ? std::nan("") : s.y.back(); };
+    layer_json.push_back(
+        "{\"name\":" + JsonString(l.name) +
+        ",\"score\":" + (std::isinf(l.score) ? std::string("\"inf\"") : JsonNumber(l.score)) +
+        ",\"weight\":" + JsonString(weight_id) + ",\"gradient\":" + JsonString(gradient_id) +
+        ",\"weight_l2\":" + JsonNumber(last(l.weight)) +
+        ",\"gradient_l2\":" + JsonNumber(last(l.gradient)) +
+        ",\"first_nonfinite_step\":" + std::to_string(l.first_nonfinite) +
+        ",\"steps\":" + std::to_string(l.weight.x.size()) + "}");
+  }
+  j << "],\"layers\":[";
+  for (std::size_t i = 0; i < layer_json.size(); ++i) j << (i ? "," : "") << layer_json[i];
+  // Heat maps and bands of the top layers' tensors.
+  std::vector<std::pair<std::string, std::uint32_t>> featured;
+  for (const Layer& l : layers) {
+    if (featured.size() >= o.heatmap_tensors) break;
+    if (l.has_gradient) featured.emplace_back(l.gradient.name, l.gradient_id);
+    if (featured.size() < o.heatmap_tensors) featured.emplace_back(l.name, l.weight_id);
+  }
+  j << "],\"heatmaps\":[";
+  first = true;
+  for (const auto& [name, id] : featured) {
+    auto it = sampled.find(id);
+    const std::string h = it == sampled.end() ? "" : HeatmapJson(name, it->second);
+    if (h.empty()) continue;
+    j << (first ? "" : ",") << h;
+    first = false;
+  }
+  j << "],\"bands\":[";
+  first = true;
+  for (const auto& [name, id] : featured) {
+    const std::string b = BandJson(*trial, name, rank, o.max_points);
+    if (b.empty()) continue;
+    j << (first ? "" : ",") << b;
+    first = false;
+  }
+  j << "],\"labels\":" << LabelsJson(*trial, rank) << "}";
+  return j.str();
+}
+
+}  // namespace
+
+std::vector<std::size_t> Downsample(const std::vector<double>& values, std::size_t max_points) {
+  const std::size_t n = values.size();
+  std::vector<std::size_t> keep;
+  if (n <= max_points || max_points < 3) {
+    keep.resize(n);
+    std::iota(keep.begin(), keep.end(), std::size_t{0});
+    return keep;
+  }
+  const std::size_t buckets = max_points / 2;
+  for (std::size_t b = 0; b < buckets; ++b) {
+    const std::size_t begin = b * n / buckets, end = (b + 1) * n / buckets;
+    std::size_t lo = begin, hi = begin;
+    keep.push_back(begin);
+    for (std::size_t i = begin; i < end; ++i) {
+      const double v = values[i];
+      if (!std::isfinite(v)) {
+        keep.push_back(i);
+        continue;
+      }
+      if (!std::isfinite(values[lo]) || v < values[lo]) lo = i;
+      if (!std::isfinite(values[hi]) || v > values[hi]) hi = i;
+    }
+    keep.push_back(lo);
+    keep.push_back(hi);
+  }
+  keep.push_back(n - 1);
+  std::sort(keep.begin(), keep.end());
+  keep.erase(std::unique(keep.begin(), keep.end()), keep.end());
+  return keep;
+}
+
+double UnusualScore(const std::vector<double>& values) {
+  std::vector<double> positive;
+  for (double v : values) {
+    if (!std::isfinite(v)) return std::numeric_limits<double>::infinity();
+    if (v > 0) positive.push_back(v);
+  }
+  // A norm that is zero at some step (a gradient that vanished entirely, a
+  // weight that was zeroed) is as far from the rest as a float can tell.
+  if (!values.empty() && positive.size() < values.size()) return kVanishedScore;
+  if (positive.size() < 2) return 0.0;
+  std::vector<double> sorted = positive;
+  std::nth_element(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(sorted.size() / 2),
+                   sorted.end());
+  const double median = sorted[sorted.size() / 2];
+  double score = 0.0;
+  for (double v : positive) score = std::max(score, std::fabs(std::log10(v / median)));
+  return score;
+}
+
+Result<std::string> BuildReportJson(const std::vector<std::string>& runs,
+                                    const ReportOptions& options) {
+  std::time_t now = std::time(nullptr);
+  char when[32] = "";
+  std::strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  std::string out = "{\"version\":1,\"generated\":" + JsonString(when) + ",\"runs\":[";
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    Result<std::string> run = RunJson(runs[i], options);
+    if (!run.ok()) return run.status().WithContext(runs[i]);
+    out += (i ? "," : "") + *run;
+  }
+  return out + "]}";
+}
+
+}  // namespace tstat::report

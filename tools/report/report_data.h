@@ -1,0 +1,54 @@
+// The data of `tstat report` (and of the dashboard that will share its page):
+// one JSON document describing one or more runs, built through the public
+// Trial API and RUN/findings.jsonl, every series downsampled on this side so
+// that the page draws a bounded number of points whatever the run's length.
+//
+// Schema (version 1), per run: name, path, complete, problem; workers (host,
+// closed, segments, bytes, pipeline counters, capture and step seconds);
+// modes (steps per mode); episodes (episode_json.h); series (id, name, kind:
+// scalar | loss | weight | gradient, mode, x = global steps, y); layers (a
+// weight with its gradient, ranked by how unusual its gradient norm's course
+// is: score = the largest |log10(l2 / median l2)|, 30 when it is zero at a
+// step, infinite once its weight or gradient held a NaN or infinity, the
+// first such layer first); heatmaps (exponent histograms of
+// the top layers' tensors over sampled steps); bands (min, mean - std, mean, mean + std, max over
+// steps); labels (the latest label counts and confusion matrix).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tstat/status.h"
+#include "tstat/trial.h"
+
+namespace tstat::report {
+
+struct ReportOptions {
+  std::size_t max_points = 2000;    // per series (min/max per bucket beyond)
+  std::size_t chart_layers = 8;     // layers drawn as charts (all are in the table)
+  std::size_t heatmap_tensors = 6;  // exponent heat maps (the top layers' tensors)
+  std::size_t heatmap_steps = 150;  // steps sampled per heat map
+};
+
+// Indices of the points to keep of `values` (x ascending): all when there
+// are at most `max_points`; otherwise, per bucket of consecutive points, the
+// first, the smallest and the largest (NaN and infinities always kept), so
+// spikes survive. Ascending, at most about 1.5 x max_points.
+std::vector<std::size_t> Downsample(const std::vector<double>& values, std::size_t max_points);
+
+// The score of a norm that is zero at some step: 30 decades, past any
+// ratio of two normal floats.
+inline constexpr double kVanishedScore = 30.0;
+
+// How unusual a norm's course is: the largest |log10(v / median)| over its
+// values; infinity when one is NaN or infinite; kVanishedScore when one is
+// zero; 0 for fewer than two values.
+double UnusualScore(const std::vector<double>& values);
+
+// The JSON document of `runs` (run directories, each opened as a Trial).
+// Errors: a run that cannot be opened (its path in the message).
+Result<std::string> BuildReportJson(const std::vector<std::string>& runs,
+                                    const ReportOptions& options = {});
+
+}  // namespace tstat::report
