@@ -38,6 +38,8 @@ PACKAGES=(
   python3-pil      # the report tests: screenshots are not blank
   chromium         # the report tests open the page in headless Chromium
   nodejs           # npm (install_npm_assets): the report page's charting library
+  libcpp-httplib-dev  # tstat serve's HTTP server
+  pkg-config       # finds it
   libopenblas-dev
   libopenblas0-pthread  # libblas.so.3 -> OpenBLAS for libtorch (bench overhead)
   libtorch-dev          # LibTorch adapter (host/torch), its tests, bench overhead

@@ -200,6 +200,15 @@ def test_report_bad_input(tmp_path):
     assert data["runs"][0]["episodes"] == []
     check, dom = open_in_chromium(out, tmp_path)
     assert check["errors"] == [] and "No losses or scalars were saved." in dom
+    # An empty run: a hook closed before any step.
+    tstat.pytorch.Hook(out_dir=str(tmp_path / "empty"), rules=False).close()
+    out = tmp_path / "empty.html"
+    r = report(out, tmp_path / "empty")
+    assert r.returncode == 0, r.stderr
+    _, data = page_data(out)
+    assert data["runs"][0]["series"] == [] and data["runs"][0]["layers"] == []
+    check, dom = open_in_chromium(out, tmp_path)
+    assert check["errors"] == [] and "No rule recorded a finding." in dom
     # Not writable: a directory in the way.
     (tmp_path / "dir.html").mkdir()
     r = report(tmp_path / "dir.html", tmp_path / "plain")

@@ -38,6 +38,7 @@ struct Command {
   X(Check) \
   X(Export) \
   X(Report) \
+  X(Serve) \
   X(Demo)
 // clang-format on
 

@@ -430,7 +430,15 @@ Result<std::string> BuildReportJson(const std::vector<std::string>& runs,
   std::time_t now = std::time(nullptr);
   char when[32] = "";
   std::strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
-  std::string out = "{\"version\":1,\"generated\":" + JsonString(when) + ",\"runs\":[";
+  const double unix_now =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  std::string out = "{\"version\":1,\"generated\":" + JsonString(when) +
+                    ",\"generated_unix\":" + JsonNumber(unix_now);
+  if (options.live_interval_ms > 0) {
+    out += ",\"live\":{\"interval_ms\":" + std::to_string(options.live_interval_ms) +
+           ",\"revision\":" + std::to_string(options.revision) + "}";
+  }
+  out += ",\"runs\":[";
   for (std::size_t i = 0; i < runs.size(); ++i) {
     Result<std::string> run = RunJson(runs[i], options);
     if (!run.ok()) return run.status().WithContext(runs[i]);

@@ -29,6 +29,10 @@ struct ReportOptions {
   std::size_t chart_layers = 8;     // layers drawn as charts (all are in the table)
   std::size_t heatmap_tensors = 6;  // exponent heat maps (the top layers' tensors)
   std::size_t heatmap_steps = 150;  // steps sampled per heat map
+  // The live dashboard (`tstat serve`): the page asks for new data this
+  // often ("live": {"interval_ms": ...}); 0: a report, drawn once.
+  int live_interval_ms = 0;
+  std::uint64_t revision = 0;  // the dashboard's count of data builds
 };
 
 // Indices of the points to keep of `values` (x ascending): all when there

@@ -1,11 +1,15 @@
-// tstat's report page: draws the data block (tools/report/report_data.h)
-// with uPlot. Every name from the run is set as text (textContent), never
+// tstat's report page and live dashboard: draws the data block
+// (tools/report/report_data.h) with uPlot; with "live" in the data (tstat
+// serve) it fetches data.json every interval and redraws on new data. Every name from the run is set as text (textContent), never
 // parsed as HTML. What was drawn is summarised in #tstat-check (charts,
 // their series and points, heat maps, errors) for the browser tests.
 (function () {
   "use strict";
   const check = { charts: [], heatmaps: [], tables: 0, errors: [] };
-  window.addEventListener("error", (e) => check.errors.push(String(e.message)));
+  window.addEventListener("error", (e) => {
+    check.errors.push(String(e.message));
+    document.getElementById("tstat-check").textContent = JSON.stringify(check);
+  });
   const COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2"];
   // Normal ranges of the low-precision formats: [smallest normal, largest finite] as log2.
   const FORMATS = [
@@ -267,14 +271,60 @@
     });
   }
 
-  try {
-    const data = JSON.parse(document.getElementById("tstat-data").textContent);
-    document.getElementById("generated").textContent = "Generated " + data.generated + " by tstat report";
+  // The last step of any series of the data (what a live page has shown).
+  function lastStep(data) {
+    let last = -1;
+    data.runs.forEach((r) => r.series.forEach((s) => { if (s.x.length) last = Math.max(last, s.x[s.x.length - 1]); }));
+    return last;
+  }
+
+  function render(data) {
     const root = document.getElementById("report");
+    root.textContent = "";
+    check.charts = [];
+    check.heatmaps = [];
+    check.tables = 0;
+    const live = data.live ? " (live: updated every " + data.live.interval_ms / 1000 + " s)" : "";
+    document.getElementById("generated").textContent = "Generated " + data.generated + " by tstat" + live;
     if (data.runs.length > 1) renderComparison(data, root);
     data.runs.forEach((r) => renderRun(r, root, data));
+    check.renders = (check.renders || 0) + 1;
+    check.last_steps = (check.last_steps || []).concat([lastStep(data)]);
+    if (check.first_render_ms === undefined) check.first_render_ms = performance.now();
+    // How old the data was when drawn (the page and the server share a clock).
+    check.staleness_s = (check.staleness_s || []).concat([Date.now() / 1000 - data.generated_unix]);
+    document.getElementById("tstat-check").textContent = JSON.stringify(check);
+  }
+
+  // The dashboard (tstat serve): asks for data.json every interval and
+  // redraws when the server built new data.
+  function poll(data) {
+    let revision = data.live.revision;
+    const status = el("p", "", "note");
+    document.querySelector("header").appendChild(status);
+    const tick = () => {
+      fetch("data.json", { cache: "no-store" }).then((r) => {
+        if (!r.ok) throw new Error("HTTP " + r.status);
+        return r.json();
+      }).then((next) => {
+        status.textContent = "";
+        if (next.live && next.live.revision !== revision) {
+          revision = next.live.revision;
+          render(next);
+        }
+      }).catch((e) => {
+        status.textContent = "tstat serve is not answering (" + e.message + "); retrying";
+      }).finally(() => setTimeout(tick, data.live.interval_ms / 2));
+    };
+    setTimeout(tick, data.live.interval_ms / 2);
+  }
+
+  try {
+    const data = JSON.parse(document.getElementById("tstat-data").textContent);
+    render(data);
+    if (data.live) poll(data);
   } catch (e) {
     check.errors.push(String(e && e.stack || e));
+    document.getElementById("tstat-check").textContent = JSON.stringify(check);
   }
-  document.getElementById("tstat-check").textContent = JSON.stringify(check);
 })();
