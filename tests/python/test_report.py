@@ -114,6 +114,20 @@ def test_report_of_a_faulty_run(tmp_path):
     # Layers ranked: the one that got the NaN first (its gradient went non-finite).
     assert run["layers"][0]["name"] == "0.weight" and run["layers"][0]["score"] == "inf"
     assert {l["name"] for l in run["layers"]} == {"0.weight", "2.weight"}
+    # Updates (the deltas the default rules capture) and their ratio to the weight.
+    series = {s["id"]: s for s in run["series"]}
+    top = run["layers"][0]
+    update, ratio, weight = series[top["update"]], series[top["ratio"]], series[top["weight"]]
+    w = dict(zip(weight["x"], weight["y"]))
+    assert len(update["x"]) >= 10 and all(v > 0 for v in update["y"][:10])
+    for x, u, q in zip(update["x"][:10], update["y"], ratio["y"]):
+        assert q == pytest.approx(u / w[x])
+    # Activations: the share of zeros of the ReLU's output, as the stats say.
+    relu = next(a for a in run["activations"] if a["name"] == "1.ReLU_output")
+    zero = series[relu["zero"]]
+    stats = trial.tensor("1.ReLU_output").stats(zero["x"][2])
+    assert zero["y"][2] == pytest.approx(stats["zero_count"] / stats["count"])
+    assert 0.2 < zero["y"][2] < 0.8  # about half of a ReLU's outputs are 0
     # Heat maps: exponent histograms at sampled steps, as trials reads them.
     h = next(h for h in run["heatmaps"] if h["name"] == "gradient/2.weight")
     step = h["steps"][3]
@@ -200,6 +214,22 @@ def test_report_bad_input(tmp_path):
     assert data["runs"][0]["episodes"] == []
     check, dom = open_in_chromium(out, tmp_path)
     assert check["errors"] == [] and "No losses or scalars were saved." in dom
+    # Findings but no losses: a NaN in a model whose loss was never given.
+    model = torch.nn.Linear(4, 2)
+    with tstat.pytorch.Hook(out_dir=str(tmp_path / "noloss")) as hook:
+        hook.register_module(model)
+        for step in range(4):
+            if step == 2:
+                with torch.no_grad():
+                    model.weight[0, 0] = float("nan")
+            model(torch.randn(2, 4)).sum().backward()
+    out = tmp_path / "noloss.html"
+    assert report(out, tmp_path / "noloss").returncode == 0
+    _, data = page_data(out)
+    assert data["runs"][0]["episodes"] and not [s for s in data["runs"][0]["series"]
+                                                if s["kind"] in ("loss", "scalar")]
+    check, dom = open_in_chromium(out, tmp_path)
+    assert check["errors"] == [] and "No losses or scalars were saved." in dom and "nan_origin" in dom
     # An empty run: a hook closed before any step.
     tstat.pytorch.Hook(out_dir=str(tmp_path / "empty"), rules=False).close()
     out = tmp_path / "empty.html"

@@ -35,6 +35,7 @@ struct Layer {
   std::uint32_t weight_id = 0, gradient_id = 0;
   bool has_gradient = false;
   Series weight, gradient;
+  Series update, ratio;  // |w - w_prev| (the stored delta), and it over |w|
   double score = 0;
   // The first global step where its weight or gradient held a NaN or an
   // infinity (-1: none); the l2 norms count finite values only.
@@ -113,6 +114,8 @@ std::vector<Layer> FindLayers(const Trial& trial, int rank) {
     l.name = name;
     l.weight_id = w->id;
     l.weight = {name, "weight", Mode::kGlobal, {}, {}};
+    l.update = {name, "update", Mode::kGlobal, {}, {}};
+    l.ratio = {name, "update_ratio", Mode::kGlobal, {}, {}};
     Result<TensorInfo> g = trial.tensor_info("gradient/" + name, rank);
     if (g.ok()) {
       l.has_gradient = true;
@@ -122,6 +125,33 @@ std::vector<Layer> FindLayers(const Trial& trial, int rank) {
     layers.push_back(std::move(l));
   }
   return layers;
+}
+
+// An activation (collection "activations"): its share of zeros (dead
+// ReLU-like units) and of values in the saturation band (|x| >= 0.97 by
+// default: tanh-like units) over steps.
+struct Activation {
+  std::string name;
+  std::uint32_t id = 0;
+  Series zero, band;
+  double score = 0;  // the larger of the two shares' means
+};
+
+std::vector<Activation> FindActivations(const Trial& trial, int rank) {
+  TensorQuery q;
+  q.collection = "activations";
+  std::vector<Activation> out;
+  for (const std::string& name : trial.tensor_names(q)) {
+    Result<TensorInfo> info = trial.tensor_info(name, rank);
+    if (!info.ok()) continue;
+    Activation a;
+    a.name = name;
+    a.id = info->id;
+    a.zero = {name, "zero_share", Mode::kGlobal, {}, {}};
+    a.band = {name, "band_share", Mode::kGlobal, {}, {}};
+    out.push_back(std::move(a));
+  }
+  return out;
 }
 
 // Exponent histograms of one tensor at the sampled steps.
@@ -135,14 +165,16 @@ struct Heatmap {
 // spaced steps the exponent histograms of every layer's tensors (the
 // featured ones are known only once the walk has ranked them).
 Status WalkLayers(const Trial& trial, int rank, std::size_t heatmap_steps,
-                  std::vector<Layer>* layers,
+                  std::vector<Layer>* layers, std::vector<Activation>* activations,
                   std::unordered_map<std::uint32_t, Heatmap>* heatmaps) {
   std::unordered_map<std::uint32_t, std::pair<Series*, Layer*>> by_id;
   for (Layer& l : *layers) {
     by_id[l.weight_id] = {&l.weight, &l};
     if (l.has_gradient) by_id[l.gradient_id] = {&l.gradient, &l};
   }
-  if (by_id.empty()) return Status::OK();
+  std::unordered_map<std::uint32_t, Activation*> activation_by_id;
+  for (Activation& a : *activations) activation_by_id[a.id] = &a;
+  if (by_id.empty() && activation_by_id.empty()) return Status::OK();
   const std::vector<StepTime> times = trial.step_times(rank);
   const std::size_t n = times.size(), take = std::min(n, heatmap_steps);
   std::size_t next_sample = 0;  // the k-th sample is step index k * (n - 1) / (take - 1)
@@ -157,10 +189,29 @@ Status WalkLayers(const Trial& trial, int rank, std::size_t heatmap_steps,
       ++next_sample;
     }
     for (const TensorStatsRecord& r : records) {
+      if (!r.has_stats) continue;
+      auto a = activation_by_id.find(r.tensor_id);
+      if (a != activation_by_id.end() && r.stats.count > 0) {
+        const double n = static_cast<double>(r.stats.count);
+        a->second->zero.x.push_back(t.step.global_step);
+        a->second->zero.y.push_back(static_cast<double>(r.stats.zero_count) / n);
+        a->second->band.x.push_back(t.step.global_step);
+        a->second->band.y.push_back(
+            static_cast<double>(r.stats.band_lo_count + r.stats.band_hi_count) / n);
+      }
       auto it = by_id.find(r.tensor_id);
-      if (it == by_id.end() || !r.has_stats) continue;
+      if (it == by_id.end()) continue;
       it->second.first->x.push_back(t.step.global_step);
       it->second.first->y.push_back(r.stats.l2);
+      Layer* owner = it->second.second;
+      if (r.delta && r.tensor_id == owner->weight_id) {
+        owner->update.x.push_back(t.step.global_step);
+        owner->update.y.push_back(r.delta->l2);
+        if (r.stats.l2 > 0) {
+          owner->ratio.x.push_back(t.step.global_step);
+          owner->ratio.y.push_back(r.delta->l2 / r.stats.l2);
+        }
+      }
       const std::uint64_t nonfinite =
           r.stats.nan_count + r.stats.pos_inf_count + r.stats.neg_inf_count;
       Layer* layer = it->second.second;
@@ -314,8 +365,9 @@ Result<std::string> RunJson(const std::string& path, const ReportOptions& o) {
   }
   std::vector<Layer> layers = FindLayers(*trial, rank);
   std::unordered_map<std::uint32_t, Heatmap> sampled;
-  TSTAT_RETURN_IF_ERROR(
-      WalkLayers(*trial, rank, o.heatmap_tensors > 0 ? o.heatmap_steps : 0, &layers, &sampled));
+  std::vector<Activation> activations = FindActivations(*trial, rank);
+  TSTAT_RETURN_IF_ERROR(WalkLayers(*trial, rank, o.heatmap_tensors > 0 ? o.heatmap_steps : 0,
+                                   &layers, &activations, &sampled));
   for (Layer& l : layers) {
     l.score = l.first_nonfinite >= 0 ? std::numeric_limits<double>::infinity()
                                      : UnusualScore(l.has_gradient ? l.gradient.y : l.weight.y);
@@ -328,23 +380,53 @@ Result<std::string> RunJson(const std::string& path, const ReportOptions& o) {
   std::vector<std::string> layer_json;
   for (std::size_t i = 0; i < layers.size(); ++i) {
     const Layer& l = layers[i];
-    std::string weight_id, gradient_id;
+    std::string weight_id, gradient_id, update_id, ratio_id;
     if (i < o.chart_layers) {
       weight_id = emit(l.weight);
       if (l.has_gradient) gradient_id = emit(l.gradient);
+      if (!l.update.x.empty()) update_id = emit(l.update);
+      if (!l.ratio.x.empty()) ratio_id = emit(l.ratio);
     }
     auto last = [](const Series& s) { return s.y.empty() ? std::nan("") : s.y.back(); };
     layer_json.push_back(
         "{\"name\":" + JsonString(l.name) +
         ",\"score\":" + (std::isinf(l.score) ? std::string("\"inf\"") : JsonNumber(l.score)) +
         ",\"weight\":" + JsonString(weight_id) + ",\"gradient\":" + JsonString(gradient_id) +
+        ",\"update\":" + JsonString(update_id) + ",\"ratio\":" + JsonString(ratio_id) +
         ",\"weight_l2\":" + JsonNumber(last(l.weight)) +
         ",\"gradient_l2\":" + JsonNumber(last(l.gradient)) +
         ",\"first_nonfinite_step\":" + std::to_string(l.first_nonfinite) +
         ",\"steps\":" + std::to_string(l.weight.x.size()) + "}");
   }
+  // Activations, the most dead or saturated first; the top ones charted.
+  auto mean = [](const std::vector<double>& v) {
+    return v.empty() ? 0.0
+                     : std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
+  };
+  for (Activation& a : activations) a.score = std::max(mean(a.zero.y), mean(a.band.y));
+  std::stable_sort(activations.begin(), activations.end(),
+                   [](const Activation& a, const Activation& b) { return a.score > b.score; });
+  std::vector<std::string> activation_json;
+  for (std::size_t i = 0; i < activations.size(); ++i) {
+    const Activation& a = activations[i];
+    std::string zero_id, band_id;
+    if (i < o.chart_layers && !a.zero.x.empty()) {
+      zero_id = emit(a.zero);
+      band_id = emit(a.band);
+    }
+    auto last = [](const Series& s) { return s.y.empty() ? std::nan("") : s.y.back(); };
+    activation_json.push_back(
+        "{\"name\":" + JsonString(a.name) + ",\"score\":" + JsonNumber(a.score) +
+        ",\"zero\":" + JsonString(zero_id) + ",\"band\":" + JsonString(band_id) +
+        ",\"zero_last\":" + JsonNumber(last(a.zero)) +
+        ",\"band_last\":" + JsonNumber(last(a.band)) + "}");
+  }
   j << "],\"layers\":[";
   for (std::size_t i = 0; i < layer_json.size(); ++i) j << (i ? "," : "") << layer_json[i];
+  j << "],\"activations\":[";
+  for (std::size_t i = 0; i < activation_json.size(); ++i) {
+    j << (i ? "," : "") << activation_json[i];
+  }
   // Heat maps and bands of the top layers' tensors.
   std::vector<std::pair<std::string, std::uint32_t>> featured;
   for (const Layer& l : layers) {

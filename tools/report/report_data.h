@@ -10,7 +10,9 @@
 // weight with its gradient, ranked by how unusual its gradient norm's course
 // is: score = the largest |log10(l2 / median l2)|, 30 when it is zero at a
 // step, infinite once its weight or gradient held a NaN or infinity, the
-// first such layer first); heatmaps (exponent histograms of
+// first such layer first; with the update norm (the stored delta) and its
+// ratio to the weight's norm); activations (share of zeros and of saturated
+// values over steps, the most dead or saturated first); heatmaps (exponent histograms of
 // the top layers' tensors over sampled steps); bands (min, mean - std, mean, mean + std, max over
 // steps); labels (the latest label counts and confusion matrix).
 #pragma once

@@ -208,8 +208,11 @@
       if (!l.weight) return;
       const lines = [];
       const w = byName.get(l.weight), g = byName.get(l.gradient);
+      const up = byName.get(l.update), ratio = byName.get(l.ratio);
       if (g) lines.push({ label: "gradient l2", x: g.x, y: g.y });
       if (w) lines.push({ label: "weight l2", x: w.x, y: w.y });
+      if (up) lines.push({ label: "update l2", x: up.x, y: up.y });
+      if (ratio) lines.push({ label: "update / weight", x: ratio.x, y: ratio.y });
       const u = chart(lc, l.name, lines, { log: true, markers: episodeMarkers(run, [l.name, "gradient/" + l.name]) });
       u.root.id = anchor(l.name);
     });
@@ -217,6 +220,20 @@
       run.layers.map((l) => [l.name, l.score, l.first_nonfinite_step >= 0 ? l.first_nonfinite_step : "",
         l.weight_l2, l.gradient_l2, l.steps]), [false, true, true, true, true, true]);
 
+    if (run.activations.length) {
+      sec.appendChild(el("h3", "Activations: share of zeros (dead units) and of saturated values, most first"));
+      const ac = el("div", null, "charts");
+      sec.appendChild(ac);
+      run.activations.forEach((a) => {
+        const z = byName.get(a.zero), b = byName.get(a.band);
+        if (!z) return;
+        const u = chart(ac, a.name, [{ label: "zero share", x: z.x, y: z.y }, { label: "saturated share", x: b.x, y: b.y }],
+          { markers: episodeMarkers(run, [a.name]) });
+        if (!u.root.id) u.root.id = anchor(a.name);
+      });
+      table(sec, ["activation", "zero share (last)", "saturated share (last)"],
+        run.activations.map((a) => [a.name, a.zero_last, a.band_last]), [false, true, true]);
+    }
     if (run.heatmaps.length) {
       sec.appendChild(el("h3", "Dynamic range (exponent histograms) against fp16, bf16 and fp8"));
       const hc = el("div", null, "charts");
