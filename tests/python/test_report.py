@@ -136,6 +136,11 @@ def test_report_of_a_faulty_run(tmp_path):
     for e, c in zip(exps, counts):
         assert row[e - h["first_exp"]] == c
     assert sum(row) == sum(counts)
+    # Bands: the moments the page draws TensorBoard's distribution bands from.
+    band = run["bands"][0]
+    stats = trial.tensor(band["name"]).stats(band["x"][3])
+    assert band["std"][3] == pytest.approx(stats["std"]) and band["min"][3] == stats["min"]
+    assert band["mean"][3] == pytest.approx(stats["mean"]) and band["max"][3] == stats["max"]
     # Labels and the confusion matrix at the last labelled step.
     labels = run["labels"][0]
     assert labels["name"] == "labels" and labels["confusion"]["classes"] == 3

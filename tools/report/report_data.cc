@@ -263,18 +263,17 @@ std::string BandJson(const Trial& trial, const std::string& name, int rank,
   std::vector<double> mean(n);
   for (std::size_t i = 0; i < n; ++i) mean[i] = s[1][i].value;
   std::vector<std::int64_t> x;
-  std::vector<double> mn, lo, mu, hi, mx;
+  std::vector<double> mn, mu, sd, mx;
   for (std::size_t i : Downsample(mean, max_points)) {
     x.push_back(s[0][i].step.global_step);
     mn.push_back(s[0][i].value);
-    lo.push_back(s[1][i].value - s[2][i].value);
     mu.push_back(s[1][i].value);
-    hi.push_back(s[1][i].value + s[2][i].value);
+    sd.push_back(s[2][i].value);
     mx.push_back(s[3][i].value);
   }
   return "{\"name\":" + JsonString(name) + ",\"x\":" + JsonArray(x) + ",\"min\":" + JsonArray(mn) +
-         ",\"lo\":" + JsonArray(lo) + ",\"mean\":" + JsonArray(mu) + ",\"hi\":" + JsonArray(hi) +
-         ",\"max\":" + JsonArray(mx) + "}";
+         ",\"mean\":" + JsonArray(mu) + ",\"std\":" + JsonArray(sd) + ",\"max\":" + JsonArray(mx) +
+         "}";
 }
 
 std::string LabelsJson(const Trial& trial, int rank) {

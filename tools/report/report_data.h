@@ -12,9 +12,10 @@
 // step, infinite once its weight or gradient held a NaN or infinity, the
 // first such layer first; with the update norm (the stored delta) and its
 // ratio to the weight's norm); activations (share of zeros and of saturated
-// values over steps, the most dead or saturated first); heatmaps (exponent histograms of
-// the top layers' tensors over sampled steps); bands (min, mean - std, mean, mean + std, max over
-// steps); labels (the latest label counts and confusion matrix).
+// values over steps, the most dead or saturated first); heatmaps (exponent
+// histograms of the top layers' tensors over sampled steps); bands (min,
+// mean, std, max over steps, from which the page draws TensorBoard's
+// distribution bands); labels (the latest label counts and confusion matrix).
 #pragma once
 
 #include <cstdint>

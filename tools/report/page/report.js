@@ -241,17 +241,32 @@
       run.heatmaps.forEach((h) => heatmap(hc, h));
     }
     if (run.bands.length) {
-      sec.appendChild(el("h3", "Distributions over steps (min, mean ± std, max)"));
+      // TensorBoard's distributions view draws the 0, 6.7, 15.9, 30.9, 50, 69.1, 84.1, 93.3 and
+      // 100th percentiles; for normally distributed values those are the min, mean + k std for
+      // k = -1.5 ... 1.5 and the max, which is what the stats give (clamped to [min, max]).
+      sec.appendChild(el("h3", "Distributions over steps (min, mean ± 0.5, 1, 1.5 std, max: TensorBoard's percentiles for normal values)"));
       const bc = el("div", null, "charts");
       sec.appendChild(bc);
       run.bands.forEach((b) => {
+        const at = (k) => b.mean.map((m, i) => (m === null || b.std[i] === null ? null
+          : Math.min(b.max[i], Math.max(b.min[i], m + k * b.std[i]))));
+        const light = "#9db4d3", mid = "#6f95c8", dark = "#4f7cba";
         const u = chart(bc, b.name, [
-          { label: "max", x: b.x, y: b.max, color: "#9db4d3" },
-          { label: "mean+std", x: b.x, y: b.hi, color: "#4f7cba" },
+          { label: "max", x: b.x, y: b.max, color: light },
+          { label: "+1.5 std", x: b.x, y: at(1.5), color: mid },
+          { label: "+1 std", x: b.x, y: at(1), color: dark },
+          { label: "+0.5 std", x: b.x, y: at(0.5), color: dark },
           { label: "mean", x: b.x, y: b.mean, color: "#1d2330" },
-          { label: "mean-std", x: b.x, y: b.lo, color: "#4f7cba" },
-          { label: "min", x: b.x, y: b.min, color: "#9db4d3" },
-        ], { bands: [{ series: [1, 5], fill: "rgba(79,124,186,0.12)" }, { series: [2, 4], fill: "rgba(79,124,186,0.25)" }] });
+          { label: "-0.5 std", x: b.x, y: at(-0.5), color: dark },
+          { label: "-1 std", x: b.x, y: at(-1), color: dark },
+          { label: "-1.5 std", x: b.x, y: at(-1.5), color: mid },
+          { label: "min", x: b.x, y: b.min, color: light },
+        ], { bands: [
+          { series: [1, 9], fill: "rgba(79,124,186,0.08)" },
+          { series: [2, 8], fill: "rgba(79,124,186,0.12)" },
+          { series: [3, 7], fill: "rgba(79,124,186,0.16)" },
+          { series: [4, 6], fill: "rgba(79,124,186,0.22)" },
+        ] });
         if (!u.root.id) u.root.id = anchor(b.name);
       });
     }
