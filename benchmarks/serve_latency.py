@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 """How fast `tstat serve` shows a live run: a second process trains a small
 PyTorch model under tstat.pytorch.Hook, flushing every step, and logs when
-each step ended; this script polls /data.json every 20 ms and reports, per
-step, the time from the step's end to the data that shows it (what the
+each step ended; this script polls /data.json every 20 ms and reports, for
+every step, the time from its end to the first data that shows it (what the
 dashboard then draws at its next poll, at most half an interval later), and
 the time to the first page (GET /).
 
@@ -69,10 +69,16 @@ def main():
     serve.terminate()
     serve.wait()
     written = {int(a): float(b) for a, b in (line.split() for line in open(log))}
-    latencies = [seen[s] - written[s] for s in seen if s in written]
+    # Per step written while polling: the first time the data held it.
+    shown = sorted(seen.items())
+    latencies = []
+    for step, at in written.items():
+        first = next((t for last, t in shown if last >= step), None)
+        if first is not None and at >= shown[0][1]:
+            latencies.append(first - at)
     print(f"tstat serve --interval {args.interval}: first page {first_page * 1000:.0f} ms "
-          f"({len(page)} bytes); {len(latencies)} data updates in {args.seconds:.0f} s; step end "
-          f"to data showing it: median {statistics.median(latencies):.2f} s, max "
+          f"({len(page)} bytes); {len(seen)} data updates in {args.seconds:.0f} s; from a step's "
+          f"end to the data showing it ({len(latencies)} steps): median {statistics.median(latencies):.2f} s, max "
           f"{max(latencies):.2f} s (the page draws it at its next poll, <= "
           f"{args.interval / 2:.2f} s later)")
 

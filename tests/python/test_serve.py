@@ -140,6 +140,17 @@ def test_the_dashboard_draws_steps_written_after_it_loaded(tmp_path):
         print(f"first chart after {check['first_render_ms']:.0f} ms; data "
               f"{min(check['staleness_s']):.2f}-{max(check['staleness_s']):.2f} s old when drawn; "
               f"{check['renders']} renders in {time.time() - t0:.1f} s")
+        # Once the writer is done, the data built step by step as the run grew
+        # is the data of one build of the finished run.
+        stop_file.write_text("")
+        assert writer.wait(timeout=60) == 0
+        time.sleep(1.5)  # a rebuild after the run closed
+        live = json.loads(urllib.request.urlopen(f"http://{host}:{port}/data.json").read())
+        out = tmp_path / "once.html"
+        assert subprocess.run([CLI, "report", str(run), "-o", str(out)]).returncode == 0
+        once = json.loads(re.search(r'<script id="tstat-data" type="application/json">(.*?)</script>',
+                                    out.read_text(), re.S).group(1))
+        assert live["runs"][0]["complete"] and live["runs"] == once["runs"]
     finally:
         stop_file.write_text("")
         assert writer.wait(timeout=60) == 0

@@ -44,16 +44,17 @@ struct ServeFlags {
 class LiveData {
  public:
   LiveData(std::vector<std::string> runs, report::ReportOptions options)
-      : runs_(std::move(runs)), options_(options) {}
+      : runs_(runs), builder_(std::move(runs), options) {}
   ~LiveData() { Stop(); }
 
   Status BuildOnce() {
     // Nothing written since the last build: nothing to read again.
     std::string fingerprint = Fingerprint(runs_);
     if (!json_.empty() && fingerprint == fingerprint_) return Status::OK();
-    report::ReportOptions o = options_;
-    o.revision = revision_ + 1;
-    Result<std::string> data = report::BuildReportJson(runs_, o);
+    const auto t0 = std::chrono::steady_clock::now();
+    Result<std::string> data = builder_.Build(revision_ + 1);
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (!data.ok()) return data.status();
     std::lock_guard<std::mutex> lock(mu_);
     // A new revision only when the data changed (the build time aside).
@@ -64,6 +65,8 @@ class LiveData {
       ++revision_;
     }
     fingerprint_ = std::move(fingerprint);
+    build_seconds_ = seconds;
+    ++builds_;
     return Status::OK();
   }
 
@@ -92,6 +95,12 @@ class LiveData {
   std::string json() const {
     std::lock_guard<std::mutex> lock(mu_);
     return json_;
+  }
+  // How long the last build took and how many there were (what an update
+  // costs: a header of /data.json).
+  std::string build_info() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return std::to_string(builds_) + " builds, the last " + std::to_string(build_seconds_) + " s";
   }
 
  private:
@@ -137,10 +146,12 @@ class LiveData {
   }
 
   const std::vector<std::string> runs_;
-  const report::ReportOptions options_;
+  report::ReportBuilder builder_;  // used by one thread at a time (BuildOnce)
   mutable std::mutex mu_;
   std::string json_, last_body_, fingerprint_;
   std::uint64_t revision_ = 0;
+  std::uint64_t builds_ = 0;
+  double build_seconds_ = 0;
   std::mutex stop_mu_;
   std::condition_variable stop_cv_;
   bool stopping_ = false;
@@ -177,6 +188,7 @@ int RunServe(const ServeFlags& f) {
   server.Get("/data.json", [data](const httplib::Request&, httplib::Response& res) {
     res.set_content(data->json(), "application/json");
     res.set_header("Cache-Control", "no-store");
+    res.set_header("X-Tstat-Builds", data->build_info());
   });
   auto refuse = [](const httplib::Request&, httplib::Response& res) {
     res.status = 405;

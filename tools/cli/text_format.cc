@@ -2,6 +2,7 @@
 #include "tools/cli/text_format.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -185,7 +186,14 @@ std::string JsonString(const std::string& s) {
   return out + "\"";
 }
 
-std::string JsonNumber(double v) { return std::isfinite(v) ? ExactNumber(v) : "null"; }
+std::string JsonNumber(double v) {
+  if (!std::isfinite(v)) return "null";
+  // The shortest text that reads back to v (what ExactNumber finds by trying
+  // precisions, at a fraction of the cost: reports hold ~100,000 numbers).
+  char buf[40];
+  const std::to_chars_result r = std::to_chars(buf, buf + sizeof(buf), v);
+  return std::string(buf, r.ptr);
+}
 
 std::string CsvField(const std::string& s) {
   const bool quote = s.find_first_of(",\"\r\n") != std::string::npos ||

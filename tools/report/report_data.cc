@@ -8,8 +8,10 @@
 #include <limits>
 #include <memory>
 #include <numeric>
+#include <optional>
 #include <sstream>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "tools/cli/cli_trial_options.h"
 #include "tools/cli/episode_json.h"
@@ -156,17 +158,81 @@ std::vector<Activation> FindActivations(const Trial& trial, int rank) {
 
 // Exponent histograms of one tensor at the sampled steps.
 struct Heatmap {
+  std::vector<std::size_t> index;  // of the step in the worker's steps
   std::vector<std::int64_t> steps;
   std::vector<ExponentBins> bins;
 };
 
-// One walk over the worker's steps (one pass over the records, not a series
-// read per tensor): every layer's l2 norms, and at `heatmap_steps` evenly
-// spaced steps the exponent histograms of every layer's tensors (the
-// featured ones are known only once the walk has ranked them).
-Status WalkLayers(const Trial& trial, int rank, std::size_t heatmap_steps,
-                  std::vector<Layer>* layers, std::vector<Activation>* activations,
-                  std::unordered_map<std::uint32_t, Heatmap>* heatmaps) {
+// What the walks over a run have gathered so far: a live run (tstat serve)
+// is walked again from where the last walk stopped.
+// min, mean, std and max of a tensor over steps (the distribution bands).
+struct Band {
+  std::vector<std::int64_t> x;
+  std::vector<double> min, mean, std, max;
+  void Add(std::int64_t step, const TensorStats& s) {
+    x.push_back(step);
+    min.push_back(s.min);
+    mean.push_back(s.mean);
+    std.push_back(s.stddev());
+    max.push_back(s.max);
+  }
+};
+
+struct WalkState {
+  int rank = -1;
+  // The bands of the tensors featured so far (read whole when a tensor is
+  // first featured, then extended by each walk).
+  std::unordered_map<std::uint32_t, Band> bands;
+  std::vector<Layer> layers;
+  std::vector<Activation> activations;
+  std::unordered_map<std::uint32_t, Heatmap> sampled;
+  std::size_t walked = 0;       // steps of the worker walked
+  std::int64_t last_step = -1;  // the global step of the last one
+  std::size_t stride = 1;       // heat maps sample every stride-th step
+};
+
+// Adds the layers and activations `trial` knows that `state` does not.
+void AddNewTensors(const Trial& trial, WalkState* state) {
+  std::unordered_set<std::string> known;
+  for (const Layer& l : state->layers) known.insert(l.name);
+  for (Layer& l : FindLayers(trial, state->rank)) {
+    if (!known.count(l.name)) state->layers.push_back(std::move(l));
+  }
+  known.clear();
+  for (const Activation& a : state->activations) known.insert(a.name);
+  for (Activation& a : FindActivations(trial, state->rank)) {
+    if (!known.count(a.name)) state->activations.push_back(std::move(a));
+  }
+}
+
+// Keeps every other sampled step of every heat map (the stride doubled).
+void ThinSamples(WalkState* state) {
+  state->stride *= 2;
+  for (auto& [id, h] : state->sampled) {
+    std::size_t kept = 0;
+    for (std::size_t k = 0; k < h.index.size(); ++k) {
+      if (h.index[k] % state->stride != 0) continue;
+      h.index[kept] = h.index[k];
+      h.steps[kept] = h.steps[k];
+      h.bins[kept] = std::move(h.bins[k]);
+      ++kept;
+    }
+    h.index.resize(kept);
+    h.steps.resize(kept);
+    h.bins.resize(kept);
+  }
+}
+
+// One walk over the worker's steps not walked yet (one pass over the
+// records, not a series read per tensor): every layer's l2 norms (and
+// update norms), every activation's shares, and at every stride-th step the
+// exponent histograms of every layer's tensors (the featured ones are known
+// only once the layers are ranked).
+Status WalkLayers(const Trial& trial, std::size_t heatmap_steps, WalkState* state) {
+  const int rank = state->rank;
+  std::vector<Layer>* layers = &state->layers;
+  std::vector<Activation>* activations = &state->activations;
+  std::unordered_map<std::uint32_t, Heatmap>* heatmaps = &state->sampled;
   std::unordered_map<std::uint32_t, std::pair<Series*, Layer*>> by_id;
   for (Layer& l : *layers) {
     by_id[l.weight_id] = {&l.weight, &l};
@@ -174,30 +240,28 @@ Status WalkLayers(const Trial& trial, int rank, std::size_t heatmap_steps,
   }
   std::unordered_map<std::uint32_t, Activation*> activation_by_id;
   for (Activation& a : *activations) activation_by_id[a.id] = &a;
-  if (by_id.empty() && activation_by_id.empty()) return Status::OK();
   const std::vector<StepTime> times = trial.step_times(rank);
-  const std::size_t n = times.size(), take = std::min(n, heatmap_steps);
-  std::size_t next_sample = 0;  // the k-th sample is step index k * (n - 1) / (take - 1)
-  auto sample_index = [&](std::size_t k) { return take == 1 ? 0 : k * (n - 1) / (take - 1); };
+  const std::size_t n = times.size();
   std::vector<TensorStatsRecord> records;
-  for (std::size_t i = 0; i < n; ++i) {
+  for (std::size_t i = state->walked; i < n; ++i) {
     const StepTime& t = times[i];
     TSTAT_RETURN_IF_ERROR(trial.step_records_into(rank, t.step.global_step, &records));
-    bool sampled = false;
-    while (next_sample < take && sample_index(next_sample) <= i) {
-      sampled = sampled || sample_index(next_sample) == i;
-      ++next_sample;
-    }
+    // At most heatmap_steps sampled steps at any time (memory stays bounded).
+    while (heatmap_steps > 0 && i / state->stride >= heatmap_steps) ThinSamples(state);
+    const bool sampled = heatmap_steps > 0 && i % state->stride == 0;
     for (const TensorStatsRecord& r : records) {
       if (!r.has_stats) continue;
+      if (auto b = state->bands.find(r.tensor_id); b != state->bands.end()) {
+        b->second.Add(t.step.global_step, r.stats);
+      }
       auto a = activation_by_id.find(r.tensor_id);
       if (a != activation_by_id.end() && r.stats.count > 0) {
-        const double n = static_cast<double>(r.stats.count);
+        const double count = static_cast<double>(r.stats.count);
         a->second->zero.x.push_back(t.step.global_step);
-        a->second->zero.y.push_back(static_cast<double>(r.stats.zero_count) / n);
+        a->second->zero.y.push_back(static_cast<double>(r.stats.zero_count) / count);
         a->second->band.x.push_back(t.step.global_step);
         a->second->band.y.push_back(
-            static_cast<double>(r.stats.band_lo_count + r.stats.band_hi_count) / n);
+            static_cast<double>(r.stats.band_lo_count + r.stats.band_hi_count) / count);
       }
       auto it = by_id.find(r.tensor_id);
       if (it == by_id.end()) continue;
@@ -218,12 +282,26 @@ Status WalkLayers(const Trial& trial, int rank, std::size_t heatmap_steps,
       if (nonfinite > 0 && layer->first_nonfinite < 0) layer->first_nonfinite = t.step.global_step;
       if (sampled && r.exponent_histogram) {
         Heatmap& h = (*heatmaps)[r.tensor_id];
+        h.index.push_back(i);
         h.steps.push_back(t.step.global_step);
         h.bins.push_back(*r.exponent_histogram);
       }
     }
   }
+  if (n > state->walked) {
+    state->walked = n;
+    state->last_step = times[n - 1].step.global_step;
+  }
   return Status::OK();
+}
+
+// Whether `state` was walked over the steps `trial` still has (a live run
+// only grows; anything else is walked again from the start).
+bool StillContinues(const Trial& trial, const WalkState& state) {
+  if (state.walked == 0) return true;
+  const std::vector<StepTime> times = trial.step_times(state.rank);
+  return times.size() >= state.walked &&
+         times[state.walked - 1].step.global_step == state.last_step;
 }
 
 std::string HeatmapJson(const std::string& name, const Heatmap& map) {
@@ -249,27 +327,37 @@ std::string HeatmapJson(const std::string& name, const Heatmap& map) {
          ",\"counts\":" + rows + "}";
 }
 
-std::string BandJson(const Trial& trial, const std::string& name, int rank,
-                     std::size_t max_points) {
+// The band of `name` over every step loaded so far, read as series (when
+// the tensor is first featured); nullopt when a stat cannot be read.
+std::optional<Band> ReadBand(const Trial& trial, const std::string& name, int rank) {
   const StatField fields[] = {StatField::kMin, StatField::kMean, StatField::kStd, StatField::kMax};
   std::vector<std::vector<SeriesPoint>> s;
   for (StatField f : fields) {
     Result<std::vector<SeriesPoint>> r = trial.series(name, f, Mode::kGlobal, rank);
-    if (!r.ok()) return "";
+    if (!r.ok()) return std::nullopt;
     s.push_back(std::move(r).value());
   }
-  const std::size_t n = s[0].size();
-  if (n == 0) return "";
-  std::vector<double> mean(n);
-  for (std::size_t i = 0; i < n; ++i) mean[i] = s[1][i].value;
+  Band band;
+  for (std::size_t i = 0; i < s[0].size(); ++i) {
+    band.x.push_back(s[0][i].step.global_step);
+    band.min.push_back(s[0][i].value);
+    band.mean.push_back(s[1][i].value);
+    band.std.push_back(s[2][i].value);
+    band.max.push_back(s[3][i].value);
+  }
+  return band;
+}
+
+std::string BandJson(const std::string& name, const Band& band, std::size_t max_points) {
+  if (band.x.empty()) return "";
   std::vector<std::int64_t> x;
   std::vector<double> mn, mu, sd, mx;
-  for (std::size_t i : Downsample(mean, max_points)) {
-    x.push_back(s[0][i].step.global_step);
-    mn.push_back(s[0][i].value);
-    mu.push_back(s[1][i].value);
-    sd.push_back(s[2][i].value);
-    mx.push_back(s[3][i].value);
+  for (std::size_t i : Downsample(band.mean, max_points)) {
+    x.push_back(band.x[i]);
+    mn.push_back(band.min[i]);
+    mu.push_back(band.mean[i]);
+    sd.push_back(band.std[i]);
+    mx.push_back(band.max[i]);
   }
   return "{\"name\":" + JsonString(name) + ",\"x\":" + JsonArray(x) + ",\"min\":" + JsonArray(mn) +
          ",\"mean\":" + JsonArray(mu) + ",\"std\":" + JsonArray(sd) + ",\"max\":" + JsonArray(mx) +
@@ -310,7 +398,7 @@ std::string RunName(const std::string& path) {
   return slash == std::string::npos ? p : p.substr(slash + 1);
 }
 
-Result<std::string> RunJson(const std::string& path, const ReportOptions& o) {
+Result<std::string> RunJson(const std::string& path, const ReportOptions& o, WalkState* state) {
   TSTAT_ASSIGN_OR_RETURN(std::unique_ptr<Trial> trial, Trial::Open(path, cli::CliTrialOptions()));
   TSTAT_ASSIGN_OR_RETURN(cli::RunSummary summary, cli::SummarizeRun(*trial, path, -1));
   std::ostringstream j;
@@ -362,23 +450,28 @@ Result<std::string> RunJson(const std::string& path, const ReportOptions& o) {
     if (!points.ok()) continue;
     for (const Series& s : ByMode(name, "loss", *points)) emit(s);
   }
-  std::vector<Layer> layers = FindLayers(*trial, rank);
-  std::unordered_map<std::uint32_t, Heatmap> sampled;
-  std::vector<Activation> activations = FindActivations(*trial, rank);
-  TSTAT_RETURN_IF_ERROR(WalkLayers(*trial, rank, o.heatmap_tensors > 0 ? o.heatmap_steps : 0,
-                                   &layers, &activations, &sampled));
-  for (Layer& l : layers) {
+  if (state->rank != rank || !StillContinues(*trial, *state)) {
+    *state = WalkState();
+    state->rank = rank;
+  }
+  AddNewTensors(*trial, state);
+  TSTAT_RETURN_IF_ERROR(WalkLayers(*trial, o.heatmap_tensors > 0 ? o.heatmap_steps : 0, state));
+  // Ranked through pointers: the state keeps its order.
+  std::vector<Layer*> layers;
+  for (Layer& l : state->layers) {
     l.score = l.first_nonfinite >= 0 ? std::numeric_limits<double>::infinity()
                                      : UnusualScore(l.has_gradient ? l.gradient.y : l.weight.y);
+    layers.push_back(&l);
   }
+  const std::unordered_map<std::uint32_t, Heatmap>& sampled = state->sampled;
   // Most unusual first; among layers that went non-finite, the first to.
-  std::stable_sort(layers.begin(), layers.end(), [](const Layer& a, const Layer& b) {
-    if (a.score != b.score) return a.score > b.score;
-    return a.first_nonfinite < b.first_nonfinite;
+  std::stable_sort(layers.begin(), layers.end(), [](const Layer* a, const Layer* b) {
+    if (a->score != b->score) return a->score > b->score;
+    return a->first_nonfinite < b->first_nonfinite;
   });
   std::vector<std::string> layer_json;
   for (std::size_t i = 0; i < layers.size(); ++i) {
-    const Layer& l = layers[i];
+    const Layer& l = *layers[i];
     std::string weight_id, gradient_id, update_id, ratio_id;
     if (i < o.chart_layers) {
       weight_id = emit(l.weight);
@@ -402,12 +495,16 @@ Result<std::string> RunJson(const std::string& path, const ReportOptions& o) {
     return v.empty() ? 0.0
                      : std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
   };
-  for (Activation& a : activations) a.score = std::max(mean(a.zero.y), mean(a.band.y));
+  std::vector<Activation*> activations;
+  for (Activation& a : state->activations) {
+    a.score = std::max(mean(a.zero.y), mean(a.band.y));
+    activations.push_back(&a);
+  }
   std::stable_sort(activations.begin(), activations.end(),
-                   [](const Activation& a, const Activation& b) { return a.score > b.score; });
+                   [](const Activation* a, const Activation* b) { return a->score > b->score; });
   std::vector<std::string> activation_json;
   for (std::size_t i = 0; i < activations.size(); ++i) {
-    const Activation& a = activations[i];
+    const Activation& a = *activations[i];
     std::string zero_id, band_id;
     if (i < o.chart_layers && !a.zero.x.empty()) {
       zero_id = emit(a.zero);
@@ -428,10 +525,10 @@ Result<std::string> RunJson(const std::string& path, const ReportOptions& o) {
   }
   // Heat maps and bands of the top layers' tensors.
   std::vector<std::pair<std::string, std::uint32_t>> featured;
-  for (const Layer& l : layers) {
+  for (const Layer* l : layers) {
     if (featured.size() >= o.heatmap_tensors) break;
-    if (l.has_gradient) featured.emplace_back(l.gradient.name, l.gradient_id);
-    if (featured.size() < o.heatmap_tensors) featured.emplace_back(l.name, l.weight_id);
+    if (l->has_gradient) featured.emplace_back(l->gradient.name, l->gradient_id);
+    if (featured.size() < o.heatmap_tensors) featured.emplace_back(l->name, l->weight_id);
   }
   j << "],\"heatmaps\":[";
   first = true;
@@ -445,7 +542,13 @@ Result<std::string> RunJson(const std::string& path, const ReportOptions& o) {
   j << "],\"bands\":[";
   first = true;
   for (const auto& [name, id] : featured) {
-    const std::string b = BandJson(*trial, name, rank, o.max_points);
+    auto cached = state->bands.find(id);
+    if (cached == state->bands.end()) {
+      std::optional<Band> band = ReadBand(*trial, name, rank);
+      if (!band) continue;
+      cached = state->bands.emplace(id, std::move(*band)).first;
+    }
+    const std::string b = BandJson(name, cached->second, o.max_points);
     if (b.empty()) continue;
     j << (first ? "" : ",") << b;
     first = false;
@@ -506,8 +609,18 @@ double UnusualScore(const std::vector<double>& values) {
   return score;
 }
 
-Result<std::string> BuildReportJson(const std::vector<std::string>& runs,
-                                    const ReportOptions& options) {
+struct ReportBuilder::State {
+  std::vector<WalkState> runs;
+};
+
+ReportBuilder::ReportBuilder(std::vector<std::string> runs, ReportOptions options)
+    : runs_(std::move(runs)), options_(options), state_(std::make_unique<State>()) {
+  state_->runs.resize(runs_.size());
+}
+
+ReportBuilder::~ReportBuilder() = default;
+
+Result<std::string> ReportBuilder::Build(std::uint64_t revision) {
   std::time_t now = std::time(nullptr);
   char when[32] = "";
   std::strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
@@ -515,17 +628,22 @@ Result<std::string> BuildReportJson(const std::vector<std::string>& runs,
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   std::string out = "{\"version\":1,\"generated\":" + JsonString(when) +
                     ",\"generated_unix\":" + JsonNumber(unix_now);
-  if (options.live_interval_ms > 0) {
-    out += ",\"live\":{\"interval_ms\":" + std::to_string(options.live_interval_ms) +
-           ",\"revision\":" + std::to_string(options.revision) + "}";
+  if (options_.live_interval_ms > 0) {
+    out += ",\"live\":{\"interval_ms\":" + std::to_string(options_.live_interval_ms) +
+           ",\"revision\":" + std::to_string(revision) + "}";
   }
   out += ",\"runs\":[";
-  for (std::size_t i = 0; i < runs.size(); ++i) {
-    Result<std::string> run = RunJson(runs[i], options);
-    if (!run.ok()) return run.status().WithContext(runs[i]);
+  for (std::size_t i = 0; i < runs_.size(); ++i) {
+    Result<std::string> run = RunJson(runs_[i], options_, &state_->runs[i]);
+    if (!run.ok()) return run.status().WithContext(runs_[i]);
     out += (i ? "," : "") + *run;
   }
   return out + "]}";
+}
+
+Result<std::string> BuildReportJson(const std::vector<std::string>& runs,
+                                    const ReportOptions& options) {
+  return ReportBuilder(runs, options).Build(0);
 }
 
 }  // namespace tstat::report

@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -35,7 +36,6 @@ struct ReportOptions {
   // The live dashboard (`tstat serve`): the page asks for new data this
   // often ("live": {"interval_ms": ...}); 0: a report, drawn once.
   int live_interval_ms = 0;
-  std::uint64_t revision = 0;  // the dashboard's count of data builds
 };
 
 // Indices of the points to keep of `values` (x ascending): all when there
@@ -53,8 +53,30 @@ inline constexpr double kVanishedScore = 30.0;
 // zero; 0 for fewer than two values.
 double UnusualScore(const std::vector<double>& values);
 
-// The JSON document of `runs` (run directories, each opened as a Trial).
+// Builds the document of `runs` (run directories, each opened as a Trial)
+// again and again as they grow: each build walks only the steps written
+// since the last one (a run that did not just grow is walked again). The
+// norms and shares it keeps take memory in proportion to the runs' steps.
 // Errors: a run that cannot be opened (its path in the message).
+// Thread safety: one thread builds.
+class ReportBuilder {
+ public:
+  ReportBuilder(std::vector<std::string> runs, ReportOptions options);
+  ~ReportBuilder();
+  ReportBuilder(const ReportBuilder&) = delete;
+  ReportBuilder& operator=(const ReportBuilder&) = delete;
+
+  // The document; `revision` goes into "live" (options.live_interval_ms).
+  Result<std::string> Build(std::uint64_t revision);
+
+ private:
+  struct State;
+  std::vector<std::string> runs_;
+  ReportOptions options_;
+  std::unique_ptr<State> state_;
+};
+
+// One build of `runs` (tstat report).
 Result<std::string> BuildReportJson(const std::vector<std::string>& runs,
                                     const ReportOptions& options = {});
 
