@@ -128,6 +128,10 @@ def test_report_of_a_faulty_run(tmp_path):
     stats = trial.tensor("1.ReLU_output").stats(zero["x"][2])
     assert zero["y"][2] == pytest.approx(stats["zero_count"] / stats["count"])
     assert 0.2 < zero["y"][2] < 0.8  # about half of a ReLU's outputs are 0
+    # Dead units: the default dead_relu rule has per-unit stats captured; a
+    # unit is dead at a step when all its outputs are 0 (of 16 samples).
+    dead = series[relu["dead_units"]]
+    assert len(dead["x"]) > 5 and all(0 <= v < 0.5 for v in dead["y"][:10])
     # Heat maps: exponent histograms at sampled steps, as trials reads them.
     h = next(h for h in run["heatmaps"] if h["name"] == "gradient/2.weight")
     step = h["steps"][3]

@@ -136,6 +136,10 @@ struct Activation {
   std::string name;
   std::uint32_t id = 0;
   Series zero, band;
+  // Where per-unit stats were captured (the dead_relu and saturation rules
+  // ask for them): the share of units that are dead (every value 0) and of
+  // units that are saturated (every value in the band) at each step.
+  Series dead_units, saturated_units;
   double score = 0;  // the larger of the two shares' means
 };
 
@@ -151,6 +155,8 @@ std::vector<Activation> FindActivations(const Trial& trial, int rank) {
     a.id = info->id;
     a.zero = {name, "zero_share", Mode::kGlobal, {}, {}};
     a.band = {name, "band_share", Mode::kGlobal, {}, {}};
+    a.dead_units = {name, "dead_units", Mode::kGlobal, {}, {}};
+    a.saturated_units = {name, "saturated_units", Mode::kGlobal, {}, {}};
     out.push_back(std::move(a));
   }
   return out;
@@ -262,6 +268,18 @@ Status WalkLayers(const Trial& trial, std::size_t heatmap_steps, WalkState* stat
         a->second->band.x.push_back(t.step.global_step);
         a->second->band.y.push_back(
             static_cast<double>(r.stats.band_lo_count + r.stats.band_hi_count) / count);
+        if (r.per_channel && !r.per_channel->channels.empty()) {
+          std::size_t dead = 0, saturated = 0;
+          for (const TensorStats& c : r.per_channel->channels) {
+            dead += c.count > 0 && c.zero_count == c.count;
+            saturated += c.count > 0 && c.band_lo_count + c.band_hi_count == c.count;
+          }
+          const double units = static_cast<double>(r.per_channel->channels.size());
+          a->second->dead_units.x.push_back(t.step.global_step);
+          a->second->dead_units.y.push_back(static_cast<double>(dead) / units);
+          a->second->saturated_units.x.push_back(t.step.global_step);
+          a->second->saturated_units.y.push_back(static_cast<double>(saturated) / units);
+        }
       }
       auto it = by_id.find(r.tensor_id);
       if (it == by_id.end()) continue;
@@ -505,16 +523,21 @@ Result<std::string> RunJson(const std::string& path, const ReportOptions& o, Wal
   std::vector<std::string> activation_json;
   for (std::size_t i = 0; i < activations.size(); ++i) {
     const Activation& a = *activations[i];
-    std::string zero_id, band_id;
+    std::string zero_id, band_id, dead_id, saturated_id;
     if (i < o.chart_layers && !a.zero.x.empty()) {
       zero_id = emit(a.zero);
       band_id = emit(a.band);
+      if (!a.dead_units.x.empty()) {
+        dead_id = emit(a.dead_units);
+        saturated_id = emit(a.saturated_units);
+      }
     }
     auto last = [](const Series& s) { return s.y.empty() ? std::nan("") : s.y.back(); };
     activation_json.push_back(
         "{\"name\":" + JsonString(a.name) + ",\"score\":" + JsonNumber(a.score) +
         ",\"zero\":" + JsonString(zero_id) + ",\"band\":" + JsonString(band_id) +
-        ",\"zero_last\":" + JsonNumber(last(a.zero)) +
+        ",\"dead_units\":" + JsonString(dead_id) + ",\"saturated_units\":" +
+        JsonString(saturated_id) + ",\"zero_last\":" + JsonNumber(last(a.zero)) +
         ",\"band_last\":" + JsonNumber(last(a.band)) + "}");
   }
   j << "],\"layers\":[";

@@ -221,14 +221,16 @@
         l.weight_l2, l.gradient_l2, l.steps]), [false, true, true, true, true, true]);
 
     if (run.activations.length) {
-      sec.appendChild(el("h3", "Activations: share of zeros (dead units) and of saturated values, most first"));
+      sec.appendChild(el("h3", "Activations: shares of zero and saturated values, and of dead and saturated units (where per-unit stats were captured), most first"));
       const ac = el("div", null, "charts");
       sec.appendChild(ac);
       run.activations.forEach((a) => {
         const z = byName.get(a.zero), b = byName.get(a.band);
+        const d = byName.get(a.dead_units), s = byName.get(a.saturated_units);
         if (!z) return;
-        const u = chart(ac, a.name, [{ label: "zero share", x: z.x, y: z.y }, { label: "saturated share", x: b.x, y: b.y }],
-          { markers: episodeMarkers(run, [a.name]) });
+        const lines = [{ label: "zero values", x: z.x, y: z.y }, { label: "saturated values", x: b.x, y: b.y }];
+        if (d) lines.push({ label: "dead units", x: d.x, y: d.y }, { label: "saturated units", x: s.x, y: s.y });
+        const u = chart(ac, a.name, lines, { markers: episodeMarkers(run, [a.name]) });
         if (!u.root.id) u.root.id = anchor(a.name);
       });
       table(sec, ["activation", "zero share (last)", "saturated share (last)"],
