@@ -126,7 +126,7 @@ def test_the_dashboard_draws_steps_written_after_it_loaded(tmp_path):
         time.sleep(1.0)
         serve, host, port = start_serve(run, "--port", 0, "--interval", 0.3)
         t0 = time.time()
-        r = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=60000",
+        r = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=20000",
                             "--dump-dom", f"http://{host}:{port}/"],
                            capture_output=True, text=True, timeout=120)
         assert r.returncode == 0, r.stderr[-2000:]

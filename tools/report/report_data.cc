@@ -17,6 +17,7 @@
 #include "tools/cli/episode_json.h"
 #include "tools/cli/run_summary.h"
 #include "tools/cli/text_format.h"
+#include "tools/report/bounded_series.h"
 
 namespace tstat::report {
 namespace {
@@ -24,11 +25,24 @@ namespace {
 using cli::JsonNumber;
 using cli::JsonString;
 
+// A named series in bounded memory (bounded_series.h).
 struct Series {
+  Series() = default;
+  Series(std::string series_name, std::string series_kind, Mode series_mode, std::size_t max_points)
+      : name(std::move(series_name)),
+        kind(std::move(series_kind)),
+        mode(series_mode),
+        points(max_points) {}
+  void Add(std::int64_t x, double v) {
+    points.Add(x, v);
+    if (std::isfinite(v)) sum += v;
+  }
+  double mean() const { return points.empty() ? 0.0 : sum / static_cast<double>(points.count()); }
+
   std::string name, kind;
   Mode mode = Mode::kGlobal;
-  std::vector<std::int64_t> x;
-  std::vector<double> y;
+  BoundedSeries points;
+  double sum = 0;  // of the finite values added
 };
 
 // One weight and its gradient, by their ids in the walked worker.
@@ -58,33 +72,28 @@ std::string JsonArray(const std::vector<T>& v) {
   return out + "]";
 }
 
-std::string SeriesJson(const std::string& id, const Series& s, std::size_t max_points) {
-  const std::vector<std::size_t> keep = Downsample(s.y, max_points);
+std::string SeriesJson(const std::string& id, const Series& s) {
   std::vector<std::int64_t> x;
-  std::vector<double> y;
-  for (std::size_t i : keep) {
-    x.push_back(s.x[i]);
-    y.push_back(s.y[i]);
-  }
+  std::vector<std::vector<double>> y;
+  s.points.Points(&x, &y);
   return "{\"id\":" + JsonString(id) + ",\"name\":" + JsonString(s.name) +
          ",\"kind\":" + JsonString(s.kind) + ",\"mode\":" + JsonString(ModeName(s.mode)) +
-         ",\"points\":" + std::to_string(s.x.size()) + ",\"x\":" + JsonArray(x) +
-         ",\"y\":" + JsonArray(y) + "}";
+         ",\"points\":" + std::to_string(s.points.count()) + ",\"x\":" + JsonArray(x) +
+         ",\"y\":" + JsonArray(y[0]) + "}";
 }
 
 // Series of `points` split by mode (TRAIN and EVAL curves apart).
 std::vector<Series> ByMode(const std::string& name, const std::string& kind,
-                           const std::vector<SeriesPoint>& points) {
+                           const std::vector<SeriesPoint>& points, std::size_t max_points) {
   std::vector<Series> out;
   for (const SeriesPoint& p : points) {
     auto it = std::find_if(out.begin(), out.end(),
                            [&](const Series& s) { return s.mode == p.step.mode; });
     if (it == out.end()) {
-      out.push_back({name, kind, p.step.mode, {}, {}});
+      out.emplace_back(name, kind, p.step.mode, max_points);
       it = out.end() - 1;
     }
-    it->x.push_back(p.step.global_step);
-    it->y.push_back(p.value);
+    it->Add(p.step.global_step, p.value);
   }
   return out;
 }
@@ -105,7 +114,7 @@ std::string WorkerJson(const WorkerSummary& w) {
 }
 
 // The weights (collection "weights") of `rank` with their gradients.
-std::vector<Layer> FindLayers(const Trial& trial, int rank) {
+std::vector<Layer> FindLayers(const Trial& trial, int rank, std::size_t max_points) {
   TensorQuery q;
   q.collection = "weights";
   std::vector<Layer> layers;
@@ -115,14 +124,14 @@ std::vector<Layer> FindLayers(const Trial& trial, int rank) {
     Layer l;
     l.name = name;
     l.weight_id = w->id;
-    l.weight = {name, "weight", Mode::kGlobal, {}, {}};
-    l.update = {name, "update", Mode::kGlobal, {}, {}};
-    l.ratio = {name, "update_ratio", Mode::kGlobal, {}, {}};
+    l.weight = Series(name, "weight", Mode::kGlobal, max_points);
+    l.update = Series(name, "update", Mode::kGlobal, max_points);
+    l.ratio = Series(name, "update_ratio", Mode::kGlobal, max_points);
     Result<TensorInfo> g = trial.tensor_info("gradient/" + name, rank);
     if (g.ok()) {
       l.has_gradient = true;
       l.gradient_id = g->id;
-      l.gradient = {"gradient/" + name, "gradient", Mode::kGlobal, {}, {}};
+      l.gradient = Series("gradient/" + name, "gradient", Mode::kGlobal, max_points);
     }
     layers.push_back(std::move(l));
   }
@@ -143,7 +152,7 @@ struct Activation {
   double score = 0;  // the larger of the two shares' means
 };
 
-std::vector<Activation> FindActivations(const Trial& trial, int rank) {
+std::vector<Activation> FindActivations(const Trial& trial, int rank, std::size_t max_points) {
   TensorQuery q;
   q.collection = "activations";
   std::vector<Activation> out;
@@ -153,10 +162,10 @@ std::vector<Activation> FindActivations(const Trial& trial, int rank) {
     Activation a;
     a.name = name;
     a.id = info->id;
-    a.zero = {name, "zero_share", Mode::kGlobal, {}, {}};
-    a.band = {name, "band_share", Mode::kGlobal, {}, {}};
-    a.dead_units = {name, "dead_units", Mode::kGlobal, {}, {}};
-    a.saturated_units = {name, "saturated_units", Mode::kGlobal, {}, {}};
+    a.zero = Series(name, "zero_share", Mode::kGlobal, max_points);
+    a.band = Series(name, "band_share", Mode::kGlobal, max_points);
+    a.dead_units = Series(name, "dead_units", Mode::kGlobal, max_points);
+    a.saturated_units = Series(name, "saturated_units", Mode::kGlobal, max_points);
     out.push_back(std::move(a));
   }
   return out;
@@ -171,17 +180,15 @@ struct Heatmap {
 
 // What the walks over a run have gathered so far: a live run (tstat serve)
 // is walked again from where the last walk stopped.
-// min, mean, std and max of a tensor over steps (the distribution bands).
+// mean, min, std and max of a tensor over steps (the distribution bands;
+// the points kept are chosen by the mean).
 struct Band {
-  std::vector<std::int64_t> x;
-  std::vector<double> min, mean, std, max;
-  void Add(std::int64_t step, const TensorStats& s) {
-    x.push_back(step);
-    min.push_back(s.min);
-    mean.push_back(s.mean);
-    std.push_back(s.stddev());
-    max.push_back(s.max);
+  explicit Band(std::size_t max_points) : points(max_points, 4) {}
+  void Add(std::int64_t step, double mean, double min, double std, double max) {
+    const double v[4] = {mean, min, std, max};
+    points.Add(step, v);
   }
+  BoundedSeries points;
 };
 
 struct WalkState {
@@ -198,15 +205,15 @@ struct WalkState {
 };
 
 // Adds the layers and activations `trial` knows that `state` does not.
-void AddNewTensors(const Trial& trial, WalkState* state) {
+void AddNewTensors(const Trial& trial, std::size_t max_points, WalkState* state) {
   std::unordered_set<std::string> known;
   for (const Layer& l : state->layers) known.insert(l.name);
-  for (Layer& l : FindLayers(trial, state->rank)) {
+  for (Layer& l : FindLayers(trial, state->rank, max_points)) {
     if (!known.count(l.name)) state->layers.push_back(std::move(l));
   }
   known.clear();
   for (const Activation& a : state->activations) known.insert(a.name);
-  for (Activation& a : FindActivations(trial, state->rank)) {
+  for (Activation& a : FindActivations(trial, state->rank, max_points)) {
     if (!known.count(a.name)) state->activations.push_back(std::move(a));
   }
 }
@@ -258,15 +265,14 @@ Status WalkLayers(const Trial& trial, std::size_t heatmap_steps, WalkState* stat
     for (const TensorStatsRecord& r : records) {
       if (!r.has_stats) continue;
       if (auto b = state->bands.find(r.tensor_id); b != state->bands.end()) {
-        b->second.Add(t.step.global_step, r.stats);
+        b->second.Add(t.step.global_step, r.stats.mean, r.stats.min, r.stats.stddev(), r.stats.max);
       }
       auto a = activation_by_id.find(r.tensor_id);
       if (a != activation_by_id.end() && r.stats.count > 0) {
         const double count = static_cast<double>(r.stats.count);
-        a->second->zero.x.push_back(t.step.global_step);
-        a->second->zero.y.push_back(static_cast<double>(r.stats.zero_count) / count);
-        a->second->band.x.push_back(t.step.global_step);
-        a->second->band.y.push_back(
+        a->second->zero.Add(t.step.global_step, static_cast<double>(r.stats.zero_count) / count);
+        a->second->band.Add(
+            t.step.global_step,
             static_cast<double>(r.stats.band_lo_count + r.stats.band_hi_count) / count);
         if (r.per_channel && !r.per_channel->channels.empty()) {
           std::size_t dead = 0, saturated = 0;
@@ -275,24 +281,18 @@ Status WalkLayers(const Trial& trial, std::size_t heatmap_steps, WalkState* stat
             saturated += c.count > 0 && c.band_lo_count + c.band_hi_count == c.count;
           }
           const double units = static_cast<double>(r.per_channel->channels.size());
-          a->second->dead_units.x.push_back(t.step.global_step);
-          a->second->dead_units.y.push_back(static_cast<double>(dead) / units);
-          a->second->saturated_units.x.push_back(t.step.global_step);
-          a->second->saturated_units.y.push_back(static_cast<double>(saturated) / units);
+          a->second->dead_units.Add(t.step.global_step, static_cast<double>(dead) / units);
+          a->second->saturated_units.Add(t.step.global_step,
+                                         static_cast<double>(saturated) / units);
         }
       }
       auto it = by_id.find(r.tensor_id);
       if (it == by_id.end()) continue;
-      it->second.first->x.push_back(t.step.global_step);
-      it->second.first->y.push_back(r.stats.l2);
+      it->second.first->Add(t.step.global_step, r.stats.l2);
       Layer* owner = it->second.second;
       if (r.delta && r.tensor_id == owner->weight_id) {
-        owner->update.x.push_back(t.step.global_step);
-        owner->update.y.push_back(r.delta->l2);
-        if (r.stats.l2 > 0) {
-          owner->ratio.x.push_back(t.step.global_step);
-          owner->ratio.y.push_back(r.delta->l2 / r.stats.l2);
-        }
+        owner->update.Add(t.step.global_step, r.delta->l2);
+        if (r.stats.l2 > 0) owner->ratio.Add(t.step.global_step, r.delta->l2 / r.stats.l2);
       }
       const std::uint64_t nonfinite =
           r.stats.nan_count + r.stats.pos_inf_count + r.stats.neg_inf_count;
@@ -347,39 +347,30 @@ std::string HeatmapJson(const std::string& name, const Heatmap& map) {
 
 // The band of `name` over every step loaded so far, read as series (when
 // the tensor is first featured); nullopt when a stat cannot be read.
-std::optional<Band> ReadBand(const Trial& trial, const std::string& name, int rank) {
-  const StatField fields[] = {StatField::kMin, StatField::kMean, StatField::kStd, StatField::kMax};
+std::optional<Band> ReadBand(const Trial& trial, const std::string& name, int rank,
+                             std::size_t max_points) {
+  const StatField fields[] = {StatField::kMean, StatField::kMin, StatField::kStd, StatField::kMax};
   std::vector<std::vector<SeriesPoint>> s;
   for (StatField f : fields) {
     Result<std::vector<SeriesPoint>> r = trial.series(name, f, Mode::kGlobal, rank);
     if (!r.ok()) return std::nullopt;
     s.push_back(std::move(r).value());
   }
-  Band band;
+  Band band(max_points);
   for (std::size_t i = 0; i < s[0].size(); ++i) {
-    band.x.push_back(s[0][i].step.global_step);
-    band.min.push_back(s[0][i].value);
-    band.mean.push_back(s[1][i].value);
-    band.std.push_back(s[2][i].value);
-    band.max.push_back(s[3][i].value);
+    band.Add(s[0][i].step.global_step, s[0][i].value, s[1][i].value, s[2][i].value, s[3][i].value);
   }
   return band;
 }
 
-std::string BandJson(const std::string& name, const Band& band, std::size_t max_points) {
-  if (band.x.empty()) return "";
+std::string BandJson(const std::string& name, const Band& band) {
+  if (band.points.empty()) return "";
   std::vector<std::int64_t> x;
-  std::vector<double> mn, mu, sd, mx;
-  for (std::size_t i : Downsample(band.mean, max_points)) {
-    x.push_back(band.x[i]);
-    mn.push_back(band.min[i]);
-    mu.push_back(band.mean[i]);
-    sd.push_back(band.std[i]);
-    mx.push_back(band.max[i]);
-  }
-  return "{\"name\":" + JsonString(name) + ",\"x\":" + JsonArray(x) + ",\"min\":" + JsonArray(mn) +
-         ",\"mean\":" + JsonArray(mu) + ",\"std\":" + JsonArray(sd) + ",\"max\":" + JsonArray(mx) +
-         "}";
+  std::vector<std::vector<double>> v;  // mean, min, std, max
+  band.points.Points(&x, &v);
+  return "{\"name\":" + JsonString(name) + ",\"x\":" + JsonArray(x) +
+         ",\"min\":" + JsonArray(v[1]) + ",\"mean\":" + JsonArray(v[0]) +
+         ",\"std\":" + JsonArray(v[2]) + ",\"max\":" + JsonArray(v[3]) + "}";
 }
 
 std::string LabelsJson(const Trial& trial, int rank) {
@@ -450,7 +441,7 @@ Result<std::string> RunJson(const std::string& path, const ReportOptions& o, Wal
   first = true;
   auto emit = [&](const Series& s) {
     const std::string id = "s" + std::to_string(next_id++);
-    j << (first ? "" : ",") << SeriesJson(id, s, o.max_points);
+    j << (first ? "" : ",") << SeriesJson(id, s);
     first = false;
     return id;
   };
@@ -458,7 +449,7 @@ Result<std::string> RunJson(const std::string& path, const ReportOptions& o, Wal
   for (const std::string& name : trial->scalar_names()) {
     Result<std::vector<SeriesPoint>> points = trial->scalar_series(name, Mode::kGlobal, rank);
     if (!points.ok()) continue;
-    for (const Series& s : ByMode(name, "scalar", *points)) emit(s);
+    for (const Series& s : ByMode(name, "scalar", *points, o.max_points)) emit(s);
   }
   TensorQuery losses;
   losses.collection = "losses";
@@ -466,19 +457,20 @@ Result<std::string> RunJson(const std::string& path, const ReportOptions& o, Wal
     Result<std::vector<SeriesPoint>> points =
         trial->series(name, StatField::kMean, Mode::kGlobal, rank);
     if (!points.ok()) continue;
-    for (const Series& s : ByMode(name, "loss", *points)) emit(s);
+    for (const Series& s : ByMode(name, "loss", *points, o.max_points)) emit(s);
   }
   if (state->rank != rank || !StillContinues(*trial, *state)) {
     *state = WalkState();
     state->rank = rank;
   }
-  AddNewTensors(*trial, state);
+  AddNewTensors(*trial, o.max_points, state);
   TSTAT_RETURN_IF_ERROR(WalkLayers(*trial, o.heatmap_tensors > 0 ? o.heatmap_steps : 0, state));
   // Ranked through pointers: the state keeps its order.
   std::vector<Layer*> layers;
   for (Layer& l : state->layers) {
-    l.score = l.first_nonfinite >= 0 ? std::numeric_limits<double>::infinity()
-                                     : UnusualScore(l.has_gradient ? l.gradient.y : l.weight.y);
+    l.score = l.first_nonfinite >= 0
+                  ? std::numeric_limits<double>::infinity()
+                  : UnusualScore((l.has_gradient ? l.gradient : l.weight).points.KeptValues());
     layers.push_back(&l);
   }
   const std::unordered_map<std::uint32_t, Heatmap>& sampled = state->sampled;
@@ -494,10 +486,10 @@ Result<std::string> RunJson(const std::string& path, const ReportOptions& o, Wal
     if (i < o.chart_layers) {
       weight_id = emit(l.weight);
       if (l.has_gradient) gradient_id = emit(l.gradient);
-      if (!l.update.x.empty()) update_id = emit(l.update);
-      if (!l.ratio.x.empty()) ratio_id = emit(l.ratio);
+      if (!l.update.points.empty()) update_id = emit(l.update);
+      if (!l.ratio.points.empty()) ratio_id = emit(l.ratio);
     }
-    auto last = [](const Series& s) { return s.y.empty() ? std::nan("") : s.y.back(); };
+    auto last = [](const Series& s) { return s.points.last(); };
     layer_json.push_back(
         "{\"name\":" + JsonString(l.name) +
         ",\"score\":" + (std::isinf(l.score) ? std::string("\"inf\"") : JsonNumber(l.score)) +
@@ -506,16 +498,12 @@ Result<std::string> RunJson(const std::string& path, const ReportOptions& o, Wal
         ",\"weight_l2\":" + JsonNumber(last(l.weight)) +
         ",\"gradient_l2\":" + JsonNumber(last(l.gradient)) +
         ",\"first_nonfinite_step\":" + std::to_string(l.first_nonfinite) +
-        ",\"steps\":" + std::to_string(l.weight.x.size()) + "}");
+        ",\"steps\":" + std::to_string(l.weight.points.count()) + "}");
   }
   // Activations, the most dead or saturated first; the top ones charted.
-  auto mean = [](const std::vector<double>& v) {
-    return v.empty() ? 0.0
-                     : std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
-  };
   std::vector<Activation*> activations;
   for (Activation& a : state->activations) {
-    a.score = std::max(mean(a.zero.y), mean(a.band.y));
+    a.score = std::max(a.zero.mean(), a.band.mean());
     activations.push_back(&a);
   }
   std::stable_sort(activations.begin(), activations.end(),
@@ -524,15 +512,15 @@ Result<std::string> RunJson(const std::string& path, const ReportOptions& o, Wal
   for (std::size_t i = 0; i < activations.size(); ++i) {
     const Activation& a = *activations[i];
     std::string zero_id, band_id, dead_id, saturated_id;
-    if (i < o.chart_layers && !a.zero.x.empty()) {
+    if (i < o.chart_layers && !a.zero.points.empty()) {
       zero_id = emit(a.zero);
       band_id = emit(a.band);
-      if (!a.dead_units.x.empty()) {
+      if (!a.dead_units.points.empty()) {
         dead_id = emit(a.dead_units);
         saturated_id = emit(a.saturated_units);
       }
     }
-    auto last = [](const Series& s) { return s.y.empty() ? std::nan("") : s.y.back(); };
+    auto last = [](const Series& s) { return s.points.last(); };
     activation_json.push_back(
         "{\"name\":" + JsonString(a.name) + ",\"score\":" + JsonNumber(a.score) +
         ",\"zero\":" + JsonString(zero_id) + ",\"band\":" + JsonString(band_id) +
@@ -567,11 +555,11 @@ Result<std::string> RunJson(const std::string& path, const ReportOptions& o, Wal
   for (const auto& [name, id] : featured) {
     auto cached = state->bands.find(id);
     if (cached == state->bands.end()) {
-      std::optional<Band> band = ReadBand(*trial, name, rank);
+      std::optional<Band> band = ReadBand(*trial, name, rank, o.max_points);
       if (!band) continue;
       cached = state->bands.emplace(id, std::move(*band)).first;
     }
-    const std::string b = BandJson(name, cached->second, o.max_points);
+    const std::string b = BandJson(name, cached->second);
     if (b.empty()) continue;
     j << (first ? "" : ",") << b;
     first = false;
@@ -581,37 +569,6 @@ Result<std::string> RunJson(const std::string& path, const ReportOptions& o, Wal
 }
 
 }  // namespace
-
-std::vector<std::size_t> Downsample(const std::vector<double>& values, std::size_t max_points) {
-  const std::size_t n = values.size();
-  std::vector<std::size_t> keep;
-  if (n <= max_points || max_points < 3) {
-    keep.resize(n);
-    std::iota(keep.begin(), keep.end(), std::size_t{0});
-    return keep;
-  }
-  const std::size_t buckets = max_points / 2;
-  for (std::size_t b = 0; b < buckets; ++b) {
-    const std::size_t begin = b * n / buckets, end = (b + 1) * n / buckets;
-    std::size_t lo = begin, hi = begin;
-    keep.push_back(begin);
-    for (std::size_t i = begin; i < end; ++i) {
-      const double v = values[i];
-      if (!std::isfinite(v)) {
-        keep.push_back(i);
-        continue;
-      }
-      if (!std::isfinite(values[lo]) || v < values[lo]) lo = i;
-      if (!std::isfinite(values[hi]) || v > values[hi]) hi = i;
-    }
-    keep.push_back(lo);
-    keep.push_back(hi);
-  }
-  keep.push_back(n - 1);
-  std::sort(keep.begin(), keep.end());
-  keep.erase(std::unique(keep.begin(), keep.end()), keep.end());
-  return keep;
-}
 
 double UnusualScore(const std::vector<double>& values) {
   std::vector<double> positive;

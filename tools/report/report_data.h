@@ -29,7 +29,7 @@
 namespace tstat::report {
 
 struct ReportOptions {
-  std::size_t max_points = 2000;    // per series (min/max per bucket beyond)
+  std::size_t max_points = 2000;    // per series (BoundedSeries: max_points / 3 buckets)
   std::size_t chart_layers = 8;     // layers drawn as charts (all are in the table)
   std::size_t heatmap_tensors = 6;  // exponent heat maps (the top layers' tensors)
   std::size_t heatmap_steps = 150;  // steps sampled per heat map
@@ -37,12 +37,6 @@ struct ReportOptions {
   // often ("live": {"interval_ms": ...}); 0: a report, drawn once.
   int live_interval_ms = 0;
 };
-
-// Indices of the points to keep of `values` (x ascending): all when there
-// are at most `max_points`; otherwise, per bucket of consecutive points, the
-// first, the smallest and the largest (NaN and infinities always kept), so
-// spikes survive. Ascending, at most about 1.5 x max_points.
-std::vector<std::size_t> Downsample(const std::vector<double>& values, std::size_t max_points);
 
 // The score of a norm that is zero at some step: 30 decades, past any
 // ratio of two normal floats.
@@ -55,8 +49,8 @@ double UnusualScore(const std::vector<double>& values);
 
 // Builds the document of `runs` (run directories, each opened as a Trial)
 // again and again as they grow: each build walks only the steps written
-// since the last one (a run that did not just grow is walked again). The
-// norms and shares it keeps take memory in proportion to the runs' steps.
+// since the last one (a run that did not just grow is walked again). What
+// it keeps is bounded (bounded_series.h), whatever the runs' length.
 // Errors: a run that cannot be opened (its path in the message).
 // Thread safety: one thread builds.
 class ReportBuilder {
