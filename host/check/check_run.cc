@@ -17,27 +17,25 @@ Result<CheckReport> CheckRun(const std::string& run_dir, const CheckOptions& opt
   TSTAT_RETURN_IF_ERROR(RegisterBuiltinRules(&registry));
   TSTAT_ASSIGN_OR_RETURN(plugins,
                          rules::LoadRulePlugins(options.plugins, &registry, options.plugins_field));
-  Result<rules::RulesConfig> config = rules::RulesConfig();
-  if (!options.config_json.empty()) {
-    config = rules::ParseRulesConfigJson(options.config_json, &registry);
-  } else if (!options.config_file.empty()) {
-    config = rules::LoadRulesConfigFile(options.config_file, &registry);
-  } else {
-    config = rules::DefaultRulesConfig(registry);
-  }
-  if (!config.ok()) return config.status();
   TSTAT_ASSIGN_OR_RETURN(
-      rules::RulesConfig chosen,
-      rules::WithoutRules(std::move(config).value(), options.disable, "disable"));
-  TSTAT_ASSIGN_OR_RETURN(std::vector<std::unique_ptr<Rule>> created,
-                         rules::CreateRules(registry, chosen));
+      rules::RulesConfig config,
+      rules::ChooseRulesConfig(registry, options.config_json, options.config_file));
+  TSTAT_ASSIGN_OR_RETURN(rules::RulesConfig chosen,
+                         rules::WithoutRules(std::move(config), options.disable, "disable"));
+  Result<std::vector<std::unique_ptr<Rule>>> created = rules::CreateRules(registry, chosen);
+  if (!created.ok()) {
+    // A file's entries are named with the file (as tstat check always did).
+    const bool from_file = options.config_json.empty() && !options.config_file.empty();
+    return from_file ? created.status().WithContext(options.config_file) : created.status();
+  }
   CheckReport report;
-  report.rules = created.size();
+  report.rules = created->size();
   rules::TrialRunnerOptions runner_options;
   runner_options.trial.isolate_segment_reads = true;
   runner_options.on_warning = options.on_warning;
-  TSTAT_ASSIGN_OR_RETURN(std::unique_ptr<rules::TrialRunner> runner,
-                         rules::TrialRunner::Open(run_dir, std::move(created), runner_options));
+  TSTAT_ASSIGN_OR_RETURN(
+      std::unique_ptr<rules::TrialRunner> runner,
+      rules::TrialRunner::Open(run_dir, std::move(created).value(), runner_options));
   TSTAT_RETURN_IF_ERROR(runner->Run([&report](const Finding&) {
     ++report.findings;
     return Status::OK();

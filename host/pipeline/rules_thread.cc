@@ -33,17 +33,10 @@ namespace {
 // then without the rules of c.disable.
 Result<rules::RulesConfig> LoadConfig(const InProcessRulesConfig& c, const RuleRegistry& registry,
                                       std::string* field) {
-  Result<rules::RulesConfig> r = rules::RulesConfig();
-  if (!c.config_json.empty()) {
-    *field = "rules.config";
-    r = rules::ParseRulesConfigJson(c.config_json, &registry);
-  } else if (!c.config_file.empty()) {
-    *field = "rules.config_file";
-    r = rules::LoadRulesConfigFile(c.config_file, &registry);
-  } else {
-    *field = "rules (the default rule set)";
-    r = rules::DefaultRulesConfig(registry);
-  }
+  *field = !c.config_json.empty()   ? "rules.config"
+           : !c.config_file.empty() ? "rules.config_file"
+                                    : "rules (the default rule set)";
+  Result<rules::RulesConfig> r = rules::ChooseRulesConfig(registry, c.config_json, c.config_file);
   if (!r.ok()) return r.status().WithContext(*field);
   return rules::WithoutRules(std::move(r).value(), c.disable, "rules.disable");
 }

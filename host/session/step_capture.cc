@@ -147,6 +147,13 @@ bool StepCapture::MarkDueCollections(bool capture_registered, bool* any_raw_due)
   return any_due;
 }
 
+Backend* StepCapture::HostBackend(std::int64_t tensors, std::int64_t elements) const {
+  // Small tensors leave a core to the writer (SessionCpuThreads).
+  return parts_.cpu_small_steps != nullptr && IsSmallTensorStep(tensors, elements)
+             ? parts_.cpu_small_steps
+             : parts_.cpu;
+}
+
 EarlyCapture StepCapture::CaptureEarly(RegisteredTensor* t, StepBatch* batch) {
   const StepClock& clock = *parts_.clock;
   if (!clock.open()) return EarlyCapture::kAtEndStep;
@@ -173,11 +180,8 @@ EarlyCapture StepCapture::CaptureEarly(RegisteredTensor* t, StepBatch* batch) {
   request[0].tensor = v;
   options_.Prepare(t, v, due_cols_, key.global_step, batch, &request[0].options);
   if (parts_.rules->counts_records()) parts_.rules->CountRecord(due_cols_);
-  Backend* engine = parts_.cpu_small_steps != nullptr && IsSmallTensorStep(1, v.numel)
-                        ? parts_.cpu_small_steps
-                        : parts_.cpu;
   std::vector<ReductionResult> results;
-  const Status s = engine->Reduce(request, &results);
+  const Status s = HostBackend(1, v.numel)->Reduce(request, &results);
   if (!s.ok() || results.empty()) {
     batch->drops.push_back({t->info.id, "stats", s.ok() ? "no result" : s.message(), 0});
   } else {
@@ -263,14 +267,10 @@ void StepCapture::ReduceOnHost(StepBatch* batch_out, std::size_t* filled_io,
   std::size_t& filled = *filled_io;
   std::uint64_t& stats_bytes = *stats_bytes_io;
   if (host_requests_.empty()) return;
-  // Small tensors leave a core to the writer (SessionCpuThreads).
   std::int64_t elements = 0;
   for (const ReductionRequest& r : host_requests_) elements += r.tensor.numel;
-  const auto tensors = static_cast<std::int64_t>(host_requests_.size());
-  Backend* engine = parts_.cpu_small_steps != nullptr && IsSmallTensorStep(tensors, elements)
-                        ? parts_.cpu_small_steps
-                        : parts_.cpu;
-  const Status s = engine->Reduce(host_requests_, &host_results_);
+  const Status s = HostBackend(static_cast<std::int64_t>(host_requests_.size()), elements)
+                       ->Reduce(host_requests_, &host_results_);
   for (std::size_t i = 0; i < host_requests_.size(); ++i) {
     if (!s.ok()) {
       batch.drops.push_back({host_ids_[i], "stats", s.message(), 0});

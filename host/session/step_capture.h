@@ -95,6 +95,8 @@ class StepCapture {
   // the next one).
   void BuildRequests(bool any_due, bool reusable, StepBatch* batch, std::uint64_t* raw_reserved,
                      DeviceRaws* device_raws, Status* problem);
+  // The CPU backend for a reduction of `tensors` holding `elements` values.
+  Backend* HostBackend(std::int64_t tensors, std::int64_t elements) const;
   // The one CPU reduction of the step: host_requests_ into batch records
   // from index *filled on (records reused in place), their approximate
   // bytes added to *stats_bytes; a failed reduction drops every tensor.

@@ -99,21 +99,16 @@ std::string EventFileName(const std::string& dir, double wall) {
   }
 }
 
-struct Chosen {
-  std::string name;
-  TensorInfo info;
-};
-
 Result<TensorBoardExportReport::Worker> ExportWorker(const Trial& trial, int rank,
                                                      const std::vector<std::string>& names,
                                                      const std::string& out_dir,
                                                      const TensorBoardExportOptions& o) {
   TensorBoardExportReport::Worker report;
   report.rank = rank;
-  std::unordered_map<std::uint32_t, Chosen> chosen;  // by this worker's tensor id
+  std::unordered_map<std::uint32_t, std::string> chosen;  // names by this worker's tensor id
   for (const std::string& name : names) {
     Result<TensorInfo> info = trial.tensor_info(name, rank);
-    if (info.ok()) chosen.emplace(info->id, Chosen{name, std::move(info).value()});
+    if (info.ok()) chosen.emplace(info->id, name);
   }
   // Scalars by global step (a run's scalars are few values per step).
   std::map<std::int64_t, std::vector<std::pair<std::string, double>>> scalars;
@@ -150,7 +145,7 @@ Result<TensorBoardExportReport::Worker> ExportWorker(const Trial& trial, int ran
       for (const TensorStatsRecord& r : records) {
         auto c = chosen.find(r.tensor_id);
         if (c == chosen.end()) continue;
-        const std::string tag = prefix + c->second.name + "/";
+        const std::string tag = prefix + c->second + "/";
         if (r.has_stats) {
           for (StatField f : o.stats) {
             tb::SummaryValue* v = summary->add_value();

@@ -24,6 +24,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
@@ -129,7 +130,6 @@ class PySession {
     }
   }
   void mark_fresh(int slot) { At(slot).fresh = true; }
-  bool registered(int slot) { return At(slot).registered; }
 
   void begin_step() { Check(session_->BeginStep()); }
   void set_mode(int mode) { Check(session_->SetMode(ParseMode(mode))); }
@@ -161,10 +161,6 @@ class PySession {
   bool should_stop() const { return session_->ShouldStop(); }
   std::string stop_reason() const { return session_->stop_reason(); }
   void request_stop(const std::string& reason) { session_->RequestStop(reason); }
-  std::string status() const {
-    const Status s = session_->status();
-    return s.ok() ? std::string() : s.message();
-  }
   py::tuple current_step() const {
     const StepKey k = session_->current_step();
     return py::make_tuple(k.global_step, static_cast<int>(k.mode), k.mode_step);
@@ -184,20 +180,17 @@ class PySession {
   }
 
  private:
+  // Label counts and the confusion matrix in the config's `labels`
+  // collection (added when the config has none).
   static void AddLabels(SessionConfig* config, int num_classes, const std::string& predictions) {
-    for (CollectionConfig& c : config->collections) {
-      if (c.name != "labels") continue;
-      c.stats.label_classes = num_classes;
-      c.stats.confusion_predictions = predictions;
-      c.stats.confusion_argmax = true;
-      return;
-    }
-    CollectionConfig c;
+    auto& collections = config->collections;
+    auto it = std::find_if(collections.begin(), collections.end(),
+                           [](const CollectionConfig& c) { return c.name == "labels"; });
+    CollectionConfig& c = it != collections.end() ? *it : collections.emplace_back();
     c.name = "labels";
     c.stats.label_classes = num_classes;
     c.stats.confusion_predictions = predictions;
     c.stats.confusion_argmax = true;
-    config->collections.push_back(std::move(c));
   }
 
   Slot& At(int slot) {
@@ -331,7 +324,6 @@ void BindSession(py::module_& m) {
       .def("add_slot", &PySession::add_slot)
       .def("set", &PySession::set)
       .def("mark_fresh", &PySession::mark_fresh)
-      .def("registered", &PySession::registered)
       .def("begin_step", &PySession::begin_step)
       .def("set_mode", &PySession::set_mode)
       .def("end_step", &PySession::end_step, py::arg("stream") = 0)
@@ -340,7 +332,6 @@ void BindSession(py::module_& m) {
       .def("should_stop", &PySession::should_stop)
       .def("stop_reason", &PySession::stop_reason)
       .def("request_stop", &PySession::request_stop)
-      .def("status", &PySession::status)
       .def("current_step", &PySession::current_step)
       .def("out_dir", &PySession::out_dir)
       .def("counters", &PySession::counters)

@@ -35,6 +35,7 @@ does not reduce) is a RuntimeWarning naming it, once.
 
 import atexit
 import json
+import os
 import re
 import threading
 import warnings
@@ -103,13 +104,12 @@ class Hook:
                 raise Error("invalid_argument",
                             f"config must be a dict or JSON text, got {type(config).__name__}")
             config = dict(config)
-        if config is not None or config_file is None:
-            if config is None and not _env_config():
-                config = {}
-            if config is not None:
-                if rules and "rules" not in config:
-                    config["rules"] = {}
-                config_json = json.dumps(config)
+        if config is None and config_file is None and not _env_config():
+            config = {}  # the defaults
+        if config is not None:
+            if rules and "rules" not in config:
+                config["rules"] = {}
+            config_json = json.dumps(config)
         self._session = _tstat.Session(
             config_json, config_file or "", out_dir, rank, world_size, dry_run, _DTYPES,
             int(num_classes), "predictions")
@@ -126,7 +126,6 @@ class Hook:
         self._closed = False
         self._mode = _modes.TRAIN
         self._warned = set()
-        self._cuda_seen = False
         atexit.register(_close_at_exit, weakref.ref(self))
 
     @classmethod
@@ -322,8 +321,6 @@ class Hook:
         with self._lock:
             if self._closed:
                 return
-            if tensor.is_cuda:
-                self._cuda_seen = True
             self._session.set(self._slot(name, collections, _TENSOR), tensor)
 
     def _gradient_hook(self, slot):
@@ -373,10 +370,8 @@ class Hook:
         return on_output
 
     def _end_step(self):
-        stream = 0
-        if self._cuda_seen or (torch.cuda.is_available() and torch.cuda.is_initialized()):
-            self._cuda_seen = True
-            stream = torch.cuda.current_stream().cuda_stream
+        # Any CUDA tensor means CUDA is initialized: reduce on torch's stream.
+        stream = torch.cuda.current_stream().cuda_stream if torch.cuda.is_initialized() else 0
         try:
             self._session.end_step(stream)
         finally:
@@ -401,7 +396,6 @@ class Hook:
 
 
 def _env_config():
-    import os
     return os.environ.get("TSTAT_CONFIG", "")
 
 

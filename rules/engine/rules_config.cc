@@ -336,13 +336,16 @@ std::map<std::string, RuleActions> ActionsByRule(const RulesConfig& config) {
   return out;
 }
 
+Result<RulesConfig> ChooseRulesConfig(const RuleRegistry& registry, const std::string& json,
+                                      const std::string& path) {
+  if (!json.empty()) return ParseRulesConfigJson(json, &registry);
+  if (!path.empty()) return LoadRulesConfigFile(path, &registry);
+  return DefaultRulesConfig(registry);
+}
+
 Result<LoadedRules> LoadRules(const RuleRegistry& registry, const std::string& config_path) {
   LoadedRules out;
-  if (config_path.empty()) {
-    out.config = DefaultRulesConfig(registry);
-  } else {
-    TSTAT_ASSIGN_OR_RETURN(out.config, LoadRulesConfigFile(config_path, &registry));
-  }
+  TSTAT_ASSIGN_OR_RETURN(out.config, ChooseRulesConfig(registry, "", config_path));
   Result<std::vector<std::unique_ptr<Rule>>> rules = CreateRules(registry, out.config);
   if (!rules.ok()) {
     return config_path.empty() ? rules.status() : rules.status().WithContext(config_path);

@@ -59,6 +59,12 @@ Result<RulesConfig> ParseRulesConfigJson(std::string_view json,
 Result<RulesConfig> LoadRulesConfigFile(const std::string& path,
                                         const RuleRegistry* registry = nullptr);
 
+// The rules config of a runner: the JSON text `json` when it is not empty,
+// else the file `path` when that is not empty, else the default set of
+// `registry`. Errors as ParseRulesConfigJson / LoadRulesConfigFile.
+Result<RulesConfig> ChooseRulesConfig(const RuleRegistry& registry, const std::string& json,
+                                      const std::string& path);
+
 // The rules that run without a config file (the default rule set,
 // rules/engine/builtin_defaults.h), each with its default parameters, severity and
 // actions - those of them `registry` knows.

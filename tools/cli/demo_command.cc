@@ -60,11 +60,13 @@ int RunDemoCommand(const DemoFlags& f) {
   for (const demo::ScenarioResult& r : *results) {
     const std::string run = f.options.out_dir + "/" + r.scenario;
     const std::string page = f.options.out_dir + "/" + r.scenario + ".html";
-    Result<std::string> data = report::BuildReportJson({run});
-    const Status written =
-        data.ok()
-            ? io::WriteFileAtomically(page, report::BuildPage("tstat demo: " + r.scenario, *data))
-            : data.status();
+    Status written = report::PageAvailable();
+    if (written.ok()) {
+      Result<std::string> data = report::BuildReportJson({run});
+      written = data.ok() ? io::WriteFileAtomically(
+                                page, report::BuildPage("tstat demo: " + r.scenario, *data))
+                          : data.status();
+    }
     if (written.ok()) {
       reports.push_back(page);
     } else {

@@ -29,11 +29,7 @@ struct ReportFlags {
 };
 
 int RunReport(const ReportFlags& f) {
-  if (!report::PageAvailable()) {
-    return ReportError(
-        Status::Unavailable("tstat was built without the report page's charting library "
-                            "(tools/report/node_modules: run tools/setup.sh, then rebuild)"));
-  }
+  if (Status page = report::PageAvailable(); !page.ok()) return ReportError(page);
   const auto t0 = std::chrono::steady_clock::now();
   report::ReportOptions options;
   options.max_points = f.max_points;

@@ -159,11 +159,7 @@ class LiveData {
 };
 
 int RunServe(const ServeFlags& f) {
-  if (!report::PageAvailable()) {
-    return ReportError(
-        Status::Unavailable("tstat was built without the report page's charting library "
-                            "(tools/report/node_modules: run tools/setup.sh, then rebuild)"));
-  }
+  if (Status page = report::PageAvailable(); !page.ok()) return ReportError(page);
   // SIGINT and SIGTERM go to the thread that waits for them (blocked in
   // every thread started from here on).
   sigset_t signals;

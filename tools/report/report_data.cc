@@ -241,24 +241,19 @@ void ThinSamples(WalkState* state) {
 // update norms), every activation's shares, and at every stride-th step the
 // exponent histograms of every layer's tensors (the featured ones are known
 // only once the layers are ranked).
-Status WalkLayers(const Trial& trial, std::size_t heatmap_steps, WalkState* state) {
-  const int rank = state->rank;
-  std::vector<Layer>* layers = &state->layers;
-  std::vector<Activation>* activations = &state->activations;
-  std::unordered_map<std::uint32_t, Heatmap>* heatmaps = &state->sampled;
+Status WalkLayers(const Trial& trial, const std::vector<StepTime>& times, std::size_t heatmap_steps,
+                  WalkState* state) {
   std::unordered_map<std::uint32_t, std::pair<Series*, Layer*>> by_id;
-  for (Layer& l : *layers) {
+  for (Layer& l : state->layers) {
     by_id[l.weight_id] = {&l.weight, &l};
     if (l.has_gradient) by_id[l.gradient_id] = {&l.gradient, &l};
   }
   std::unordered_map<std::uint32_t, Activation*> activation_by_id;
-  for (Activation& a : *activations) activation_by_id[a.id] = &a;
-  const std::vector<StepTime> times = trial.step_times(rank);
-  const std::size_t n = times.size();
+  for (Activation& a : state->activations) activation_by_id[a.id] = &a;
   std::vector<TensorStatsRecord> records;
-  for (std::size_t i = state->walked; i < n; ++i) {
+  for (std::size_t i = state->walked; i < times.size(); ++i) {
     const StepTime& t = times[i];
-    TSTAT_RETURN_IF_ERROR(trial.step_records_into(rank, t.step.global_step, &records));
+    TSTAT_RETURN_IF_ERROR(trial.step_records_into(state->rank, t.step.global_step, &records));
     // At most heatmap_steps sampled steps at any time (memory stays bounded).
     while (heatmap_steps > 0 && i / state->stride >= heatmap_steps) ThinSamples(state);
     const bool sampled = heatmap_steps > 0 && i % state->stride == 0;
@@ -289,35 +284,32 @@ Status WalkLayers(const Trial& trial, std::size_t heatmap_steps, WalkState* stat
       auto it = by_id.find(r.tensor_id);
       if (it == by_id.end()) continue;
       it->second.first->Add(t.step.global_step, r.stats.l2);
-      Layer* owner = it->second.second;
-      if (r.delta && r.tensor_id == owner->weight_id) {
-        owner->update.Add(t.step.global_step, r.delta->l2);
-        if (r.stats.l2 > 0) owner->ratio.Add(t.step.global_step, r.delta->l2 / r.stats.l2);
+      Layer* layer = it->second.second;
+      if (r.delta && r.tensor_id == layer->weight_id) {
+        layer->update.Add(t.step.global_step, r.delta->l2);
+        if (r.stats.l2 > 0) layer->ratio.Add(t.step.global_step, r.delta->l2 / r.stats.l2);
       }
       const std::uint64_t nonfinite =
           r.stats.nan_count + r.stats.pos_inf_count + r.stats.neg_inf_count;
-      Layer* layer = it->second.second;
       if (nonfinite > 0 && layer->first_nonfinite < 0) layer->first_nonfinite = t.step.global_step;
       if (sampled && r.exponent_histogram) {
-        Heatmap& h = (*heatmaps)[r.tensor_id];
+        Heatmap& h = state->sampled[r.tensor_id];
         h.index.push_back(i);
         h.steps.push_back(t.step.global_step);
         h.bins.push_back(*r.exponent_histogram);
       }
     }
-  }
-  if (n > state->walked) {
-    state->walked = n;
-    state->last_step = times[n - 1].step.global_step;
+    // Per step: a walk that fails later resumes after it, not before.
+    state->walked = i + 1;
+    state->last_step = t.step.global_step;
   }
   return Status::OK();
 }
 
 // Whether `state` was walked over the steps `trial` still has (a live run
 // only grows; anything else is walked again from the start).
-bool StillContinues(const Trial& trial, const WalkState& state) {
+bool StillContinues(const std::vector<StepTime>& times, const WalkState& state) {
   if (state.walked == 0) return true;
-  const std::vector<StepTime> times = trial.step_times(state.rank);
   return times.size() >= state.walked &&
          times[state.walked - 1].step.global_step == state.last_step;
 }
@@ -459,12 +451,14 @@ Result<std::string> RunJson(const std::string& path, const ReportOptions& o, Wal
     if (!points.ok()) continue;
     for (const Series& s : ByMode(name, "loss", *points, o.max_points)) emit(s);
   }
-  if (state->rank != rank || !StillContinues(*trial, *state)) {
+  const std::vector<StepTime> times = trial->step_times(rank);
+  if (state->rank != rank || !StillContinues(times, *state)) {
     *state = WalkState();
     state->rank = rank;
   }
   AddNewTensors(*trial, o.max_points, state);
-  TSTAT_RETURN_IF_ERROR(WalkLayers(*trial, o.heatmap_tensors > 0 ? o.heatmap_steps : 0, state));
+  TSTAT_RETURN_IF_ERROR(
+      WalkLayers(*trial, times, o.heatmap_tensors > 0 ? o.heatmap_steps : 0, state));
   // Ranked through pointers: the state keeps its order.
   std::vector<Layer*> layers;
   for (Layer& l : state->layers) {

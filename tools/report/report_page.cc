@@ -79,7 +79,12 @@ void Replace(std::string* page, const std::string& marker, const std::string& wi
 
 }  // namespace
 
-bool PageAvailable() { return kUplotJs_size > 0; }
+Status PageAvailable() {
+  if (kUplotJs_size > 0) return Status::OK();
+  return Status::Unavailable(
+      "tstat was built without the report page's charting library "
+      "(tools/report/node_modules: run tools/setup.sh, then rebuild)");
+}
 
 std::string BuildPage(const std::string& title, const std::string& data_json) {
   std::string page = Asset(kReportHtml, kReportHtml_size);

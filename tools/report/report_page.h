@@ -7,10 +7,13 @@
 
 #include <string>
 
+#include "tstat/status.h"
+
 namespace tstat::report {
 
-// Whether the charting library was installed when tstat was built.
-bool PageAvailable();
+// OK when the charting library was installed when tstat was built;
+// kUnavailable saying how to get it otherwise.
+Status PageAvailable();
 
 // The page of `data_json`, whose text is escaped so that nothing in it (a
 // tensor named "</script>") can end the data block or the page's script.

@@ -154,7 +154,7 @@
       .map((e) => ({ step: e.first_global_step, color: e.severity === "critical" ? "#b00020" : "#b9770e" }));
   }
 
-  function renderRun(run, root, data) {
+  function renderRun(run, root) {
     const sec = el("section", null, "run");
     root.appendChild(sec);
     sec.appendChild(el("h2", "Run " + run.name));
@@ -321,7 +321,7 @@
     const live = data.live ? " (live: updated every " + data.live.interval_ms / 1000 + " s)" : "";
     document.getElementById("generated").textContent = "Generated " + data.generated + " by tstat" + live;
     if (data.runs.length > 1) renderComparison(data, root);
-    data.runs.forEach((r) => renderRun(r, root, data));
+    data.runs.forEach((r) => renderRun(r, root));
     check.renders = (check.renders || 0) + 1;
     check.last_steps = (check.last_steps || []).concat([lastStep(data)]);
     if (check.first_render_ms === undefined) check.first_render_ms = performance.now();
