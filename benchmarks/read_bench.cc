@@ -56,10 +56,12 @@ void FillRecord(std::int64_t i, std::int64_t s, TensorStatsRecord* r) {
   t.neg_count = kElements / 2 - static_cast<std::uint64_t>(16 * Hash01(s, i));
   t.mean = scale * (Hash01(i, s) - 0.5) * 0.02;
   t.m2 = scale * scale * static_cast<double>(kElements);
-  t.min = -3.7 * scale;
-  t.max = 3.9 * scale;
+  // Extremes are elements of a float32 tensor: float32 values (23-bit
+  // mantissas); the sums are accumulated in double.
+  t.min = static_cast<float>(-3.7 * scale);
+  t.max = static_cast<float>(3.9 * scale);
   t.l1 = 0.798 * scale * static_cast<double>(kElements);
-  t.amax = 3.9 * scale;
+  t.amax = t.max;
   t.sum = t.mean * static_cast<double>(kElements);
   t.l2 = std::sqrt(t.m2 + static_cast<double>(kElements) * t.mean * t.mean);
   ExponentBins& h = *r->exponent_histogram;
@@ -77,6 +79,7 @@ Status WriteRun(const std::string& dir, const ReadBenchOptions& o) {
   io::Hdf5RunWriterOptions wo;
   wo.info.run_dir = dir;
   wo.info.host = "bench";
+  wo.compression_level = o.compression_level;
   TSTAT_ASSIGN_OR_RETURN(std::unique_ptr<io::StepSink> w, io::OpenHdf5RunWriter(wo));
   std::vector<TensorInfo> tensors;
   for (std::int64_t i = 0; i < o.tensors; ++i) {

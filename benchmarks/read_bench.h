@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "tstat/config.h"
 #include "tstat/status.h"
 
 namespace tstat::bench {
@@ -34,6 +35,9 @@ struct ReadBenchOptions {
   std::int64_t tensors = 1000;
   std::int64_t steps = 10000;
   std::int64_t steps_per_segment = 100;
+  // The writer's deflate level of its tables: a session's default unless
+  // set (config.h: PipelineConfig::compression_level).
+  int compression_level = PipelineConfig{}.compression_level;
   std::string dir;      // where the run is written (empty: $TMPDIR or /tmp)
   std::string run_dir;  // measure this run instead of writing one
   bool keep = false;    // leave the written run in place (its path is printed)

@@ -153,7 +153,14 @@ void UnshuffleBytes(const std::uint8_t* in, std::size_t bytes, std::size_t eleme
 
 void UnshuffleRuns(const std::uint8_t* in, std::size_t n, const ByteRun* runs, std::size_t num_runs,
                    std::size_t out_stride, std::uint8_t* out) {
-  const std::size_t n16 = n / 16 * 16;
+  UnshuffleRunsPart(in, n, n, runs, num_runs, out_stride, out);
+}
+
+void UnshuffleRunsPart(const std::uint8_t* in, std::size_t plane_bytes, std::size_t count,
+                       const ByteRun* runs, std::size_t num_runs, std::size_t out_stride,
+                       std::uint8_t* out) {
+  const std::size_t n = plane_bytes;
+  const std::size_t n16 = count / 16 * 16;
   for (std::size_t r = 0; r < num_runs; ++r) {
     const ByteRun& run = runs[r];
     std::size_t j = run.src;
@@ -162,7 +169,7 @@ void UnshuffleRuns(const std::uint8_t* in, std::size_t n, const ByteRun* runs, s
     for (; j + 8 <= end; j += 8) {  // eight planes at a time, sixteen elements
       const std::size_t at = run.dst + (j - run.src);
       for (std::size_t i = 0; i < n16; i += 16) Untranspose8x16(in, i, j, n, out_stride, at, out);
-      for (std::size_t e = n16; e < n; ++e) {
+      for (std::size_t e = n16; e < count; ++e) {
         for (std::size_t b = 0; b < 8; ++b) out[e * out_stride + at + b] = in[(j + b) * n + e];
       }
     }
@@ -170,7 +177,7 @@ void UnshuffleRuns(const std::uint8_t* in, std::size_t n, const ByteRun* runs, s
     for (; j < end; ++j) {
       const std::size_t at = run.dst + (j - run.src);
       const std::uint8_t* plane = in + j * n;
-      for (std::size_t e = 0; e < n; ++e) out[e * out_stride + at] = plane[e];
+      for (std::size_t e = 0; e < count; ++e) out[e * out_stride + at] = plane[e];
     }
   }
 }
@@ -182,7 +189,8 @@ Result<ChunkDeflater::Output> ChunkDeflater::ShuffleDeflate(const void* data, st
   ShuffleBytes(static_cast<const std::uint8_t*>(data), bytes, element_size, shuffled_.data());
   // A shuffled plane holds one byte per element: `period` elements apart
   // are `period` bytes apart.
-  return Deflate(shuffled_.data(), bytes, level, period);
+  return Deflate(shuffled_.data(), bytes, level, period,
+                 element_size > 1 ? bytes / element_size : 0);
 }
 
 std::uint8_t* ChunkDeflater::InputBuffer(std::size_t bytes) {
@@ -191,7 +199,8 @@ std::uint8_t* ChunkDeflater::InputBuffer(std::size_t bytes) {
 }
 
 Result<ChunkDeflater::Output> ChunkDeflater::Deflate(const void* shuffled, std::size_t bytes,
-                                                     int level, std::size_t period) {
+                                                     int level, std::size_t period,
+                                                     std::size_t plane_bytes) {
   if (level < 1 || level > 9) {
     return Status::InvalidArgument("deflate level " + std::to_string(level) + " is not 1..9");
   }
@@ -199,7 +208,7 @@ Result<ChunkDeflater::Output> ChunkDeflater::Deflate(const void* shuffled, std::
     const std::size_t bound = RunLengthDeflater::Bound(bytes);
     if (out_.size() < bound) out_.resize(bound);
     const auto* in = static_cast<const std::uint8_t*>(shuffled);
-    return Output{out_.data(), run_length_.Compress(in, bytes, out_.data(), period)};
+    return Output{out_.data(), run_length_.Compress(in, bytes, out_.data(), period, plane_bytes)};
   }
   if (compressor_ == nullptr || level_ != level) {
     if (compressor_) libdeflate_free_compressor(compressor_);

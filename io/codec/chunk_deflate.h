@@ -44,9 +44,9 @@ class ChunkDeflater {
   Result<Output> ShuffleDeflate(const void* data, std::size_t bytes, std::size_t element_size,
                                 int level, std::size_t period = 0);
   // Compresses `bytes` bytes that are already shuffled (`period` in bytes of
-  // a shuffled plane, level 1 only).
-  Result<Output> Deflate(const void* shuffled, std::size_t bytes, int level,
-                         std::size_t period = 0);
+  // a shuffled plane, and `plane_bytes`, a plane's length: level 1 only).
+  Result<Output> Deflate(const void* shuffled, std::size_t bytes, int level, std::size_t period = 0,
+                         std::size_t plane_bytes = 0);
   // A buffer of at least `bytes` bytes for the caller to assemble a chunk in
   // (e.g. packed rows) before ShuffleDeflate; kept across calls, so chunks
   // do not page-fault fresh memory in.
@@ -80,5 +80,11 @@ struct ByteRun {
 // pass.
 void UnshuffleRuns(const std::uint8_t* in, std::size_t n, const ByteRun* runs, std::size_t num_runs,
                    std::size_t out_stride, std::uint8_t* out);
+// The same for `count` consecutive elements of planes `plane_bytes` long,
+// the first at `in` (in plane 0; plane j at in + j * plane_bytes): a part
+// of a chunk's elements, to rows `out_stride` bytes apart.
+void UnshuffleRunsPart(const std::uint8_t* in, std::size_t plane_bytes, std::size_t count,
+                       const ByteRun* runs, std::size_t num_runs, std::size_t out_stride,
+                       std::uint8_t* out);
 
 }  // namespace tstat::io

@@ -4,6 +4,7 @@
 #include <libdeflate.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 namespace tstat::io {
@@ -62,19 +63,22 @@ constexpr LengthIndex kLengthIndex;
 // method, its depths clamped to max_bits and the Kraft sum repaired by
 // moving codes one level down; the least frequent symbols get the longest.
 void BuildLengths(const std::uint32_t* freq, int n, int max_bits, std::uint8_t* lengths) {
-  int leaves[kNumLitLen];
+  // Leaves by rising frequency, then symbol: sorted as (frequency, symbol)
+  // keys, which compare without looking the frequencies up.
+  std::uint64_t keys[kNumLitLen];
   int m = 0;
   for (int s = 0; s < n; ++s) {
     lengths[s] = 0;
-    if (freq[s]) leaves[m++] = s;
+    if (freq[s]) keys[m++] = std::uint64_t{freq[s]} << 16 | static_cast<std::uint64_t>(s);
   }
   if (m == 0) return;
   if (m == 1) {
-    lengths[leaves[0]] = 1;
+    lengths[keys[0] & 0xFFFF] = 1;
     return;
   }
-  std::sort(leaves, leaves + m,
-            [&](int a, int b) { return freq[a] != freq[b] ? freq[a] < freq[b] : a < b; });
+  std::sort(keys, keys + m);
+  int leaves[kNumLitLen];
+  for (int i = 0; i < m; ++i) leaves[i] = static_cast<int>(keys[i] & 0xFFFF);
   std::uint64_t weight[2 * kNumLitLen];
   int parent[2 * kNumLitLen];
   for (int i = 0; i < m; ++i) weight[i] = freq[leaves[i]];
@@ -118,6 +122,19 @@ void BuildLengths(const std::uint32_t* freq, int n, int max_bits, std::uint8_t* 
   }
 }
 
+// Each byte with its bits in reverse order.
+struct ReversedByte {
+  std::uint8_t of[256] = {};
+  constexpr ReversedByte() {
+    for (int v = 0; v < 256; ++v) {
+      int r = 0;
+      for (int b = 0; b < 8; ++b) r |= ((v >> b) & 1) << (7 - b);
+      of[v] = static_cast<std::uint8_t>(r);
+    }
+  }
+};
+constexpr ReversedByte kReversedByte;
+
 // Canonical codes of `lengths` (3.2.2), bit-reversed: deflate sends Huffman
 // codes most significant bit first into an LSB-first bit stream.
 void BuildCodes(const std::uint8_t* lengths, int n, std::uint16_t* codes) {
@@ -133,10 +150,9 @@ void BuildCodes(const std::uint8_t* lengths, int n, std::uint16_t* codes) {
   for (int s = 0; s < n; ++s) {
     const int len = lengths[s];
     if (len == 0) continue;
-    const int c = next[len]++;
-    int reversed = 0;
-    for (int b = 0; b < len; ++b) reversed |= ((c >> b) & 1) << (len - 1 - b);
-    codes[s] = static_cast<std::uint16_t>(reversed);
+    const unsigned c = static_cast<unsigned>(next[len]++);
+    const unsigned reversed16 = kReversedByte.of[c & 0xFF] << 8 | kReversedByte.of[c >> 8];
+    codes[s] = static_cast<std::uint16_t>(reversed16 >> (16 - len));
   }
 }
 
@@ -290,18 +306,77 @@ int CodeLengthExtraBits(int symbol) {
   return symbol == 16 ? 2 : symbol == 17 ? 3 : symbol == 18 ? 7 : 0;
 }
 
+// Whether bytes[0, n), `literals` of whose tokens are literals, look like
+// random bytes: nearly all literals, and about as many distinct values as n
+// uniformly random bytes have (256 * (1 - (255/256)^n) expected; a byte
+// plane of few values, which a Huffman code shortens, has far fewer).
+bool IsNoise(const std::uint8_t* bytes, std::size_t n, std::size_t literals) {
+  if (literals < n - n / 16) return false;
+  std::uint8_t seen[256] = {};
+  for (std::size_t i = 0; i < n; ++i) seen[bytes[i]] = 1;
+  int distinct = 0;
+  for (std::uint8_t v : seen) distinct += v;
+  const double expected = 256.0 * (1.0 - std::pow(255.0 / 256.0, static_cast<double>(n)));
+  return distinct >= 0.5 * expected;
+}
+
+// Writes data[begin, end) (at most 65,535 bytes) as a stored block.
+BitWriter WriteStored(const std::uint8_t* data, std::size_t begin, std::size_t end,
+                      bool final_block, BitWriter w) {
+  w.Put(final_block ? 1 : 0, 1);
+  w.Put(0, 2);  // BTYPE 00
+  w.AlignToByte();
+  const auto len = static_cast<std::uint32_t>(end - begin);
+  w.Put(len, 16);
+  w.Put(~len & 0xFFFF, 16);
+  w.AlignToByte();
+  w.PutBytes(data + begin, end - begin);
+  return w;
+}
+
+// The entropy of symbols counted `freq` (n of them), in bits: no prefix code
+// sends them in fewer.
+double EntropyBits(const std::uint32_t* freq, int n) {
+  double total = 0;
+  for (int s = 0; s < n; ++s) total += freq[s];
+  double bits = 0;
+  for (int s = 0; s < n; ++s) {
+    if (freq[s]) bits += freq[s] * std::log2(total / freq[s]);
+  }
+  return bits;
+}
+
 // Writes data[begin, end) as one block through `w` and returns it: dynamic
 // Huffman codes over `tokens` (which encode exactly those bytes), or stored
-// when that is not larger.
+// when that is not larger (`noise`: not more than 1/32 larger).
 //
 // Distances are 1 (distance symbol 0) and, with a period, `period`: the
 // distance code is two 1-bit codes, symbol 0 ("0") and the period's symbol
 // ("1"; symbol 1 when there is no period), which keeps it complete.
 BitWriter WriteBlock(const std::uint8_t* data, std::size_t begin, std::size_t end,
-                     const std::uint16_t* tokens, std::size_t num_tokens,
-                     const std::uint32_t* token_freq, std::uint32_t matches,
-                     std::uint32_t period_matches, std::size_t period, bool final_block,
-                     BitWriter w) {
+                     const std::uint16_t* tokens, std::size_t num_tokens, bool noise,
+                     std::size_t period, bool final_block, BitWriter w) {
+  std::uint32_t token_freq[kNumLitLen] = {};
+  std::uint32_t matches = 0, period_matches = 0;
+  for (std::size_t k = 0; k < num_tokens; ++k) {
+    const std::uint16_t t = tokens[k];
+    if (t < 256) {
+      ++token_freq[t];
+      continue;
+    }
+    ++token_freq[257 + kLengthIndex.of[(t & ~kPeriodMatch) - 256]];
+    ++matches;
+    period_matches += (t & kPeriodMatch) != 0;
+  }
+  const std::uint64_t stored_bits = 3 + 7 + 32 + 8 * static_cast<std::uint64_t>(end - begin);
+  // Noise is stored unless its code saves more than 1/32 of it: a stored
+  // block is copied when decoded, several times as fast as a coded one. No
+  // code spends fewer bits than the symbols' entropy, so most noise is
+  // stored without building one.
+  const std::uint64_t noise_margin = noise ? stored_bits / 32 : 0;
+  if (noise && stored_bits <= EntropyBits(token_freq, kNumLitLen) + noise_margin) {
+    return WriteStored(data, begin, end, final_block, w);
+  }
   const int period_symbol = period > 0 ? DistSymbol(period) : 1;
   const int period_extra = period > 0 ? kDistExtra[period_symbol] : 0;
   const int num_dist = period_symbol + 1;
@@ -346,18 +421,8 @@ BitWriter WriteBlock(const std::uint8_t* data, std::size_t begin, std::size_t en
   // One distance bit per match, and the period's extra bits.
   dynamic_bits +=
       lit_len[kEndOfBlock] + matches + static_cast<std::uint64_t>(period_matches) * period_extra;
-  const std::uint64_t stored_bits = 3 + 7 + 32 + 8 * static_cast<std::uint64_t>(end - begin);
-
-  if (stored_bits <= dynamic_bits) {
-    w.Put(final_block ? 1 : 0, 1);
-    w.Put(0, 2);  // BTYPE 00
-    w.AlignToByte();
-    const auto len = static_cast<std::uint32_t>(end - begin);
-    w.Put(len, 16);
-    w.Put(~len & 0xFFFF, 16);
-    w.AlignToByte();
-    w.PutBytes(data + begin, end - begin);
-    return w;
+  if (stored_bits <= dynamic_bits + noise_margin) {
+    return WriteStored(data, begin, end, final_block, w);
   }
   w.Put(final_block ? 1 : 0, 1);
   w.Put(2, 2);  // BTYPE 10: dynamic Huffman codes
@@ -399,62 +464,98 @@ BitWriter WriteBlock(const std::uint8_t* data, std::size_t begin, std::size_t en
 }  // namespace
 
 std::size_t RunLengthDeflater::Bound(std::size_t size) {
-  const std::size_t blocks = size / kBlockBytes + 1;
+  // A block per piece at most (Compress): pieces are at least kMinPlaneBytes
+  // long but for the last of each plane or block.
+  const std::size_t blocks = 2 * (size / kMinPlaneBytes + size / kBlockBytes + 2);
   return 2 + 4 + size + 8 * blocks + 16;  // header, Adler-32, stored-block overheads, slack
 }
 
-std::size_t RunLengthDeflater::Compress(const std::uint8_t* data, std::size_t size,
-                                        std::uint8_t* out, std::size_t period) {
-  if (period < 2 || period > kMaxDistance) period = 0;
-  BitWriter w(out);
-  w.Put(0x78, 8);  // CMF: deflate, 32 KB window
-  w.Put(0x01, 8);  // FLG: fastest; 0x7801 is a multiple of 31
-  if (tokens_.size() < kBlockBytes) tokens_.resize(kBlockBytes);  // a token per byte at most
-  std::uint16_t* tokens = tokens_.data();
-  std::size_t begin = 0;
-  do {
-    const std::size_t end = std::min(size, begin + kBlockBytes);
-    std::size_t n = 0;
-    std::uint32_t freq[kNumLitLen] = {};
-    std::uint32_t matches = 0, period_matches = 0;
-    auto literal = [&](std::uint8_t byte) {
-      tokens[n++] = byte;
-      ++freq[byte];
-    };
-    std::size_t i = begin;
-    if (i == 0 && i < end) literal(data[i++]);  // nothing before it to repeat
-    while (i < end) {
-      const bool has_period = period > 0 && i >= period;
-      if (i + 8 <= end && !RepeatsAnyByteAt(data + i, 1) &&
-          !(has_period && RepeatsAnyByteAt(data + i, period))) {  // noise: eight literals
-        for (int k = 0; k < 8; ++k) literal(data[i + k]);
-        i += 8;
-        continue;
-      }
-      // A run, or the same byte of the same row a period earlier (the same
-      // tensor at the previous step) when that matches further.
-      const std::size_t run = MatchLength(data, i, end, 1);
-      const std::size_t same = has_period ? MatchLength(data, i, end, period) : 0;
-      const bool at_period = same > run;
-      std::size_t count = at_period ? same : run;
-      if (count < kMinMatch) {
-        literal(data[i++]);
-        continue;
-      }
-      i += count;
-      for (; count >= kMinMatch; count -= std::min<std::size_t>(count, kMaxMatch)) {
-        const auto length = static_cast<int>(std::min<std::size_t>(count, kMaxMatch));
-        tokens[n++] = static_cast<std::uint16_t>((256 + length) | (at_period ? kPeriodMatch : 0));
-        ++freq[257 + kLengthIndex.of[length]];
-        ++matches;
-        period_matches += at_period ? 1 : 0;
-      }
-      for (; count > 0; --count) literal(data[i - count]);  // 1 or 2 left
+std::size_t RunLengthDeflater::Tokenize(const std::uint8_t* data, std::size_t begin,
+                                        std::size_t end, std::size_t period, std::uint16_t* tokens,
+                                        std::size_t* literals) {
+  std::size_t n = 0, matches = 0;
+  std::size_t i = begin;
+  if (i == 0 && i < end) tokens[n++] = data[i++];  // nothing before it to repeat
+  while (i < end) {
+    const bool has_period = period > 0 && i >= period;
+    if (i + 8 <= end && !RepeatsAnyByteAt(data + i, 1) &&
+        !(has_period && RepeatsAnyByteAt(data + i, period))) {  // noise: eight literals
+      for (int k = 0; k < 8; ++k) tokens[n++] = data[i + k];
+      i += 8;
+      continue;
     }
-    w = WriteBlock(data, begin, end, tokens, n, freq, matches, period_matches, period, end == size,
-                   w);
-    begin = end;
-  } while (begin < size);
+    // A run, or the same byte of the same row a period earlier (the same
+    // tensor at the previous step) when that matches further.
+    const std::size_t run = MatchLength(data, i, end, 1);
+    const std::size_t same = has_period ? MatchLength(data, i, end, period) : 0;
+    const bool at_period = same > run;
+    std::size_t count = at_period ? same : run;
+    if (count < kMinMatch) {
+      tokens[n++] = data[i++];
+      continue;
+    }
+    i += count;
+    for (; count >= kMinMatch; count -= std::min<std::size_t>(count, kMaxMatch)) {
+      const auto length = static_cast<int>(std::min<std::size_t>(count, kMaxMatch));
+      tokens[n++] = static_cast<std::uint16_t>((256 + length) | (at_period ? kPeriodMatch : 0));
+      ++matches;
+    }
+    for (; count > 0; --count) tokens[n++] = data[i - count];  // 1 or 2 left
+  }
+  *literals = n - matches;
+  return n;
+}
+
+std::size_t RunLengthDeflater::Compress(const std::uint8_t* data, std::size_t size,
+                                        std::uint8_t* out, std::size_t period,
+                                        std::size_t plane_bytes) {
+  if (period < 2 || period > kMaxDistance) period = 0;
+  if (plane_bytes < kMinPlaneBytes) plane_bytes = 0;
+  BitWriter w(out);
+  w.Put(0x78, 8);                                   // CMF: deflate, 32 KB window
+  w.Put(0x01, 8);                                   // FLG: fastest; 0x7801 is a multiple of 31
+  if (tokens_.size() < size) tokens_.resize(size);  // a token per byte at most
+  std::uint16_t* tokens = tokens_.data();
+  // The input in pieces: planes (and kBlockBytes at most), each tokenized
+  // and marked whether it is noise (the low mantissa bytes of
+  // floating-point stats).
+  pieces_.clear();
+  std::size_t num_tokens = 0;
+  for (std::size_t at = 0; at < size;) {
+    std::size_t end = std::min(size, at + kBlockBytes);
+    if (plane_bytes > 0) end = std::min(end, (at / plane_bytes + 1) * plane_bytes);
+    std::size_t literals = 0;
+    const std::size_t n = Tokenize(data, at, end, period, tokens + num_tokens, &literals);
+    pieces_.push_back(Piece{at, end, num_tokens, num_tokens + n,
+                            plane_bytes > 0 && IsNoise(data + at, end - at, literals)});
+    num_tokens += n;
+    at = end;
+  }
+  if (pieces_.empty()) pieces_.push_back(Piece{0, 0, 0, 0, false});  // one empty final block
+  // Noise worth a stored block of its own: a run of it long enough that
+  // copying it saves more time when inflating than the coded block it
+  // splits off costs (its code tables are built again).
+  for (std::size_t i = 0; i < pieces_.size();) {
+    std::size_t j = i;
+    while (j < pieces_.size() && pieces_[j].noise == pieces_[i].noise) ++j;
+    if (pieces_[i].noise && pieces_[j - 1].end - pieces_[i].begin < kMinStoredRun) {
+      for (std::size_t k = i; k < j; ++k) pieces_[k].noise = false;
+    }
+    i = j;
+  }
+  // Blocks: consecutive pieces of one kind, up to kBlockBytes.
+  for (std::size_t i = 0; i < pieces_.size();) {
+    std::size_t j = i + 1;
+    while (j < pieces_.size() && pieces_[j].noise == pieces_[i].noise &&
+           pieces_[j].end - pieces_[i].begin <= kBlockBytes) {
+      ++j;
+    }
+    const Piece& first = pieces_[i];
+    const Piece& last = pieces_[j - 1];
+    w = WriteBlock(data, first.begin, last.end, tokens + first.token_begin,
+                   last.token_end - first.token_begin, first.noise, period, j == pieces_.size(), w);
+    i = j;
+  }
   w.AlignToByte();
   const std::uint32_t adler = libdeflate_adler32(1, data, size);
   for (int shift = 24; shift >= 0; shift -= 8) w.Put((adler >> shift) & 0xFF, 8);

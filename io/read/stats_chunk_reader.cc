@@ -4,6 +4,7 @@
 #include <libdeflate.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 
 #include "io/codec/chunk_deflate.h"
@@ -26,12 +27,19 @@ Result<std::unique_ptr<StatsChunkReader>> StatsChunkReader::Make() {
   }
   if (!plan) return Status::Internal("stats rows cannot be read by copying bytes");
   if (plan->widens()) return Status::Internal("stats rows are not copied by runs");
-  std::vector<ByteRun> runs;
-  for (const RowCopyPlan::Run& r : plan->runs()) runs.push_back(ByteRun{r.src, r.dst, r.bytes});
+  std::vector<ByteRun> runs, key_runs;
+  for (const RowCopyPlan::Run& r : plan->runs()) {
+    runs.push_back(ByteRun{r.src, r.dst, r.bytes});
+    // The members before the stats: a row's keys.
+    constexpr std::size_t kKeyBytes = offsetof(StatsRow, s);
+    if (r.dst < kKeyBytes) {
+      key_runs.push_back(ByteRun{r.src, r.dst, std::min(r.bytes, kKeyBytes - r.dst)});
+    }
+  }
   libdeflate_decompressor* inflater = libdeflate_alloc_decompressor();
   if (inflater == nullptr) return Status::ResourceExhausted("no decompressor");
   return std::unique_ptr<StatsChunkReader>(
-      new StatsChunkReader(std::move(runs), row_bytes, inflater));
+      new StatsChunkReader(std::move(runs), std::move(key_runs), row_bytes, inflater));
 }
 
 StatsChunkReader::~StatsChunkReader() { libdeflate_free_decompressor(inflater_); }
@@ -180,11 +188,17 @@ Result<bool> StatsChunkReader::ReadCaptureOrder(const std::string& path, std::ui
   std::size_t step = 0;
   bool have_id = false;
   std::uint32_t last_id = 0;
-  // Each chunk's rows, then each row to its place.
+  // Each chunk's row keys, then each row's place, then the rows decoded
+  // straight into their places: a run of rows whose places are equally far
+  // apart (a tensor's steps) at a time.
   for (std::size_t k = 0; k < layout.chunks.size(); ++k) {
-    TSTAT_RETURN_IF_ERROR(DecodeChunk(fd.get(), path, layout, k));
+    TSTAT_RETURN_IF_ERROR(InflateChunk(fd.get(), path, layout, k));
+    chunk_rows_.resize(layout.chunk_rows);
+    UnshuffleRuns(inflated_.data(), layout.chunk_rows, key_runs_.data(), key_runs_.size(),
+                  sizeof(StatsRow), reinterpret_cast<std::uint8_t*>(chunk_rows_.data()));
     const std::uint64_t first = std::uint64_t{k} * layout.chunk_rows;
     const std::uint64_t end = std::min<std::uint64_t>(n, first + layout.chunk_rows);
+    chunk_places_.resize(static_cast<std::size_t>(end - first));
     for (std::uint64_t r = first; r < end; ++r) {
       const StatsRow& row = chunk_rows_[static_cast<std::size_t>(r - first)];
       if (!IsStoredMode(row.mode)) return bad("invalid mode");
@@ -203,7 +217,19 @@ Result<bool> StatsChunkReader::ReadCaptureOrder(const std::string& path, std::ui
       if (placed_[place]) return false;
       placed_[place] = 1;
       ++(*per_step)[step];
-      (*rows)[place] = row;
+      chunk_places_[static_cast<std::size_t>(r - first)] = place;
+    }
+    auto* out = reinterpret_cast<std::uint8_t*>(rows->data());
+    const std::size_t count = chunk_places_.size();
+    for (std::size_t a = 0; a < count;) {
+      std::size_t b = a + 1;
+      const std::size_t stride = b < count && chunk_places_[b] > chunk_places_[a]
+                                     ? chunk_places_[b] - chunk_places_[a]
+                                     : 1;
+      while (b < count && chunk_places_[b] == chunk_places_[b - 1] + stride) ++b;
+      UnshuffleRunsPart(inflated_.data() + a, layout.chunk_rows, b - a, runs_.data(), runs_.size(),
+                        stride * sizeof(StatsRow), out + chunk_places_[a] * sizeof(StatsRow));
+      a = b;
     }
   }
   // A step's positions are 0 .. its records - 1: its rows are the first of

@@ -61,9 +61,12 @@ class StatsChunkReader {
                                 std::vector<StatsRow>* rows, std::vector<std::uint32_t>* per_step);
 
  private:
-  StatsChunkReader(std::vector<ByteRun> runs, std::size_t row_bytes,
+  StatsChunkReader(std::vector<ByteRun> runs, std::vector<ByteRun> key_runs, std::size_t row_bytes,
                    libdeflate_decompressor* inflater)
-      : runs_(std::move(runs)), row_bytes_(row_bytes), inflater_(inflater) {}
+      : runs_(std::move(runs)),
+        key_runs_(std::move(key_runs)),
+        row_bytes_(row_bytes),
+        inflater_(inflater) {}
   // kCorruption unless the layout's rows are this reader's size.
   Status CheckRowBytes(const std::string& path, const StatsLayout& layout) const;
   // Opens `path`, checked to be the regular file of `file_bytes` bytes the
@@ -74,12 +77,14 @@ class StatsChunkReader {
   Status InflateChunk(int fd, const std::string& path, const StatsLayout& layout, std::size_t k);
   Status DecodeChunk(int fd, const std::string& path, const StatsLayout& layout, std::size_t k);
 
-  std::vector<ByteRun> runs_;  // a stored row's members in StatsRow (a RowCopyPlan's runs)
+  std::vector<ByteRun> runs_;      // a stored row's members in StatsRow (a RowCopyPlan's runs)
+  std::vector<ByteRun> key_runs_;  // those of its keys (the members before the stats)
   std::size_t row_bytes_;
   libdeflate_decompressor* inflater_;
   std::vector<std::uint8_t> stored_, inflated_;
-  std::vector<StatsRow> chunk_rows_;  // the rows of the chunk decoded last
-  std::vector<std::uint8_t> placed_;  // ReadCaptureOrder's: per place, whether a row is there
+  std::vector<StatsRow> chunk_rows_;       // the rows of the chunk decoded last
+  std::vector<std::uint8_t> placed_;       // ReadCaptureOrder's: per place, whether a row is there
+  std::vector<std::size_t> chunk_places_;  // and the places of the chunk's rows
 };
 
 }  // namespace tstat::io

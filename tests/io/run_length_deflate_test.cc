@@ -1,7 +1,8 @@
 // RunLengthDeflater (io/run_length_deflate.h) against zlib's inflate, the
 // decoder HDF5's deflate filter uses: every input decodes to itself, through
 // run lengths at the length-code boundaries, block boundaries, stored and
-// dynamic blocks, and the output stays within Bound().
+// dynamic blocks, blocks cut at plane boundaries, and the output stays within
+// Bound(); planes of random bytes are stored, others coded.
 #include "io/codec/run_length_deflate.h"
 
 #include <gtest/gtest.h>
@@ -16,10 +17,11 @@
 namespace tstat::io {
 namespace {
 
-std::vector<std::uint8_t> Compress(const std::vector<std::uint8_t>& in, std::size_t period = 0) {
+std::vector<std::uint8_t> Compress(const std::vector<std::uint8_t>& in, std::size_t period = 0,
+                                   std::size_t plane_bytes = 0) {
   RunLengthDeflater deflater;
   std::vector<std::uint8_t> out(RunLengthDeflater::Bound(in.size()) + 64, 0xAB);
-  const std::size_t n = deflater.Compress(in.data(), in.size(), out.data(), period);
+  const std::size_t n = deflater.Compress(in.data(), in.size(), out.data(), period, plane_bytes);
   EXPECT_LE(n, RunLengthDeflater::Bound(in.size()));
   for (std::size_t i = n; i < out.size(); ++i) {  // nothing written past the end
     if (out[i] != 0xAB) {
@@ -49,10 +51,10 @@ std::vector<std::uint8_t> Inflate(const std::vector<std::uint8_t>& z, std::size_
 }
 
 void ExpectRoundTrip(const std::vector<std::uint8_t>& in, const std::string& what,
-                     std::size_t period = 0) {
+                     std::size_t period = 0, std::size_t plane_bytes = 0) {
   SCOPED_TRACE(what + " (" + std::to_string(in.size()) + " bytes, period " +
-               std::to_string(period) + ")");
-  const std::vector<std::uint8_t> z = Compress(in, period);
+               std::to_string(period) + ", planes of " + std::to_string(plane_bytes) + ")");
+  const std::vector<std::uint8_t> z = Compress(in, period, plane_bytes);
   ASSERT_GE(z.size(), 6u);
   EXPECT_EQ(z[0], 0x78);
   EXPECT_EQ((z[0] * 256 + z[1]) % 31, 0);
@@ -222,8 +224,69 @@ TEST(RunLengthDeflateTest, RandomMixturesOfRunsNoiseAndPeriodicRows) {
       }
     }
     ExpectRoundTrip(in, "trial " + std::to_string(trial), period);
+    // Cut into planes of several lengths (some below kMinPlaneBytes, some
+    // longer than a block), noise pieces among them.
+    const std::size_t planes[] = {1, 63, 64, 100, 414, 1 + rng() % 5000, 40000};
+    ExpectRoundTrip(in, "trial " + std::to_string(trial), period, planes[trial % 7]);
     if (::testing::Test::HasFailure()) break;
   }
+}
+
+// Whether `needle` occurs in `haystack` byte for byte: a stored block
+// carries its bytes as they are, a coded one does not.
+bool Contains(const std::vector<std::uint8_t>& haystack, const std::uint8_t* needle,
+              std::size_t n) {
+  return std::search(haystack.begin(), haystack.end(), needle, needle + n) != haystack.end();
+}
+
+// A shuffled chunk of `rows` elements of 16 bytes: planes 0-5 random (the
+// low mantissa bytes of noisy doubles), planes 6-7 a slowly drifting byte
+// and a byte of 16 values (few distinct values), planes 8-15 zero.
+std::vector<std::uint8_t> ShuffledChunk(std::size_t rows, std::mt19937* rng) {
+  std::vector<std::uint8_t> in(rows * 16, 0);
+  for (std::size_t j = 0; j < 6; ++j) {
+    for (std::size_t i = 0; i < rows; ++i) in[j * rows + i] = static_cast<std::uint8_t>((*rng)());
+  }
+  for (std::size_t i = 0; i < rows; ++i) {
+    in[6 * rows + i] = static_cast<std::uint8_t>(100 + i / 50);
+    in[7 * rows + i] = static_cast<std::uint8_t>((*rng)() % 16);
+  }
+  return in;
+}
+
+TEST(RunLengthDeflateTest, PlanesOfNoiseAreStoredAsTheyAre) {
+  std::mt19937 rng(28);
+  const std::size_t rows = 414;  // a 64 KB stats chunk's planes
+  const std::vector<std::uint8_t> in = ShuffledChunk(rows, &rng);
+  ExpectRoundTrip(in, "planes", 0, rows);
+  const std::vector<std::uint8_t> planes = Compress(in, 0, rows);
+  const std::vector<std::uint8_t> blocks = Compress(in);
+  // The six noise planes, in one stored block; not without planes.
+  EXPECT_TRUE(Contains(planes, in.data(), 6 * rows));
+  EXPECT_FALSE(Contains(blocks, in.data(), 64));
+  // The plane of 16 values is coded (4 bits a byte, not 8), the zeros are runs:
+  // no larger than one coded block for all of it but for block headers.
+  EXPECT_FALSE(Contains(planes, in.data() + 7 * rows, 64));
+  EXPECT_LT(planes.size(), 6 * rows + rows / 2 + 200);
+  EXPECT_LE(planes.size(), blocks.size() + 64);
+}
+
+TEST(RunLengthDeflateTest, ShortRunsOfNoiseStayInTheCodedBlock) {
+  // Planes of 200 bytes: six noise planes are 1,200 bytes, at least
+  // kMinStoredRun; two (400 bytes) are too short to pay for a block of
+  // their own, as are noise planes shorter than kMinPlaneBytes.
+  static_assert(RunLengthDeflater::kMinStoredRun <= 1200, "six planes of 200 bytes");
+  static_assert(RunLengthDeflater::kMinStoredRun > 400, "two planes of 200 bytes");
+  std::mt19937 rng(29);
+  std::vector<std::uint8_t> in = ShuffledChunk(200, &rng);
+  EXPECT_TRUE(Contains(Compress(in, 0, 200), in.data(), 1200));
+  std::fill(in.begin() + 400, in.begin() + 1200, std::uint8_t{0});  // planes 2-5: zeros
+  const std::vector<std::uint8_t> z = Compress(in, 0, 200);
+  EXPECT_FALSE(Contains(z, in.data(), 400));
+  ExpectRoundTrip(in, "two noise planes", 0, 200);
+  std::vector<std::uint8_t> small = ShuffledChunk(RunLengthDeflater::kMinPlaneBytes - 1, &rng);
+  EXPECT_FALSE(Contains(Compress(small, 0, RunLengthDeflater::kMinPlaneBytes - 1), small.data(),
+                        5 * (RunLengthDeflater::kMinPlaneBytes - 1)));
 }
 
 }  // namespace

@@ -233,6 +233,11 @@ Command AddBenchCommand(CLI::App& root) {
                    "Steps between the writer's flushes (one segment file each)")
       ->check(CLI::Range(std::int64_t{1}, std::int64_t{100000000}))
       ->default_str("100");
+  read->add_option("--compression-level", read_flags->compression_level,
+                   "The writer's deflate level of its tables (1: tstat's own encoder, a "
+                   "session's default; 2-9: libdeflate; 0: none)")
+      ->check(CLI::Range(0, 9))
+      ->default_str("1");
   read->add_option("--dir", read_flags->dir, "Where the run is written (default: $TMPDIR or /tmp)")
       ->check(CLI::ExistingDirectory);
   read->add_option("--run", read_flags->run_dir, "Measure this run instead of writing one")
