@@ -1,6 +1,8 @@
 // See segment_cache.h.
 #include "io/read/segment_cache.h"
 
+#include <algorithm>
+
 #include "io/read/segment_reader.h"
 
 namespace tstat::io {
@@ -97,6 +99,56 @@ Result<std::shared_ptr<const SegmentSteps>> SegmentCache::GetSteps(
                                             Read(file, known, Tables::kRecords, &spare_));
                      return std::make_shared<SegmentSteps>(std::move(contents));
                    });
+}
+
+Result<std::shared_ptr<const SegmentSteps>> SegmentCache::GetStep(
+    int rank, std::uint32_t ordinal, const SegmentFile& file,
+    const std::function<bool(std::uint32_t)>& known, std::int64_t global_step) {
+  const std::pair<int, std::uint32_t> segment{rank, ordinal};
+  auto last = last_step_.find(rank);
+  const bool walking =
+      last != last_step_.end() && (last->second == ordinal || last->second + 1 == ordinal);
+  last_step_[rank] = ordinal;
+  const bool cached = entries_.count(Key{rank, ordinal, Kind::kSteps}) != 0;
+  if (cached || walking || !file.stats_layout || failed_.count(Key{rank, ordinal, Kind::kSteps}) ||
+      !one_step_reads_.insert(segment).second) {
+    return GetSteps(rank, ordinal, file, known);
+  }
+  Result<std::shared_ptr<SegmentSteps>> one = StepFromChunks(file, known, global_step);
+  if (!one.ok()) {
+    if (one.status().code() == StatusCode::kCorruption) {
+      failed_.emplace(Key{rank, ordinal, Kind::kSteps}, one.status());
+    }
+    return one.status();
+  }
+  if (*one == nullptr) return GetSteps(rank, ordinal, file, known);
+  return std::shared_ptr<const SegmentSteps>(std::move(one).value());
+}
+
+Result<std::shared_ptr<SegmentSteps>> SegmentCache::StepFromChunks(
+    const SegmentFile& file, const std::function<bool(std::uint32_t)>& known,
+    std::int64_t global_step) {
+  TSTAT_ASSIGN_OR_RETURN(SegmentContents contents, Read(file, known, Tables::kRecordsButStats));
+  if (!chunk_reader_) {
+    TSTAT_ASSIGN_OR_RETURN(chunk_reader_, StatsChunkReader::Make());
+  }
+  SegmentBuffers& t = contents.tables;
+  std::vector<StatsRow> rows;
+  Result<bool> placed = chunk_reader_->ReadStep(file.path, file.bytes, *file.stats_layout, t.steps,
+                                                t.stats_capture_index, known, global_step, &rows);
+  if (!placed.ok() && placed.status().code() == StatusCode::kIoError) return placed.status();
+  if (!placed.ok() || !*placed) return std::shared_ptr<SegmentSteps>();  // the general way
+  // The step's histogram rows alone, in the order written (capture order,
+  // as the rows are): joined in one pass (SegmentSteps::JoinExpHist).
+  std::vector<ExpHistRow>& exp = t.exp_hist;
+  exp.erase(std::remove_if(exp.begin(), exp.end(),
+                           [&](const ExpHistRow& h) { return h.global_step != global_step; }),
+            exp.end());
+  t.stats = std::move(rows);
+  t.stats_capture_index.clear();
+  const auto count = static_cast<std::uint32_t>(t.stats.size());
+  return std::make_shared<SegmentSteps>(
+      std::move(contents), std::vector<SegmentSteps::StepRecords>{{global_step, count}});
 }
 
 Result<std::shared_ptr<const SegmentStatsRows>> SegmentCache::GetStatsRows(

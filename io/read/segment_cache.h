@@ -12,6 +12,7 @@
 #include <list>
 #include <map>
 #include <memory>
+#include <set>
 #include <tuple>
 #include <utility>
 
@@ -46,6 +47,16 @@ class SegmentCache {
   Result<std::shared_ptr<const SegmentSteps>> GetSteps(
       int rank, std::uint32_t ordinal, const SegmentFile& file,
       const std::function<bool(std::uint32_t)>& known);
+  // For a query of one step, `global_step`: the segment's steps as
+  // GetSteps gives them, when they are cached, when this segment was asked
+  // for a step before, or when the step of this rank asked for before was
+  // in this segment or the one before it (a walk over steps, which reads
+  // every step of each segment); else only that step's records (StatsChunkReader::ReadStep),
+  // not cached: a step's query need not place the rows of a hundred
+  // others. Errors as GetSteps'.
+  Result<std::shared_ptr<const SegmentSteps>> GetStep(
+      int rank, std::uint32_t ordinal, const SegmentFile& file,
+      const std::function<bool(std::uint32_t)>& known, std::int64_t global_step);
   Result<std::shared_ptr<const SegmentStatsRows>> GetStatsRows(
       int rank, std::uint32_t ordinal, const SegmentFile& file,
       const std::function<bool(std::uint32_t)>& known);
@@ -89,6 +100,11 @@ class SegmentCache {
   // are not as a writer stores them (then read the general way).
   Result<std::shared_ptr<SegmentSteps>> StepsFromChunks(
       const SegmentFile& file, const std::function<bool(std::uint32_t)>& known);
+  // The records of `global_step` alone (StatsChunkReader::ReadStep); null
+  // when the segment is not as a writer stores it.
+  Result<std::shared_ptr<SegmentSteps>> StepFromChunks(
+      const SegmentFile& file, const std::function<bool(std::uint32_t)>& known,
+      std::int64_t global_step);
   // Adds `entry` under `key` as the most recently used, then evicts.
   void Insert(const Key& key, Entry entry);
   // The `slot` of `key`'s entry, or `make()`'s (contents read from the file,
@@ -101,8 +117,10 @@ class SegmentCache {
   // the next GetSteps reads into their memory (a walk over every step of a
   // run then faults in no fresh pages). At most one segment's worth.
   SegmentBuffers spare_;
-  std::unique_ptr<StatsChunkReader> chunk_reader_;  // made at the first StepsFromChunks
-  std::map<Key, Status> failed_;                    // reads that found the file damaged
+  std::unique_ptr<StatsChunkReader> chunk_reader_;          // made at the first StepsFromChunks
+  std::map<Key, Status> failed_;                            // reads that found the file damaged
+  std::set<std::pair<int, std::uint32_t>> one_step_reads_;  // segments GetStep read a step of
+  std::map<int, std::uint32_t> last_step_;  // per rank, the segment of GetStep's last call
   std::function<Status(const std::string&)> before_read_;
   std::uint64_t cap_bytes_;
   bool exponent_histograms_;

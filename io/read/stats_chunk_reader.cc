@@ -251,4 +251,75 @@ Result<bool> StatsChunkReader::ReadCaptureOrder(const std::string& path, std::ui
   return true;
 }
 
+Result<bool> StatsChunkReader::ReadStep(const std::string& path, std::uint64_t file_bytes,
+                                        const StatsLayout& layout,
+                                        const std::vector<StepRow>& steps,
+                                        const std::vector<std::uint32_t>& capture_index,
+                                        const std::function<bool(std::uint32_t)>& known,
+                                        std::int64_t global_step, std::vector<StatsRow>* rows) {
+  const std::uint64_t n = layout.rows;
+  if (capture_index.size() != n || steps.empty() || !StepsAscend(steps)) return false;
+  const std::ptrdiff_t wanted = FindStep(steps, global_step, 0);
+  if (wanted < 0) return false;
+  // Bounds as ReadCaptureOrder's: what is allocated follows from the
+  // stored chunks.
+  const std::uint64_t chunk_bytes = std::uint64_t{layout.chunk_rows} * row_bytes_;
+  std::uint64_t next_offset = 0;
+  for (const StatsChunk& c : layout.chunks) {
+    if (c.offset < next_offset || chunk_bytes > 1032 * std::uint64_t{c.stored_bytes} + 64) {
+      return false;
+    }
+    next_offset = c.offset + c.stored_bytes;
+  }
+  std::uint64_t tensors = 0;
+  for (const StatsTensorRange& r : layout.tensors) tensors += r.count;
+  if (tensors == 0 || tensors * steps.size() > 2 * n + 1024) return false;
+  TSTAT_RETURN_IF_ERROR(CheckRowBytes(path, layout));
+  TSTAT_ASSIGN_OR_RETURN(const UniqueFd fd, OpenSegment(path, file_bytes));
+  auto bad = [&](const std::string& what) { return Status::Corruption(path + ": stats: " + what); };
+  rows->resize(static_cast<std::size_t>(tensors));
+  placed_.assign(static_cast<std::size_t>(tensors), 0);
+  std::size_t count = 0, step = 0;
+  bool have_id = false;
+  std::uint32_t last_id = 0;
+  // Every chunk holds rows of the step (chunks hold tensors' runs of steps):
+  // each is inflated and its row keys decoded and checked as a whole read
+  // checks them; only the step's rows are decoded whole, into their places.
+  for (std::size_t k = 0; k < layout.chunks.size(); ++k) {
+    TSTAT_RETURN_IF_ERROR(InflateChunk(fd.get(), path, layout, k));
+    chunk_rows_.resize(layout.chunk_rows);
+    UnshuffleRuns(inflated_.data(), layout.chunk_rows, key_runs_.data(), key_runs_.size(),
+                  sizeof(StatsRow), reinterpret_cast<std::uint8_t*>(chunk_rows_.data()));
+    const std::uint64_t first = std::uint64_t{k} * layout.chunk_rows;
+    const std::uint64_t end = std::min<std::uint64_t>(n, first + layout.chunk_rows);
+    for (std::uint64_t r = first; r < end; ++r) {
+      const StatsRow& row = chunk_rows_[static_cast<std::size_t>(r - first)];
+      if (!IsStoredMode(row.mode)) return bad("invalid mode");
+      if (!have_id || row.tensor_id != last_id) {
+        if (!known(row.tensor_id)) return bad("tensor id not in the registry");
+        have_id = true;
+        last_id = row.tensor_id;
+      }
+      const std::ptrdiff_t found = FindStep(steps, row.global_step, step);
+      if (found < 0) return false;
+      step = static_cast<std::size_t>(found);
+      const std::uint32_t position = capture_index[static_cast<std::size_t>(r)];
+      if (position >= tensors) return false;
+      if (found != wanted) continue;
+      if (placed_[position]) return false;
+      placed_[position] = 1;
+      ++count;
+      UnshuffleRunsPart(inflated_.data() + (r - first), layout.chunk_rows, 1, runs_.data(),
+                        runs_.size(), sizeof(StatsRow),
+                        reinterpret_cast<std::uint8_t*>(rows->data() + position));
+    }
+  }
+  // The step's positions are 0 .. its records - 1.
+  for (std::size_t c = 0; c < count; ++c) {
+    if (!placed_[c]) return false;
+  }
+  rows->resize(count);
+  return true;
+}
+
 }  // namespace tstat::io

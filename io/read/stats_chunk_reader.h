@@ -60,6 +60,18 @@ class StatsChunkReader {
                                 const std::function<bool(std::uint32_t)>& known,
                                 std::vector<StatsRow>* rows, std::vector<std::uint32_t>* per_step);
 
+  // The stats rows of `global_step` alone into `rows`, in capture order: a
+  // single step's query, which ReadCaptureOrder would answer by placing
+  // every step's rows. Every chunk is still read, inflated and its rows'
+  // keys checked (a step has a row in each); only the step's rows are
+  // decoded whole. false, errors and checks as ReadCaptureOrder's (false
+  // also when `steps` lacks `global_step`).
+  Result<bool> ReadStep(const std::string& path, std::uint64_t file_bytes,
+                        const StatsLayout& layout, const std::vector<StepRow>& steps,
+                        const std::vector<std::uint32_t>& capture_index,
+                        const std::function<bool(std::uint32_t)>& known, std::int64_t global_step,
+                        std::vector<StatsRow>* rows);
+
  private:
   StatsChunkReader(std::vector<ByteRun> runs, std::vector<ByteRun> key_runs, std::size_t row_bytes,
                    libdeflate_decompressor* inflater)

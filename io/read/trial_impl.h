@@ -150,11 +150,9 @@ class RunTrial final : public Trial {
   // kUnavailable.
   Status MissingRecord(int worker, const std::string& what, std::int64_t step, Mode mode) const;
   // The records of segment `ordinal` of worker `w` (the cache's), indexed
-  // by tensor (Records) or by step (StepRecords).
+  // by tensor (step_records_into asks the cache for a step's).
   Result<std::shared_ptr<const WorkerIndex>> Records(const WorkerIndex& w,
                                                      std::uint32_t ordinal) const;
-  Result<std::shared_ptr<const SegmentSteps>> StepRecords(const WorkerIndex& w,
-                                                          std::uint32_t ordinal) const;
   // Its stats rows alone, by tensor (series).
   Result<std::shared_ptr<const SegmentStatsRows>> StatsRows(const WorkerIndex& w,
                                                             std::uint32_t ordinal) const;

@@ -75,12 +75,6 @@ Result<std::shared_ptr<const WorkerIndex>> RunTrial::Records(const WorkerIndex& 
   return cache_.Get(w.rank, ordinal, *file, [&w](std::uint32_t id) { return w.Knows(id); });
 }
 
-Result<std::shared_ptr<const SegmentSteps>> RunTrial::StepRecords(const WorkerIndex& w,
-                                                                  std::uint32_t ordinal) const {
-  TSTAT_ASSIGN_OR_RETURN(const SegmentFile* file, SegmentOf(w, ordinal));
-  return cache_.GetSteps(w.rank, ordinal, *file, [&w](std::uint32_t id) { return w.Knows(id); });
-}
-
 Result<std::shared_ptr<const SegmentStatsRows>> RunTrial::StatsRows(const WorkerIndex& w,
                                                                     std::uint32_t ordinal) const {
   TSTAT_ASSIGN_OR_RETURN(const SegmentFile* file, SegmentOf(w, ordinal));
@@ -384,8 +378,11 @@ Status RunTrial::step_records_into(int worker, std::int64_t global_step,
   if (it == w->steps.end()) {
     return MissingRecord(worker, "worker " + std::to_string(worker), global_step, Mode::kGlobal);
   }
+  TSTAT_ASSIGN_OR_RETURN(const SegmentFile* file, SegmentOf(*w, it->second.segment));
   TSTAT_ASSIGN_OR_RETURN(std::shared_ptr<const SegmentSteps> steps,
-                         StepRecords(*w, it->second.segment));
+                         cache_.GetStep(
+                             w->rank, it->second.segment, *file,
+                             [w](std::uint32_t id) { return w->Knows(id); }, global_step));
   steps->Fill(global_step, out);
   return Status::OK();
 }

@@ -115,6 +115,46 @@ TEST_F(CaptureOrderTest, RowsAreTheGeneralWaysInCaptureOrder) {
   }
 }
 
+// ReadStep: one step's rows, the general way's rows of that step in capture
+// order, for every step of every segment (some with fewer records).
+TEST_F(CaptureOrderTest, OneStepIsTheGeneralWaysRowsOfThatStep) {
+  std::size_t steps_read = 0;
+  for (std::size_t seg = 0; seg < frames_.size(); ++seg) {
+    SCOPED_TRACE("segment " + std::to_string(seg));
+    auto whole = ReadSegment(Path(seg));
+    TSTAT_ASSERT_OK(whole);
+    std::vector<std::uint32_t> order;
+    StepMajorOrder(whole->tables, &order);
+    const SegmentBuffers t = Tables(seg);
+    for (const StepRow& step : t.steps) {
+      std::vector<StatsRow> want;
+      for (std::uint32_t i : order) {
+        if (whole->tables.stats[i].global_step == step.global_step) {
+          want.push_back(whole->tables.stats[i]);
+        }
+      }
+      std::vector<StatsRow> rows(7);  // a buffer kept from before
+      auto placed =
+          reader_->ReadStep(Path(seg), frames_[seg].file_bytes, *frames_[seg].stats_layout, t.steps,
+                            t.stats_capture_index, known_, step.global_step, &rows);
+      TSTAT_ASSERT_OK(placed);
+      ASSERT_TRUE(*placed) << "step " << step.global_step;
+      ASSERT_EQ(rows.size(), want.size()) << "step " << step.global_step;
+      for (std::size_t k = 0; k < want.size(); ++k) {
+        EXPECT_TRUE(SameRow(rows[k], want[k])) << "step " << step.global_step << " record " << k;
+      }
+      ++steps_read;
+    }
+    // A step the segment lacks: the general way answers.
+    std::vector<StatsRow> rows;
+    auto absent = reader_->ReadStep(Path(seg), frames_[seg].file_bytes, *frames_[seg].stats_layout,
+                                    t.steps, t.stats_capture_index, known_, kSteps + 5, &rows);
+    TSTAT_ASSERT_OK(absent);
+    EXPECT_FALSE(*absent);
+  }
+  EXPECT_EQ(steps_read, static_cast<std::size_t>(kSteps));
+}
+
 TEST_F(CaptureOrderTest, RowsNoWriterStoresAreLeftToTheGeneralWay) {
   const std::size_t seg = 1;
   const SegmentBuffers t = Tables(seg);
@@ -125,6 +165,13 @@ TEST_F(CaptureOrderTest, RowsNoWriterStoresAreLeftToTheGeneralWay) {
     auto placed = Read(seg, steps, index, &rows, &per_step);
     TSTAT_EXPECT_OK(placed);
     EXPECT_FALSE(placed.ok() && *placed) << what;
+    // ReadStep declines as well, for a step the rows do not break too.
+    for (std::int64_t g : {steps.front().global_step, steps.back().global_step}) {
+      auto one = reader_->ReadStep(Path(seg), frames_[seg].file_bytes, *frames_[seg].stats_layout,
+                                   steps, index, known_, g, &rows);
+      TSTAT_EXPECT_OK(one);
+      EXPECT_FALSE(one.ok() && *one) << what << ", ReadStep of step " << g;
+    }
   };
   std::vector<std::uint32_t> index = t.stats_capture_index;
   for (std::size_t r = 0; r < index.size(); ++r) index[r] = 0;  // every row first in its step
@@ -224,6 +271,17 @@ TEST_F(CaptureOrderTest, RandomlyCraftedLayoutsPlaceTheFilesRowsOrNothing) {
     }
     std::vector<StatsRow> rows(pick(50));
     std::vector<std::uint32_t> per_step;
+    // One step of the crafted segment: its rows, or declined, or damage named.
+    const std::int64_t g = static_cast<std::int64_t>(pick(kStepsPerSegment + 2));
+    std::vector<StatsRow> one(pick(50));
+    Result<bool> one_placed =
+        reader_->ReadStep(Path(seg), frames_[seg].file_bytes, l, steps, index, known_, g, &one);
+    if (!one_placed.ok()) {
+      EXPECT_EQ(one_placed.status().code(), StatusCode::kCorruption) << "trial " << trial;
+    } else if (*one_placed) {
+      EXPECT_LE(one.size(), static_cast<std::size_t>(kTensors)) << "trial " << trial;
+      for (const StatsRow& r : one) EXPECT_EQ(r.global_step, g) << "trial " << trial;
+    }
     Result<bool> placed = Read(seg, steps, index, &rows, &per_step, {}, &l);
     if (!placed.ok()) {
       EXPECT_EQ(placed.status().code(), StatusCode::kCorruption) << placed.status().ToString();

@@ -68,6 +68,35 @@ TEST(SegmentCacheTest, EveryQueryAnswersTheSameWhateverTheCap) {
   }
 }
 
+// A step asked for alone (a fresh Trial's first query of its segment) is
+// read alone (SegmentCache::GetStep: its rows only are decoded), then the
+// segment whole for a second step of it: the same records either way, in
+// capture order, with their histograms and extras.
+TEST(SegmentCacheTest, AStepAskedForAloneAnswersAsAWalkDoes) {
+  TempDir dir;
+  const std::string run = WriteRun(dir);
+  for (std::int64_t g = 0; g < kSteps; ++g) {
+    SCOPED_TRACE("step " + std::to_string(g));
+    auto trial = Trial::Open(run);
+    TSTAT_ASSERT_OK(trial);
+    // The step alone, then another step of its segment (the segment whole).
+    const std::int64_t other = g % kStepsPerSegment == 0 ? g + 1 : g - 1;
+    for (std::int64_t step : {g, other, g}) {
+      auto records = (*trial)->step_records(0, step);
+      TSTAT_ASSERT_OK(records);
+      std::vector<std::uint32_t> want;
+      for (std::uint32_t id = 0; id < kTensors; ++id) {
+        if (id != 3 || step % 2 == 0) want.push_back(id);
+      }
+      ASSERT_EQ(records->size(), want.size()) << "step " << step;
+      for (std::size_t k = 0; k < want.size(); ++k) {
+        ExpectRecordEqual((*records)[k], ReferenceRecord(step, want[k], want[k] == 0),
+                          "t" + std::to_string(want[k]));
+      }
+    }
+  }
+}
+
 // TrialOptions::exponent_histograms false: every record comes without its
 // exponent histogram, and with everything else it was written with.
 TEST(SegmentCacheTest, RecordsWithoutExponentHistogramsAreOtherwiseWhole) {
