@@ -33,11 +33,14 @@ class IsolatedSegmentReads {
   IsolatedSegmentReads& operator=(const IsolatedSegmentReads&) = delete;
 
   // OK when the child finished reading `path` (whatever the outcome: the
-  // caller reads the segment again for its contents or its error);
+  // caller reads the segment again for its contents or its error), its
+  // seal not checked again when `seal_verified` (the caller just did), and
+  // with `records_only` only what a read of its records parses
+  // (WalkSegmentLocked);
   // kCorruption naming `path` when the child was killed by a signal, exited,
   // or ran past the timeout and was killed; kInternal when no child could be
   // started.
-  Status Check(const std::string& path);
+  Status Check(const std::string& path, bool seal_verified = false, bool records_only = false);
 
   // Children started so far (the first, and one after each that died).
   int children_started() const { return started_; }

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "io/h5/segment_seal.h"
 #include "io/read/segment_reader.h"
 
 namespace tstat::io {
@@ -17,12 +18,19 @@ const SegmentCache::Entry* SegmentCache::Touch(const Key& key) {
 Result<SegmentContents> SegmentCache::Read(const SegmentFile& file,
                                            const std::function<bool(std::uint32_t)>& known,
                                            Tables tables, SegmentBuffers* reuse) {
+  // The seal first (once: neither the hook's parse nor the read checks it
+  // again); a damaged one is the file's records, as below.
+  if (Status sealed = VerifySegmentSeal(file.path); !sealed.ok()) {
+    if (sealed.code() == StatusCode::kIoError) return sealed;
+    return Status::Corruption(sealed.message());
+  }
   if (before_read_) TSTAT_RETURN_IF_ERROR(before_read_(file.path));
   RecordTablesRead read;
+  read.seal_verified = true;
   read.exponent_histograms = exponent_histograms_;
   read.stats = tables == Tables::kRecords;
   Result<SegmentContents> contents = tables == Tables::kStatsOnly
-                                         ? ReadSegmentStats(file.path, known)
+                                         ? ReadSegmentStats(file.path, known, true)
                                          : ReadSegmentRecords(file.path, known, reuse, read);
   if (!contents.ok()) {
     const Status& s = contents.status();

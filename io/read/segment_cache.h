@@ -63,9 +63,10 @@ class SegmentCache {
   // The index of the segment if it is cached (not read otherwise), else null.
   std::shared_ptr<const WorkerIndex> Peek(int rank, std::uint32_t ordinal);
 
-  // Called with a segment's path before any read of it (an error is the
-  // read's): the Trial's isolated first parse of a segment opened from the
-  // worker catalog, which HDF5 has not seen yet.
+  // Called with a segment's path before any read of it, after its seal was
+  // verified (an error is the read's): the Trial's isolated first parse of
+  // a segment opened from the worker catalog, which HDF5 has not seen yet.
+  // The seal is verified once per read: the hook and the read need not.
   void set_before_read(std::function<Status(const std::string&)> hook) {
     before_read_ = std::move(hook);
   }

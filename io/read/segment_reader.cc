@@ -445,7 +445,9 @@ Status Validate(const SegmentContents& s, const std::string& path) {
 
 // What of a segment is read besides its header, registry, steps, scalars,
 // drops, raw index and counters.
-enum class RecordTables { kRead, kWalk, kSkip };
+// kWalkRecords: kWalk without what only a read of the metadata parses (the
+// registry, the counters), for a segment whose records alone will be read.
+enum class RecordTables { kRead, kWalk, kWalkRecords, kSkip };
 
 // The header and the stats table; its rows' tensor ids checked with
 // `known` (the registry the caller read when it opened the run) instead of
@@ -517,18 +519,22 @@ Result<SegmentContents> ReadOpenSegment(hid_t file, const std::string& path, Rec
     s.tables.Clear();
   }
   TSTAT_RETURN_IF_ERROR(ReadHeader(file, path, &s.header));
-  TSTAT_RETURN_IF_ERROR(
-      ReadRegistryWithMemo(file, path, IsLegacy(s.header.format_version), memo, &s.tensors));
+  const bool walk = records == RecordTables::kWalk || records == RecordTables::kWalkRecords;
+  if (records != RecordTables::kWalkRecords) {
+    TSTAT_RETURN_IF_ERROR(
+        ReadRegistryWithMemo(file, path, IsLegacy(s.header.format_version), memo, &s.tensors));
+  }
   TSTAT_RETURN_IF_ERROR(ReadStepTables(file, path, s.header.format_version, &s.tables));
   if (records == RecordTables::kRead) {
     TSTAT_RETURN_IF_ERROR(ReadRecordTables(file, path, &s.tables));
-  } else if (records == RecordTables::kWalk) {
+  } else if (walk) {
     TSTAT_RETURN_IF_ERROR(WalkRecordTables(file, path));
     for (const RawIndexRow& r : s.tables.raw_index) {
       const std::string name = RawDatasetName(r);
       TSTAT_RETURN_IF_ERROR(WalkDataset(file, name.c_str(), -1, path));
     }
   }
+  if (records == RecordTables::kWalkRecords) return s;  // parsed: what it holds is not used
   TSTAT_ASSIGN_OR_RETURN(H5Type counters_type, CountersRowType());
   std::vector<CountersRow> counters;
   TSTAT_RETURN_IF_ERROR(ReadTable(file, kCountersTable, counters_type.get(), &counters, path));
@@ -561,8 +567,9 @@ namespace {
 // `read(file)` of the segment at `path`, its seal verified before HDF5
 // opens it (HDF5 lock held).
 template <class Read>
-Result<SegmentContents> ReadSealedSegment(const std::string& path, Read&& read) {
-  TSTAT_RETURN_IF_ERROR(VerifySegmentSeal(path));
+Result<SegmentContents> ReadSealedSegment(const std::string& path, Read&& read,
+                                          bool seal_verified = false) {
+  if (!seal_verified) TSTAT_RETURN_IF_ERROR(VerifySegmentSeal(path));
   TSTAT_ASSIGN_OR_RETURN(H5File file, OpenH5FileReadOnly(path));
   Result<SegmentContents> contents = read(file.get());
   Status closed = CloseH5File(&file, path);
@@ -573,9 +580,11 @@ Result<SegmentContents> ReadSealedSegment(const std::string& path, Read&& read) 
 
 Result<SegmentContents> ReadSegmentLocked(const std::string& path, RecordTables records,
                                           RegistryMemo* memo = nullptr,
-                                          SegmentBuffers* reuse = nullptr) {
+                                          SegmentBuffers* reuse = nullptr,
+                                          bool seal_verified = false) {
   return ReadSealedSegment(
-      path, [&](hid_t file) { return ReadOpenSegment(file, path, records, memo, reuse); });
+      path, [&](hid_t file) { return ReadOpenSegment(file, path, records, memo, reuse); },
+      seal_verified);
 }
 
 }  // namespace
@@ -595,10 +604,11 @@ Result<SegmentContents> ReadSegmentMetadata(const std::string& path, RegistryMem
 }
 
 Result<SegmentContents> ReadSegmentStats(const std::string& path,
-                                         const std::function<bool(std::uint32_t)>& known) {
+                                         const std::function<bool(std::uint32_t)>& known,
+                                         bool seal_verified) {
   H5Lock lock;
-  return ReadSealedSegment(path,
-                           [&](hid_t file) { return ReadOpenSegmentStats(file, path, known); });
+  return ReadSealedSegment(
+      path, [&](hid_t file) { return ReadOpenSegmentStats(file, path, known); }, seal_verified);
 }
 
 Result<SegmentContents> ReadSegmentRecords(const std::string& path,
@@ -606,11 +616,14 @@ Result<SegmentContents> ReadSegmentRecords(const std::string& path,
                                            SegmentBuffers* reuse, RecordTablesRead tables) {
   H5Lock lock;
   return ReadSealedSegment(
-      path, [&](hid_t file) { return ReadOpenSegmentRecords(file, path, known, reuse, tables); });
+      path, [&](hid_t file) { return ReadOpenSegmentRecords(file, path, known, reuse, tables); },
+      tables.seal_verified);
 }
 
-Status WalkSegmentLocked(const std::string& path, RegistryMemo* memo) {
-  return ReadSegmentLocked(path, RecordTables::kWalk, memo).status();
+Status WalkSegmentLocked(const std::string& path, RegistryMemo* memo, bool seal_verified,
+                         bool records_only) {
+  const RecordTables walk = records_only ? RecordTables::kWalkRecords : RecordTables::kWalk;
+  return ReadSegmentLocked(path, walk, memo, nullptr, seal_verified).status();
 }
 
 }  // namespace tstat::io

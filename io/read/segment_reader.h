@@ -58,13 +58,17 @@ struct RegistryMemo {
 // run (the records are read when asked for, segment_cache.h). The same
 // checks of what it reads. With a `memo`, an unchanged registry is taken
 // from it (segments before format_version 3 are always decoded).
+//
+// Each read verifies the segment's seal (segment_seal.h) before HDF5 opens
+// it, unless told the caller just did (`seal_verified`).
 Result<SegmentContents> ReadSegmentMetadata(const std::string& path, RegistryMemo* memo = nullptr);
 
 // The header and the stats table alone (no other table, not the registry):
 // what a series of a stat reads. Its rows' tensor ids are checked with
 // `known` (the registry read when the run was opened); `tensors` stays empty.
 Result<SegmentContents> ReadSegmentStats(const std::string& path,
-                                         const std::function<bool(std::uint32_t)>& known);
+                                         const std::function<bool(std::uint32_t)>& known,
+                                         bool seal_verified = false);
 
 // What ReadSegment reads but the registry and the counters: the records
 // of a segment whose metadata the caller read when it opened the run (the
@@ -78,6 +82,8 @@ struct RecordTablesRead {
   // checked: the caller reads them its own way (stats_chunk_reader.h);
   // stats_capture_index is read.
   bool stats = true;
+  // true: the caller verified the seal just before (not checked again).
+  bool seal_verified = false;
 };
 Result<SegmentContents> ReadSegmentRecords(const std::string& path,
                                            const std::function<bool(std::uint32_t)>& known,
@@ -92,13 +98,15 @@ Status ValidateSegmentTables(const SegmentBuffers& b,
                              const std::string& path);
 
 // What the isolated child runs (isolated_read.h), with the HDF5 lock held:
-// the seal, then what ReadSegment reads except the per-record tables
-// (stats, histograms, per-channel stats, ...) and raw snapshots, whose
-// metadata is parsed instead -- each dataset opened, its type checked, its
-// storage and chunk index walked -- without reading their data. Everything
-// libhdf5 parses of the file to read it is parsed here; the chunks
+// the seal (unless `seal_verified`: the parent checked it), then what
+// ReadSegment reads (`records_only`: what ReadSegmentRecords and
+// ReadSegmentStats read, not the registry and counters a metadata read does) except the per-record
+// tables (stats, histograms, per-channel stats, ...) and raw snapshots, whose metadata is parsed
+// instead -- each dataset opened, its type checked, its storage and chunk index walked -- without
+// reading their data. Everything libhdf5 parses of the file to read it is parsed here; the chunks
 // ReadSegment then reads are decoded by tstat (h5_chunk_read.h). The same
 // errors as ReadSegment for what it reads.
-Status WalkSegmentLocked(const std::string& path, RegistryMemo* memo = nullptr);
+Status WalkSegmentLocked(const std::string& path, RegistryMemo* memo = nullptr,
+                         bool seal_verified = false, bool records_only = false);
 
 }  // namespace tstat::io

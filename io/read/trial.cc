@@ -48,18 +48,21 @@ RunTrial::RunTrial(std::string run_dir, TrialOptions options)
       options_(options),
       cache_(options.cache_bytes, options.exponent_histograms) {
   if (options_.isolate_segment_reads) {
-    cache_.set_before_read([this](const std::string& path) { return CheckIsolated(path); });
+    // The cache verifies the seal before it calls the hook.
+    cache_.set_before_read([this](const std::string& path) { return CheckIsolated(path, true); });
   }
 }
 
-Status RunTrial::CheckIsolated(const std::string& path) const {
+Status RunTrial::CheckIsolated(const std::string& path, bool seal_verified) const {
   auto refused = refused_.find(path);
   if (refused != refused_.end()) return refused->second;
   if (!unchecked_.count(path)) return Status::OK();  // parsed by the child at open
   if (!isolated_) {
     isolated_ = std::make_unique<IsolatedSegmentReads>(options_.isolated_read_timeout_s);
   }
-  Status child = isolated_->Check(path);
+  // Its records (or raw snapshots) are read, its metadata came from the
+  // catalog.
+  Status child = isolated_->Check(path, seal_verified, /*records_only=*/true);
   unchecked_.erase(path);
   if (!child.ok()) refused_.emplace(path, child);
   return child;

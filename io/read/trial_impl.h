@@ -137,8 +137,10 @@ class RunTrial final : public Trial {
   // catalog frames of `fresh` segments (one allocation, not one per doubling).
   void ReserveForCatalog(const std::vector<std::int64_t>& fresh, WorkerState* state);
   // Before HDF5 reads a segment opened from the catalog, with
-  // options_.isolate_segment_reads: its first parse, in the child.
-  Status CheckIsolated(const std::string& path) const;
+  // options_.isolate_segment_reads: its first parse, in the child (what a
+  // read of its records or raw snapshots parses; its seal too unless
+  // `seal_verified`, the caller's check just before).
+  Status CheckIsolated(const std::string& path, bool seal_verified) const;
   // Workers to search: all, in rank order (worker < 0), or that one.
   Result<std::vector<const WorkerIndex*>> Candidates(int worker) const;
   // Whether `step` of `mode` is loaded for any worker.
