@@ -44,6 +44,13 @@ double Hash01(std::uint64_t a, std::uint64_t b) {
   return static_cast<double>(x >> 11) * 0x1.0p-53;
 }
 
+// `x` rounded to float32. Through a volatile: GCC 12 folds the round trip
+// of a product through static_cast<float> away.
+double Float32(double x) {
+  volatile float f = static_cast<float>(x);
+  return f;
+}
+
 // Step s of tensor i: a weight-like or gradient-like tensor whose scale
 // drifts over the run, with noise, so consecutive steps differ as in
 // training (the writer's compression sees realistic rows).
@@ -58,8 +65,8 @@ void FillRecord(std::int64_t i, std::int64_t s, TensorStatsRecord* r) {
   t.m2 = scale * scale * static_cast<double>(kElements);
   // Extremes are elements of a float32 tensor: float32 values (23-bit
   // mantissas); the sums are accumulated in double.
-  t.min = static_cast<float>(-3.7 * scale);
-  t.max = static_cast<float>(3.9 * scale);
+  t.min = Float32(-3.7 * scale);
+  t.max = Float32(3.9 * scale);
   t.l1 = 0.798 * scale * static_cast<double>(kElements);
   t.amax = t.max;
   t.sum = t.mean * static_cast<double>(kElements);
