@@ -15,6 +15,16 @@
 #include "io/read/step_major_order.h"
 
 namespace tstat::io {
+namespace {
+
+// Closes a reader's file when its read ends, however it ends.
+struct CloseWhenDone {
+  UniqueFd* fd;
+  ~CloseWhenDone() { *fd = UniqueFd(); }
+};
+
+}  // namespace
+
 Result<std::unique_ptr<StatsChunkReader>> StatsChunkReader::Make() {
   std::optional<RowCopyPlan> plan;
   std::size_t row_bytes = 0;
@@ -65,6 +75,11 @@ Result<UniqueFd> StatsChunkReader::OpenSegment(const std::string& path, std::uin
                               " bytes the worker catalog describes");
   }
   return opened;
+}
+
+Status StatsChunkReader::OpenSegmentFd(const std::string& path, std::uint64_t file_bytes) {
+  TSTAT_ASSIGN_OR_RETURN(fd_, OpenSegment(path, file_bytes));
+  return Status::OK();
 }
 
 Status StatsChunkReader::DecodeChunk(int fd, const std::string& path, const StatsLayout& layout,
@@ -148,25 +163,21 @@ Status StatsChunkReader::ReadTensorRows(const std::string& path, std::uint64_t f
   return Status::OK();
 }
 
-Result<bool> StatsChunkReader::ReadCaptureOrder(const std::string& path, std::uint64_t file_bytes,
-                                                const StatsLayout& layout,
-                                                const std::vector<StepRow>& steps,
-                                                const std::vector<std::uint32_t>& capture_index,
-                                                const std::function<bool(std::uint32_t)>& known,
-                                                std::vector<StatsRow>* rows,
-                                                std::vector<std::uint32_t>* per_step) {
+std::uint64_t StatsChunkReader::WriterTensors(
+    const StatsLayout& layout, const std::vector<StepRow>& steps,
+    const std::vector<std::uint32_t>& capture_index) const {
   const std::uint64_t n = layout.rows;
-  if (capture_index.size() != n || steps.empty() || !StepsAscend(steps)) return false;
-  // What is allocated below follows from the rows, and the rows from the
-  // stored chunks: a writer's chunks follow one another in the file (their
-  // bytes sum to at most the file's) and each inflates at most 1032-fold, as
+  if (capture_index.size() != n || steps.empty() || !StepsAscend(steps)) return 0;
+  // What is allocated follows from the rows, and the rows from the stored
+  // chunks: a writer's chunks follow one another in the file (their bytes
+  // sum to at most the file's) and each inflates at most 1032-fold, as
   // deflate can. A layout that claims more is left to the general way,
   // whose reads are bounded by what the file stores.
   const std::uint64_t chunk_bytes = std::uint64_t{layout.chunk_rows} * row_bytes_;
   std::uint64_t next_offset = 0;
   for (const StatsChunk& c : layout.chunks) {
     if (c.offset < next_offset || chunk_bytes > 1032 * std::uint64_t{c.stored_bytes} + 64) {
-      return false;
+      return 0;
     }
     next_offset = c.offset + c.stored_bytes;
   }
@@ -175,56 +186,84 @@ Result<bool> StatsChunkReader::ReadCaptureOrder(const std::string& path, std::ui
   // A place per (step, position in the step): as many as rows when every
   // tensor is saved at every step of the segment; far more (tensors saved
   // at different steps) is left to the general way.
-  const std::uint64_t places = tensors * steps.size();
-  if (tensors == 0 || places > 2 * n + 1024) return false;
-  TSTAT_RETURN_IF_ERROR(CheckRowBytes(path, layout));
-  TSTAT_ASSIGN_OR_RETURN(const UniqueFd fd, OpenSegment(path, file_bytes));
+  if (tensors * steps.size() > 2 * n + 1024) return 0;
+  return tensors;
+}
+
+template <class Row, class ChunkDone>
+Result<bool> StatsChunkReader::ForEachRowKey(const std::string& path, const StatsLayout& layout,
+                                             const std::vector<StepRow>& steps,
+                                             const std::vector<std::uint32_t>& capture_index,
+                                             const std::function<bool(std::uint32_t)>& known,
+                                             std::uint64_t tensors, Row row, ChunkDone chunk_done) {
   auto bad = [&](const std::string& what) { return Status::Corruption(path + ": stats: " + what); };
+  std::size_t step = 0;
+  bool have_id = false;
+  std::uint32_t last_id = 0;
+  for (std::size_t k = 0; k < layout.chunks.size(); ++k) {
+    TSTAT_RETURN_IF_ERROR(InflateChunk(fd_.get(), path, layout, k));
+    chunk_rows_.resize(layout.chunk_rows);
+    UnshuffleRuns(inflated_.data(), layout.chunk_rows, key_runs_.data(), key_runs_.size(),
+                  sizeof(StatsRow), reinterpret_cast<std::uint8_t*>(chunk_rows_.data()));
+    const std::uint64_t first = std::uint64_t{k} * layout.chunk_rows;
+    const std::uint64_t end = std::min<std::uint64_t>(layout.rows, first + layout.chunk_rows);
+    for (std::uint64_t r = first; r < end; ++r) {
+      const StatsRow& key = chunk_rows_[static_cast<std::size_t>(r - first)];
+      if (!IsStoredMode(key.mode)) return bad("invalid mode");
+      // Rows of one tensor come together: the registry is asked per tensor.
+      if (!have_id || key.tensor_id != last_id) {
+        if (!known(key.tensor_id)) return bad("tensor id not in the registry");
+        have_id = true;
+        last_id = key.tensor_id;
+      }
+      const std::ptrdiff_t found = FindStep(steps, key.global_step, step);
+      if (found < 0) return false;
+      step = static_cast<std::size_t>(found);
+      const std::uint32_t position = capture_index[static_cast<std::size_t>(r)];
+      if (position >= tensors || !row(r - first, step, position)) return false;
+    }
+    chunk_done(first, end);
+  }
+  return true;
+}
+
+Result<bool> StatsChunkReader::ReadCaptureOrder(const std::string& path, std::uint64_t file_bytes,
+                                                const StatsLayout& layout,
+                                                const std::vector<StepRow>& steps,
+                                                const std::vector<std::uint32_t>& capture_index,
+                                                const std::function<bool(std::uint32_t)>& known,
+                                                std::vector<StatsRow>* rows,
+                                                std::vector<std::uint32_t>* per_step) {
+  const std::uint64_t tensors = WriterTensors(layout, steps, capture_index);
+  if (tensors == 0) return false;
+  TSTAT_RETURN_IF_ERROR(CheckRowBytes(path, layout));
+  TSTAT_RETURN_IF_ERROR(OpenSegmentFd(path, file_bytes));
+  const CloseWhenDone close_fd{&fd_};
+  const std::uint64_t places = tensors * steps.size();
   // Resized, not cleared: memory kept from the previous segment is not
   // zeroed again (every place used is written below).
   rows->resize(static_cast<std::size_t>(places));
   placed_.assign(static_cast<std::size_t>(places), 0);
   per_step->assign(steps.size(), 0);
-  std::size_t step = 0;
-  bool have_id = false;
-  std::uint32_t last_id = 0;
+  chunk_places_.resize(layout.chunk_rows);
+  auto* out = reinterpret_cast<std::uint8_t*>(rows->data());
   // Each chunk's row keys, then each row's place, then the rows decoded
   // straight into their places: a run of rows whose places are equally far
   // apart (a tensor's steps) at a time.
-  for (std::size_t k = 0; k < layout.chunks.size(); ++k) {
-    TSTAT_RETURN_IF_ERROR(InflateChunk(fd.get(), path, layout, k));
-    chunk_rows_.resize(layout.chunk_rows);
-    UnshuffleRuns(inflated_.data(), layout.chunk_rows, key_runs_.data(), key_runs_.size(),
-                  sizeof(StatsRow), reinterpret_cast<std::uint8_t*>(chunk_rows_.data()));
-    const std::uint64_t first = std::uint64_t{k} * layout.chunk_rows;
-    const std::uint64_t end = std::min<std::uint64_t>(n, first + layout.chunk_rows);
-    chunk_places_.resize(static_cast<std::size_t>(end - first));
-    for (std::uint64_t r = first; r < end; ++r) {
-      const StatsRow& row = chunk_rows_[static_cast<std::size_t>(r - first)];
-      if (!IsStoredMode(row.mode)) return bad("invalid mode");
-      // Rows of one tensor come together: the registry is asked per tensor.
-      if (!have_id || row.tensor_id != last_id) {
-        if (!known(row.tensor_id)) return bad("tensor id not in the registry");
-        have_id = true;
-        last_id = row.tensor_id;
-      }
-      const std::ptrdiff_t found = FindStep(steps, row.global_step, step);
-      if (found < 0) return false;
-      step = static_cast<std::size_t>(found);
-      const std::uint32_t position = capture_index[static_cast<std::size_t>(r)];
-      if (position >= tensors) return false;
-      const std::size_t place = static_cast<std::size_t>(step * tensors + position);
-      if (placed_[place]) return false;
-      placed_[place] = 1;
-      ++(*per_step)[step];
-      chunk_places_[static_cast<std::size_t>(r - first)] = place;
-    }
-    auto* out = reinterpret_cast<std::uint8_t*>(rows->data());
-    const std::size_t count = chunk_places_.size();
+  auto place_row = [&](std::uint64_t i, std::size_t step, std::uint32_t position) {
+    const std::size_t place = static_cast<std::size_t>(step * tensors + position);
+    if (placed_[place]) return false;
+    placed_[place] = 1;
+    ++(*per_step)[step];
+    chunk_places_[static_cast<std::size_t>(i)] = place;
+    return true;
+  };
+  auto decode_rows = [&](std::uint64_t first, std::uint64_t end) {
+    const auto count = static_cast<std::size_t>(end - first);
     // The places are a segment's rows apart: each row's lines fetched for
-    // writing before the planes are spread into them, not one miss per store.
-    for (std::size_t place : chunk_places_) {
-      const std::uint8_t* row = out + place * sizeof(StatsRow);
+    // writing before the planes are spread into them, not a miss per store.
+    for (std::size_t i = 0; i < count; ++i) {
+      const std::uint8_t* row = out + chunk_places_[i] * sizeof(StatsRow);
       for (std::size_t line = 0; line < sizeof(StatsRow); line += 64) {
         __builtin_prefetch(row + line, 1);
       }
@@ -239,7 +278,10 @@ Result<bool> StatsChunkReader::ReadCaptureOrder(const std::string& path, std::ui
                         stride * sizeof(StatsRow), out + chunk_places_[a] * sizeof(StatsRow));
       a = b;
     }
-  }
+  };
+  TSTAT_ASSIGN_OR_RETURN(bool writers, ForEachRowKey(path, layout, steps, capture_index, known,
+                                                     tensors, place_row, decode_rows));
+  if (!writers) return false;
   // A step's positions are 0 .. its records - 1: its rows are the first of
   // its places, moved up behind the previous step's.
   std::size_t used = 0;
@@ -265,63 +307,32 @@ Result<bool> StatsChunkReader::ReadStep(const std::string& path, std::uint64_t f
                                         const std::vector<std::uint32_t>& capture_index,
                                         const std::function<bool(std::uint32_t)>& known,
                                         std::int64_t global_step, std::vector<StatsRow>* rows) {
-  const std::uint64_t n = layout.rows;
-  if (capture_index.size() != n || steps.empty() || !StepsAscend(steps)) return false;
+  const std::uint64_t tensors = WriterTensors(layout, steps, capture_index);
+  if (tensors == 0) return false;
   const std::ptrdiff_t wanted = FindStep(steps, global_step, 0);
   if (wanted < 0) return false;
-  // Bounds as ReadCaptureOrder's: what is allocated follows from the
-  // stored chunks.
-  const std::uint64_t chunk_bytes = std::uint64_t{layout.chunk_rows} * row_bytes_;
-  std::uint64_t next_offset = 0;
-  for (const StatsChunk& c : layout.chunks) {
-    if (c.offset < next_offset || chunk_bytes > 1032 * std::uint64_t{c.stored_bytes} + 64) {
-      return false;
-    }
-    next_offset = c.offset + c.stored_bytes;
-  }
-  std::uint64_t tensors = 0;
-  for (const StatsTensorRange& r : layout.tensors) tensors += r.count;
-  if (tensors == 0 || tensors * steps.size() > 2 * n + 1024) return false;
   TSTAT_RETURN_IF_ERROR(CheckRowBytes(path, layout));
-  TSTAT_ASSIGN_OR_RETURN(const UniqueFd fd, OpenSegment(path, file_bytes));
-  auto bad = [&](const std::string& what) { return Status::Corruption(path + ": stats: " + what); };
+  TSTAT_RETURN_IF_ERROR(OpenSegmentFd(path, file_bytes));
+  const CloseWhenDone close_fd{&fd_};
   rows->resize(static_cast<std::size_t>(tensors));
   placed_.assign(static_cast<std::size_t>(tensors), 0);
-  std::size_t count = 0, step = 0;
-  bool have_id = false;
-  std::uint32_t last_id = 0;
+  std::size_t count = 0;
   // Every chunk holds rows of the step (chunks hold tensors' runs of steps):
   // each is inflated and its row keys decoded and checked as a whole read
   // checks them; only the step's rows are decoded whole, into their places.
-  for (std::size_t k = 0; k < layout.chunks.size(); ++k) {
-    TSTAT_RETURN_IF_ERROR(InflateChunk(fd.get(), path, layout, k));
-    chunk_rows_.resize(layout.chunk_rows);
-    UnshuffleRuns(inflated_.data(), layout.chunk_rows, key_runs_.data(), key_runs_.size(),
-                  sizeof(StatsRow), reinterpret_cast<std::uint8_t*>(chunk_rows_.data()));
-    const std::uint64_t first = std::uint64_t{k} * layout.chunk_rows;
-    const std::uint64_t end = std::min<std::uint64_t>(n, first + layout.chunk_rows);
-    for (std::uint64_t r = first; r < end; ++r) {
-      const StatsRow& row = chunk_rows_[static_cast<std::size_t>(r - first)];
-      if (!IsStoredMode(row.mode)) return bad("invalid mode");
-      if (!have_id || row.tensor_id != last_id) {
-        if (!known(row.tensor_id)) return bad("tensor id not in the registry");
-        have_id = true;
-        last_id = row.tensor_id;
-      }
-      const std::ptrdiff_t found = FindStep(steps, row.global_step, step);
-      if (found < 0) return false;
-      step = static_cast<std::size_t>(found);
-      const std::uint32_t position = capture_index[static_cast<std::size_t>(r)];
-      if (position >= tensors) return false;
-      if (found != wanted) continue;
-      if (placed_[position]) return false;
-      placed_[position] = 1;
-      ++count;
-      UnshuffleRunsPart(inflated_.data() + (r - first), layout.chunk_rows, 1, runs_.data(),
-                        runs_.size(), sizeof(StatsRow),
-                        reinterpret_cast<std::uint8_t*>(rows->data() + position));
-    }
-  }
+  auto place_row = [&](std::uint64_t i, std::size_t step, std::uint32_t position) {
+    if (step != static_cast<std::size_t>(wanted)) return true;
+    if (placed_[position]) return false;
+    placed_[position] = 1;
+    ++count;
+    UnshuffleRunsPart(inflated_.data() + i, layout.chunk_rows, 1, runs_.data(), runs_.size(),
+                      sizeof(StatsRow), reinterpret_cast<std::uint8_t*>(rows->data() + position));
+    return true;
+  };
+  TSTAT_ASSIGN_OR_RETURN(
+      bool writers, ForEachRowKey(path, layout, steps, capture_index, known, tensors, place_row,
+                                  [](std::uint64_t, std::uint64_t) {}));
+  if (!writers) return false;
   // The step's positions are 0 .. its records - 1.
   for (std::size_t c = 0; c < count; ++c) {
     if (!placed_[c]) return false;

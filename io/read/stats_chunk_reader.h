@@ -84,6 +84,24 @@ class StatsChunkReader {
   // Opens `path`, checked to be the regular file of `file_bytes` bytes the
   // catalog describes.
   Result<UniqueFd> OpenSegment(const std::string& path, std::uint64_t file_bytes);
+  // OpenSegment into fd_ (ReadCaptureOrder's and ReadStep's file; closed
+  // when they end).
+  Status OpenSegmentFd(const std::string& path, std::uint64_t file_bytes);
+  // The number of tensors of a segment laid out as a writer stores it (the
+  // checks ReadCaptureOrder and ReadStep share); 0: not (the general way).
+  std::uint64_t WriterTensors(const StatsLayout& layout, const std::vector<StepRow>& steps,
+                              const std::vector<std::uint32_t>& capture_index) const;
+  // Each chunk of fd_ inflated, its rows' keys decoded and checked (mode,
+  // tensor id `known`, a step of `steps`, a position below `tensors`), then
+  // row(row in the chunk, step index, position) for each row (false: the
+  // segment is not as a writer stores it) and chunk_done(first row, end)
+  // once the chunk's rows are seen. false, or kCorruption naming `path`.
+  template <class Row, class ChunkDone>
+  Result<bool> ForEachRowKey(const std::string& path, const StatsLayout& layout,
+                             const std::vector<StepRow>& steps,
+                             const std::vector<std::uint32_t>& capture_index,
+                             const std::function<bool(std::uint32_t)>& known, std::uint64_t tensors,
+                             Row row, ChunkDone chunk_done);
   // Chunk `k` of `layout` read, checked and inflated into inflated_ (its
   // planes), then (DecodeChunk) unshuffled into chunk_rows_ (its StatsRows).
   Status InflateChunk(int fd, const std::string& path, const StatsLayout& layout, std::size_t k);
@@ -97,6 +115,7 @@ class StatsChunkReader {
   std::vector<StatsRow> chunk_rows_;       // the rows of the chunk decoded last
   std::vector<std::uint8_t> placed_;       // ReadCaptureOrder's: per place, whether a row is there
   std::vector<std::size_t> chunk_places_;  // and the places of the chunk's rows
+  UniqueFd fd_;                            // the segment ReadCaptureOrder or ReadStep reads
 };
 
 }  // namespace tstat::io
