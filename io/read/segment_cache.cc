@@ -52,7 +52,7 @@ void SegmentCache::Insert(const Key& key, Entry entry) {
     auto last = entries_.find(uses_.back());
     bytes_ -= last->second.bytes;
     std::shared_ptr<SegmentSteps>& steps = last->second.steps;
-    if (steps != nullptr && steps.use_count() == 1) spare_ = steps->ReleaseTables();
+    if (steps != nullptr && steps.use_count() == 1) spare_ = steps->ReleaseTables(&spare_rows_);
     entries_.erase(last);
     uses_.pop_back();
   }
@@ -141,7 +141,7 @@ Result<std::shared_ptr<SegmentSteps>> SegmentCache::StepFromChunks(
     TSTAT_ASSIGN_OR_RETURN(chunk_reader_, StatsChunkReader::Make());
   }
   SegmentBuffers& t = contents.tables;
-  std::vector<StatsRow> rows;
+  std::vector<PlacedStatsRow> rows;
   Result<bool> placed = chunk_reader_->ReadStep(file.path, file.bytes, *file.stats_layout, t.steps,
                                                 t.stats_capture_index, known, global_step, &rows);
   if (!placed.ok() && placed.status().code() == StatusCode::kIoError) return placed.status();
@@ -152,11 +152,11 @@ Result<std::shared_ptr<SegmentSteps>> SegmentCache::StepFromChunks(
   exp.erase(std::remove_if(exp.begin(), exp.end(),
                            [&](const ExpHistRow& h) { return h.global_step != global_step; }),
             exp.end());
-  t.stats = std::move(rows);
   t.stats_capture_index.clear();
-  const auto count = static_cast<std::uint32_t>(t.stats.size());
+  const auto count = static_cast<std::uint32_t>(rows.size());
   return std::make_shared<SegmentSteps>(
-      std::move(contents), std::vector<SegmentSteps::StepRecords>{{global_step, count}});
+      std::move(contents), std::move(rows),
+      std::vector<SegmentSteps::StepRecords>{{global_step, count}});
 }
 
 Result<std::shared_ptr<const SegmentStatsRows>> SegmentCache::GetStatsRows(
@@ -174,7 +174,7 @@ Result<std::shared_ptr<SegmentSteps>> SegmentCache::StepsFromChunks(
     const SegmentFile& file, const std::function<bool(std::uint32_t)>& known) {
   // The spare rows keep their size: resizing them to this segment's zeroes
   // only what grows.
-  std::vector<StatsRow> rows = std::move(spare_.stats);
+  std::vector<PlacedStatsRow> rows = std::move(spare_rows_);
   TSTAT_ASSIGN_OR_RETURN(SegmentContents contents,
                          Read(file, known, Tables::kRecordsButStats, &spare_));
   if (!chunk_reader_) {
@@ -191,16 +191,15 @@ Result<std::shared_ptr<SegmentSteps>> SegmentCache::StepsFromChunks(
   // seal): the general way answers from the file alone.
   if (!placed.ok() || !*placed) {
     spare_ = std::move(t);
-    spare_.stats = std::move(rows);
+    spare_rows_ = std::move(rows);
     return std::shared_ptr<SegmentSteps>();
   }
-  t.stats = std::move(rows);
   t.stats_capture_index.clear();  // the rows are in capture order now
   std::vector<SegmentSteps::StepRecords> steps(t.steps.size());
   for (std::size_t i = 0; i < steps.size(); ++i) {
     steps[i] = SegmentSteps::StepRecords{t.steps[i].global_step, per_step[i]};
   }
-  return std::make_shared<SegmentSteps>(std::move(contents), steps);
+  return std::make_shared<SegmentSteps>(std::move(contents), std::move(rows), steps);
 }
 
 std::shared_ptr<const WorkerIndex> SegmentCache::Peek(int rank, std::uint32_t ordinal) {

@@ -118,6 +118,7 @@ class SegmentCache {
   // the next GetSteps reads into their memory (a walk over every step of a
   // run then faults in no fresh pages). At most one segment's worth.
   SegmentBuffers spare_;
+  std::vector<PlacedStatsRow> spare_rows_;                  // and its records
   std::unique_ptr<StatsChunkReader> chunk_reader_;          // made at the first StepsFromChunks
   std::map<Key, Status> failed_;                            // reads that found the file damaged
   std::set<std::pair<int, std::uint32_t>> one_step_reads_;  // segments GetStep read a step of

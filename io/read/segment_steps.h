@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "io/read/placed_stats_row.h"
 #include "io/read/segment_reader.h"
 #include "io/read/worker_index.h"
 #include "tstat/stats_record.h"
@@ -26,9 +27,11 @@ class SegmentSteps {
     std::int64_t global_step = 0;
     std::uint32_t count = 0;
   };
-  // From stats rows in capture order already (StatsChunkReader::
-  // ReadCaptureOrder): `steps` ascending, their counts summing to the rows.
-  SegmentSteps(SegmentContents contents, const std::vector<StepRecords>& steps);
+  // From rows in capture order already (StatsChunkReader::ReadCaptureOrder,
+  // ReadStep): `steps` ascending, their counts summing to the rows; the
+  // contents' other tables (histograms, extras) as read.
+  SegmentSteps(SegmentContents contents, std::vector<PlacedStatsRow> rows,
+               const std::vector<StepRecords>& steps);
 
   // Whether the segment holds records of `global_step`.
   bool Has(std::int64_t global_step) const { return Find(global_step) != nullptr; }
@@ -37,32 +40,29 @@ class SegmentSteps {
   void Fill(std::int64_t global_step, std::vector<TensorStatsRecord>* out) const;
   // The memory it holds, approximately (the segment cache's unit).
   std::uint64_t ApproxBytes() const;
-  // Gives its tables' memory away (for the next segment's read); it holds no
-  // records after.
-  SegmentBuffers ReleaseTables();
+  // Gives its tables' memory away (for the next segment's read), and its
+  // rows' into *rows; it holds no records after.
+  SegmentBuffers ReleaseTables(std::vector<PlacedStatsRow>* rows);
 
  private:
   struct Step {
     std::int64_t global_step = 0;
-    std::uint32_t begin = 0, end = 0;  // its records: [begin, end) of the capture order
+    std::uint32_t begin = 0, end = 0;  // its records: [begin, end) of rows_
   };
   const Step* Find(std::int64_t global_step) const;
-  // The stats row of the k-th record in capture order.
-  std::uint32_t Row(std::size_t k) const {
-    return order_.empty() ? static_cast<std::uint32_t>(k) : order_[k];
-  }
-  // Joins the exponent histograms and the extras, then keeps only the
-  // tables Fill reads.
+  // f(k, global step, tensor id) for each record k, in capture order.
+  template <class F>
+  void ForEachKey(F f) const;
+  // Joins the exponent histograms and the extras to the records, then keeps
+  // only the tables Fill reads.
   void Join();
   void JoinExpHist();
 
   SegmentBuffers tables_;
-  // The stats rows in capture order (step_major_order.h); empty when the
-  // rows are in capture order themselves.
-  std::vector<std::uint32_t> order_;
-  std::vector<Step> steps_;            // ascending global step
-  std::vector<std::int64_t> exp_row_;  // per stats row: its exp_hist row, or -1
-  std::unordered_map<std::uint32_t, RecordExtras> extras_;  // by stats row
+  std::vector<PlacedStatsRow> rows_;                        // every record, in capture order
+  std::vector<Step> steps_;                                 // ascending global step
+  std::vector<std::int64_t> exp_row_;                       // per record: its exp_hist row, or -1
+  std::unordered_map<std::uint32_t, RecordExtras> extras_;  // by record
 };
 
 }  // namespace tstat::io

@@ -37,19 +37,33 @@ Result<std::unique_ptr<StatsChunkReader>> StatsChunkReader::Make() {
   }
   if (!plan) return Status::Internal("stats rows cannot be read by copying bytes");
   if (plan->widens()) return Status::Internal("stats rows are not copied by runs");
-  std::vector<ByteRun> runs, key_runs;
+  Runs runs;
+  // StatsRow's members a PlacedStatsRow keeps, and where it keeps them.
+  struct Member {
+    std::size_t row, placed, bytes;
+  };
+  const Member kept[] = {{offsetof(StatsRow, tensor_id), offsetof(PlacedStatsRow, tensor_id), 4},
+                         {offsetof(StatsRow, has_stats), offsetof(PlacedStatsRow, has_stats), 1},
+                         {offsetof(StatsRow, s), offsetof(PlacedStatsRow, s), sizeof(StoredStats)}};
+  constexpr std::size_t kKeyBytes = offsetof(StatsRow, s);  // the members before the stats
   for (const RowCopyPlan::Run& r : plan->runs()) {
-    runs.push_back(ByteRun{r.src, r.dst, r.bytes});
-    // The members before the stats: a row's keys.
-    constexpr std::size_t kKeyBytes = offsetof(StatsRow, s);
+    runs.all.push_back(ByteRun{r.src, r.dst, r.bytes});
     if (r.dst < kKeyBytes) {
-      key_runs.push_back(ByteRun{r.src, r.dst, std::min(r.bytes, kKeyBytes - r.dst)});
+      runs.keys.push_back(ByteRun{r.src, r.dst, std::min(r.bytes, kKeyBytes - r.dst)});
+    }
+    for (const Member& m : kept) {  // the run's bytes inside the member
+      const std::size_t begin = std::max(r.dst, m.row);
+      const std::size_t end = std::min(r.dst + r.bytes, m.row + m.bytes);
+      if (begin < end) {
+        runs.placed.push_back(
+            ByteRun{r.src + (begin - r.dst), m.placed + (begin - m.row), end - begin});
+      }
     }
   }
   libdeflate_decompressor* inflater = libdeflate_alloc_decompressor();
   if (inflater == nullptr) return Status::ResourceExhausted("no decompressor");
   return std::unique_ptr<StatsChunkReader>(
-      new StatsChunkReader(std::move(runs), std::move(key_runs), row_bytes, inflater));
+      new StatsChunkReader(std::move(runs), row_bytes, inflater));
 }
 
 StatsChunkReader::~StatsChunkReader() { libdeflate_free_decompressor(inflater_); }
@@ -88,8 +102,8 @@ Status StatsChunkReader::DecodeChunk(int fd, const std::string& path, const Stat
   // The planes straight into rows (no zeroing: the plan covers every member,
   // the layout's rows being the full stored row).
   chunk_rows_.resize(layout.chunk_rows);
-  UnshuffleRuns(inflated_.data(), layout.chunk_rows, runs_.data(), runs_.size(), sizeof(StatsRow),
-                reinterpret_cast<std::uint8_t*>(chunk_rows_.data()));
+  UnshuffleRuns(inflated_.data(), layout.chunk_rows, runs_.all.data(), runs_.all.size(),
+                sizeof(StatsRow), reinterpret_cast<std::uint8_t*>(chunk_rows_.data()));
   return Status::OK();
 }
 
@@ -203,7 +217,7 @@ Result<bool> StatsChunkReader::ForEachRowKey(const std::string& path, const Stat
   for (std::size_t k = 0; k < layout.chunks.size(); ++k) {
     TSTAT_RETURN_IF_ERROR(InflateChunk(fd_.get(), path, layout, k));
     chunk_rows_.resize(layout.chunk_rows);
-    UnshuffleRuns(inflated_.data(), layout.chunk_rows, key_runs_.data(), key_runs_.size(),
+    UnshuffleRuns(inflated_.data(), layout.chunk_rows, runs_.keys.data(), runs_.keys.size(),
                   sizeof(StatsRow), reinterpret_cast<std::uint8_t*>(chunk_rows_.data()));
     const std::uint64_t first = std::uint64_t{k} * layout.chunk_rows;
     const std::uint64_t end = std::min<std::uint64_t>(layout.rows, first + layout.chunk_rows);
@@ -232,7 +246,7 @@ Result<bool> StatsChunkReader::ReadCaptureOrder(const std::string& path, std::ui
                                                 const std::vector<StepRow>& steps,
                                                 const std::vector<std::uint32_t>& capture_index,
                                                 const std::function<bool(std::uint32_t)>& known,
-                                                std::vector<StatsRow>* rows,
+                                                std::vector<PlacedStatsRow>* rows,
                                                 std::vector<std::uint32_t>* per_step) {
   const std::uint64_t tensors = WriterTensors(layout, steps, capture_index);
   if (tensors == 0) return false;
@@ -263,8 +277,8 @@ Result<bool> StatsChunkReader::ReadCaptureOrder(const std::string& path, std::ui
     // The places are a segment's rows apart: each row's lines fetched for
     // writing before the planes are spread into them, not a miss per store.
     for (std::size_t i = 0; i < count; ++i) {
-      const std::uint8_t* row = out + chunk_places_[i] * sizeof(StatsRow);
-      for (std::size_t line = 0; line < sizeof(StatsRow); line += 64) {
+      const std::uint8_t* row = out + chunk_places_[i] * sizeof(PlacedStatsRow);
+      for (std::size_t line = 0; line < sizeof(PlacedStatsRow); line += 64) {
         __builtin_prefetch(row + line, 1);
       }
     }
@@ -274,8 +288,9 @@ Result<bool> StatsChunkReader::ReadCaptureOrder(const std::string& path, std::ui
                                      ? chunk_places_[b] - chunk_places_[a]
                                      : 1;
       while (b < count && chunk_places_[b] == chunk_places_[b - 1] + stride) ++b;
-      UnshuffleRunsPart(inflated_.data() + a, layout.chunk_rows, b - a, runs_.data(), runs_.size(),
-                        stride * sizeof(StatsRow), out + chunk_places_[a] * sizeof(StatsRow));
+      UnshuffleRunsPart(inflated_.data() + a, layout.chunk_rows, b - a, runs_.placed.data(),
+                        runs_.placed.size(), stride * sizeof(PlacedStatsRow),
+                        out + chunk_places_[a] * sizeof(PlacedStatsRow));
       a = b;
     }
   };
@@ -293,7 +308,7 @@ Result<bool> StatsChunkReader::ReadCaptureOrder(const std::string& path, std::ui
     }
     if (used != base && count > 0) {
       std::memmove(static_cast<void*>(rows->data() + used), rows->data() + base,
-                   count * sizeof(StatsRow));
+                   count * sizeof(PlacedStatsRow));
     }
     used += count;
   }
@@ -306,7 +321,8 @@ Result<bool> StatsChunkReader::ReadStep(const std::string& path, std::uint64_t f
                                         const std::vector<StepRow>& steps,
                                         const std::vector<std::uint32_t>& capture_index,
                                         const std::function<bool(std::uint32_t)>& known,
-                                        std::int64_t global_step, std::vector<StatsRow>* rows) {
+                                        std::int64_t global_step,
+                                        std::vector<PlacedStatsRow>* rows) {
   const std::uint64_t tensors = WriterTensors(layout, steps, capture_index);
   if (tensors == 0) return false;
   const std::ptrdiff_t wanted = FindStep(steps, global_step, 0);
@@ -325,8 +341,9 @@ Result<bool> StatsChunkReader::ReadStep(const std::string& path, std::uint64_t f
     if (placed_[position]) return false;
     placed_[position] = 1;
     ++count;
-    UnshuffleRunsPart(inflated_.data() + i, layout.chunk_rows, 1, runs_.data(), runs_.size(),
-                      sizeof(StatsRow), reinterpret_cast<std::uint8_t*>(rows->data() + position));
+    UnshuffleRunsPart(inflated_.data() + i, layout.chunk_rows, 1, runs_.placed.data(),
+                      runs_.placed.size(), sizeof(PlacedStatsRow),
+                      reinterpret_cast<std::uint8_t*>(rows->data() + position));
     return true;
   };
   TSTAT_ASSIGN_OR_RETURN(

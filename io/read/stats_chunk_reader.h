@@ -23,6 +23,7 @@
 #include "io/format/segment_schema.h"
 #include "io/format/stats_layout.h"
 #include "io/h5/posix_file.h"
+#include "io/read/placed_stats_row.h"
 #include "tstat/status.h"
 
 struct libdeflate_decompressor;
@@ -43,7 +44,8 @@ class StatsChunkReader {
   Status ReadTensorRows(const std::string& path, std::uint64_t file_bytes,
                         const StatsLayout& layout, std::uint32_t id, std::vector<StatsRow>* out);
 
-  // Every stats row of the segment into `rows` in capture order (steps
+  // Every stats row of the segment into `rows` (as PlacedStatsRow: the
+  // keys are checked, the place says them) in capture order (steps
   // ascending as in `steps`, a step's records by their `capture_index`), as
   // format 3 stored them, and the number of records of each of `steps` into
   // `per_step`, each row checked (mode valid, tensor id `known`),
@@ -58,7 +60,8 @@ class StatsChunkReader {
                                 const StatsLayout& layout, const std::vector<StepRow>& steps,
                                 const std::vector<std::uint32_t>& capture_index,
                                 const std::function<bool(std::uint32_t)>& known,
-                                std::vector<StatsRow>* rows, std::vector<std::uint32_t>* per_step);
+                                std::vector<PlacedStatsRow>* rows,
+                                std::vector<std::uint32_t>* per_step);
 
   // The stats rows of `global_step` alone into `rows`, in capture order: a
   // single step's query, which ReadCaptureOrder would answer by placing
@@ -70,15 +73,17 @@ class StatsChunkReader {
                         const StatsLayout& layout, const std::vector<StepRow>& steps,
                         const std::vector<std::uint32_t>& capture_index,
                         const std::function<bool(std::uint32_t)>& known, std::int64_t global_step,
-                        std::vector<StatsRow>* rows);
+                        std::vector<PlacedStatsRow>* rows);
 
  private:
-  StatsChunkReader(std::vector<ByteRun> runs, std::vector<ByteRun> key_runs, std::size_t row_bytes,
-                   libdeflate_decompressor* inflater)
-      : runs_(std::move(runs)),
-        key_runs_(std::move(key_runs)),
-        row_bytes_(row_bytes),
-        inflater_(inflater) {}
+  // A stored row's members: all of them into StatsRow (a RowCopyPlan's
+  // runs), its keys (the members before the stats) into StatsRow, and those
+  // a PlacedStatsRow keeps into it.
+  struct Runs {
+    std::vector<ByteRun> all, keys, placed;
+  };
+  StatsChunkReader(Runs runs, std::size_t row_bytes, libdeflate_decompressor* inflater)
+      : runs_(std::move(runs)), row_bytes_(row_bytes), inflater_(inflater) {}
   // kCorruption unless the layout's rows are this reader's size.
   Status CheckRowBytes(const std::string& path, const StatsLayout& layout) const;
   // Opens `path`, checked to be the regular file of `file_bytes` bytes the
@@ -107,8 +112,7 @@ class StatsChunkReader {
   Status InflateChunk(int fd, const std::string& path, const StatsLayout& layout, std::size_t k);
   Status DecodeChunk(int fd, const std::string& path, const StatsLayout& layout, std::size_t k);
 
-  std::vector<ByteRun> runs_;      // a stored row's members in StatsRow (a RowCopyPlan's runs)
-  std::vector<ByteRun> key_runs_;  // those of its keys (the members before the stats)
+  Runs runs_;
   std::size_t row_bytes_;
   libdeflate_decompressor* inflater_;
   std::vector<std::uint8_t> stored_, inflated_;
