@@ -63,22 +63,34 @@ constexpr LengthIndex kLengthIndex;
 // method, its depths clamped to max_bits and the Kraft sum repaired by
 // moving codes one level down; the least frequent symbols get the longest.
 void BuildLengths(const std::uint32_t* freq, int n, int max_bits, std::uint8_t* lengths) {
-  // Leaves by rising frequency, then symbol: sorted as (frequency, symbol)
-  // keys, which compare without looking the frequencies up.
-  std::uint64_t keys[kNumLitLen];
+  // Leaves by rising frequency, then symbol. A block has at most
+  // kBlockBytes tokens, so frequencies fit 16 bits (larger ones would only
+  // be ordered among themselves less well): a stable radix sort of the
+  // symbols (in symbol order) by the frequency's low byte, then its high
+  // byte, orders ties by symbol without comparing.
+  int in_order[kNumLitLen];
   int m = 0;
   for (int s = 0; s < n; ++s) {
     lengths[s] = 0;
-    if (freq[s]) keys[m++] = std::uint64_t{freq[s]} << 16 | static_cast<std::uint64_t>(s);
+    if (freq[s]) in_order[m++] = s;
   }
   if (m == 0) return;
   if (m == 1) {
-    lengths[keys[0] & 0xFFFF] = 1;
+    lengths[in_order[0]] = 1;
     return;
   }
-  std::sort(keys, keys + m);
-  int leaves[kNumLitLen];
-  for (int i = 0; i < m; ++i) leaves[i] = static_cast<int>(keys[i] & 0xFFFF);
+  int by_low[kNumLitLen], leaves[kNumLitLen];
+  auto radix_pass = [&](const int* from, int* to, int shift) {
+    int start[257] = {};
+    for (int i = 0; i < m; ++i)
+      ++start[((std::min<std::uint32_t>(freq[from[i]], 0xFFFF) >> shift) & 0xFF) + 1];
+    for (int b = 0; b < 256; ++b) start[b + 1] += start[b];
+    for (int i = 0; i < m; ++i) {
+      to[start[(std::min<std::uint32_t>(freq[from[i]], 0xFFFF) >> shift) & 0xFF]++] = from[i];
+    }
+  };
+  radix_pass(in_order, by_low, 0);
+  radix_pass(by_low, leaves, 8);
   std::uint64_t weight[2 * kNumLitLen];
   int parent[2 * kNumLitLen];
   for (int i = 0; i < m; ++i) weight[i] = freq[leaves[i]];
@@ -337,13 +349,22 @@ BitWriter WriteStored(const std::uint8_t* data, std::size_t begin, std::size_t e
 // The entropy of symbols counted `freq` (n of them), in bits: no prefix code
 // sends them in fewer.
 double EntropyBits(const std::uint32_t* freq, int n) {
-  double total = 0;
-  for (int s = 0; s < n; ++s) total += freq[s];
-  double bits = 0;
+  // sum f * log2(total / f) = total * log2(total) - sum f * log2(f), the
+  // f * log2(f) of small counts from a table.
+  struct FLogF {
+    float of[1024];
+    FLogF() {
+      for (int f = 0; f < 1024; ++f) of[f] = f == 0 ? 0.0f : static_cast<float>(f * std::log2(f));
+    }
+  };
+  static const FLogF kFLogF;
+  double total = 0, sum = 0;
   for (int s = 0; s < n; ++s) {
-    if (freq[s]) bits += freq[s] * std::log2(total / freq[s]);
+    const std::uint32_t f = freq[s];
+    total += f;
+    sum += f < 1024 ? kFLogF.of[f] : f * std::log2(static_cast<double>(f));
   }
-  return bits;
+  return total > 0 ? total * std::log2(total) - sum : 0.0;
 }
 
 // Writes data[begin, end) as one block through `w` and returns it: dynamic
