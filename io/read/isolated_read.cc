@@ -56,7 +56,9 @@ bool ReadAll(int fd, void* data, std::size_t n) {
   std::map<std::string, RegistryMemo> memos;
   for (;;) {
     std::uint32_t size = 0;
-    char flags = 0;  // bit 0: the seal is verified; bit 1: records only
+    // Bit 0: the seal is verified; bit 1: records only; bit 2: not the
+    // stats table.
+    char flags = 0;
     if (!ReadAll(fd, &flags, 1) || !ReadAll(fd, &size, sizeof size) || size > kMaxPathBytes) {
       _exit(0);
     }
@@ -64,7 +66,9 @@ bool ReadAll(int fd, void* data, std::size_t n) {
     if (!ReadAll(fd, path.data(), size)) _exit(0);
     RegistryMemo& memo = memos[path.substr(0, path.rfind('/') + 1)];
     const char reply =
-        WalkSegmentLocked(path, &memo, (flags & 1) != 0, (flags & 2) != 0).ok() ? '0' : '3';
+        WalkSegmentLocked(path, &memo, (flags & 1) != 0, (flags & 2) != 0, (flags & 4) == 0).ok()
+            ? '0'
+            : '3';
     if (!WriteAll(fd, &reply, 1)) _exit(0);
   }
 }
@@ -133,10 +137,12 @@ int IsolatedSegmentReads::Stop(bool kill) {
   return status;
 }
 
-Status IsolatedSegmentReads::Check(const std::string& path, bool seal_verified, bool records_only) {
+Status IsolatedSegmentReads::Check(const std::string& path, bool seal_verified, bool records_only,
+                                   bool stats_table) {
   if (path.size() > kMaxPathBytes) return Status::Internal(path + ": path too long to send");
   if (pid_ <= 0) TSTAT_RETURN_IF_ERROR(Start(path));
-  const char flags = static_cast<char>((seal_verified ? 1 : 0) | (records_only ? 2 : 0));
+  const char flags =
+      static_cast<char>((seal_verified ? 1 : 0) | (records_only ? 2 : 0) | (stats_table ? 0 : 4));
   const auto size = static_cast<std::uint32_t>(path.size());
   if (!WriteAll(socket_, &flags, 1) || !WriteAll(socket_, &size, sizeof size) ||
       !WriteAll(socket_, path.data(), path.size())) {

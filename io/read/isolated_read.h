@@ -35,12 +35,13 @@ class IsolatedSegmentReads {
   // OK when the child finished reading `path` (whatever the outcome: the
   // caller reads the segment again for its contents or its error), its
   // seal not checked again when `seal_verified` (the caller just did), and
-  // with `records_only` only what a read of its records parses
-  // (WalkSegmentLocked);
+  // with `records_only` only what a read of its records parses, the stats
+  // table's metadata only with `stats_table` (WalkSegmentLocked);
   // kCorruption naming `path` when the child was killed by a signal, exited,
   // or ran past the timeout and was killed; kInternal when no child could be
   // started.
-  Status Check(const std::string& path, bool seal_verified = false, bool records_only = false);
+  Status Check(const std::string& path, bool seal_verified = false, bool records_only = false,
+               bool stats_table = true);
 
   // Children started so far (the first, and one after each that died).
   int children_started() const { return started_; }

@@ -24,7 +24,9 @@ Result<SegmentContents> SegmentCache::Read(const SegmentFile& file,
     if (sealed.code() == StatusCode::kIoError) return sealed;
     return Status::Corruption(sealed.message());
   }
-  if (before_read_) TSTAT_RETURN_IF_ERROR(before_read_(file.path));
+  if (before_read_) {
+    TSTAT_RETURN_IF_ERROR(before_read_(file.path, tables != Tables::kRecordsButStats));
+  }
   RecordTablesRead read;
   read.seal_verified = true;
   read.exponent_histograms = exponent_histograms_;

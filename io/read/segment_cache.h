@@ -67,7 +67,9 @@ class SegmentCache {
   // verified (an error is the read's): the Trial's isolated first parse of
   // a segment opened from the worker catalog, which HDF5 has not seen yet.
   // The seal is verified once per read: the hook and the read need not.
-  void set_before_read(std::function<Status(const std::string&)> hook) {
+  // `stats_table`: whether the read hands the stats table to HDF5 (not
+  // when the stats chunks are decoded from the catalog's layout).
+  void set_before_read(std::function<Status(const std::string&, bool stats_table)> hook) {
     before_read_ = std::move(hook);
   }
 
@@ -123,7 +125,7 @@ class SegmentCache {
   std::map<Key, Status> failed_;                            // reads that found the file damaged
   std::set<std::pair<int, std::uint32_t>> one_step_reads_;  // segments GetStep read a step of
   std::map<int, std::uint32_t> last_step_;  // per rank, the segment of GetStep's last call
-  std::function<Status(const std::string&)> before_read_;
+  std::function<Status(const std::string&, bool)> before_read_;
   std::uint64_t cap_bytes_;
   bool exponent_histograms_;
   std::uint64_t bytes_ = 0;

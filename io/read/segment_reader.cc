@@ -263,11 +263,15 @@ Status WalkDataset(hid_t file, const char* name, hid_t mem_type, const std::stri
   return CheckStorageHoldsElements(dataset.get(), what);
 }
 
-Status WalkRecordTables(hid_t file, const std::string& path) {
-#define TSTAT_IO_WALK(name, type_expr, rows)                       \
-  do {                                                             \
-    TSTAT_ASSIGN_OR_RETURN(H5Type t, type_expr);                   \
-    TSTAT_RETURN_IF_ERROR(WalkDataset(file, name, t.get(), path)); \
+// Without `stats_table`, the stats table's metadata is not walked (a reader
+// that decodes its chunks itself, from the catalog's layout, never hands it
+// to HDF5).
+Status WalkRecordTables(hid_t file, const std::string& path, bool stats_table = true) {
+#define TSTAT_IO_WALK(name, type_expr, rows)                        \
+  do {                                                              \
+    if (!stats_table && std::strcmp(name, kStatsTable) == 0) break; \
+    TSTAT_ASSIGN_OR_RETURN(H5Type t, type_expr);                    \
+    TSTAT_RETURN_IF_ERROR(WalkDataset(file, name, t.get(), path));  \
   } while (0);
 #define TSTAT_IO_WALK_ARRAY(name, type, rows) \
   TSTAT_RETURN_IF_ERROR(WalkDataset(file, name, type, path));
@@ -446,8 +450,9 @@ Status Validate(const SegmentContents& s, const std::string& path) {
 // What of a segment is read besides its header, registry, steps, scalars,
 // drops, raw index and counters.
 // kWalkRecords: kWalk without what only a read of the metadata parses (the
-// registry, the counters), for a segment whose records alone will be read.
-enum class RecordTables { kRead, kWalk, kWalkRecords, kSkip };
+// registry, the counters), for a segment whose records alone will be read;
+// kWalkRecordsButStats: without the stats table's too.
+enum class RecordTables { kRead, kWalk, kWalkRecords, kWalkRecordsButStats, kSkip };
 
 // The header and the stats table; its rows' tensor ids checked with
 // `known` (the registry the caller read when it opened the run) instead of
@@ -519,8 +524,10 @@ Result<SegmentContents> ReadOpenSegment(hid_t file, const std::string& path, Rec
     s.tables.Clear();
   }
   TSTAT_RETURN_IF_ERROR(ReadHeader(file, path, &s.header));
-  const bool walk = records == RecordTables::kWalk || records == RecordTables::kWalkRecords;
-  if (records != RecordTables::kWalkRecords) {
+  const bool records_only =
+      records == RecordTables::kWalkRecords || records == RecordTables::kWalkRecordsButStats;
+  const bool walk = records == RecordTables::kWalk || records_only;
+  if (!records_only) {
     TSTAT_RETURN_IF_ERROR(
         ReadRegistryWithMemo(file, path, IsLegacy(s.header.format_version), memo, &s.tensors));
   }
@@ -528,13 +535,14 @@ Result<SegmentContents> ReadOpenSegment(hid_t file, const std::string& path, Rec
   if (records == RecordTables::kRead) {
     TSTAT_RETURN_IF_ERROR(ReadRecordTables(file, path, &s.tables));
   } else if (walk) {
-    TSTAT_RETURN_IF_ERROR(WalkRecordTables(file, path));
+    TSTAT_RETURN_IF_ERROR(
+        WalkRecordTables(file, path, records != RecordTables::kWalkRecordsButStats));
     for (const RawIndexRow& r : s.tables.raw_index) {
       const std::string name = RawDatasetName(r);
       TSTAT_RETURN_IF_ERROR(WalkDataset(file, name.c_str(), -1, path));
     }
   }
-  if (records == RecordTables::kWalkRecords) return s;  // parsed: what it holds is not used
+  if (records_only) return s;  // parsed: what it holds is not used
   TSTAT_ASSIGN_OR_RETURN(H5Type counters_type, CountersRowType());
   std::vector<CountersRow> counters;
   TSTAT_RETURN_IF_ERROR(ReadTable(file, kCountersTable, counters_type.get(), &counters, path));
@@ -621,8 +629,10 @@ Result<SegmentContents> ReadSegmentRecords(const std::string& path,
 }
 
 Status WalkSegmentLocked(const std::string& path, RegistryMemo* memo, bool seal_verified,
-                         bool records_only) {
-  const RecordTables walk = records_only ? RecordTables::kWalkRecords : RecordTables::kWalk;
+                         bool records_only, bool stats_table) {
+  const RecordTables walk = !records_only ? RecordTables::kWalk
+                            : stats_table ? RecordTables::kWalkRecords
+                                          : RecordTables::kWalkRecordsButStats;
   return ReadSegmentLocked(path, walk, memo, nullptr, seal_verified).status();
 }
 

@@ -99,14 +99,19 @@ Status ValidateSegmentTables(const SegmentBuffers& b,
 
 // What the isolated child runs (isolated_read.h), with the HDF5 lock held:
 // the seal (unless `seal_verified`: the parent checked it), then what
-// ReadSegment reads (`records_only`: what ReadSegmentRecords and
-// ReadSegmentStats read, not the registry and counters a metadata read does) except the per-record
-// tables (stats, histograms, per-channel stats, ...) and raw snapshots, whose metadata is parsed
-// instead -- each dataset opened, its type checked, its storage and chunk index walked -- without
-// reading their data. Everything libhdf5 parses of the file to read it is parsed here; the chunks
-// ReadSegment then reads are decoded by tstat (h5_chunk_read.h). The same
-// errors as ReadSegment for what it reads.
+// ReadSegment reads except the per-record tables (stats, histograms,
+// per-channel stats, ...) and raw snapshots, whose metadata is parsed
+// instead -- each dataset opened, its type checked, its storage and chunk
+// index walked -- without reading their data. Everything libhdf5 parses of
+// the file to read it is parsed here; the chunks ReadSegment then reads are
+// decoded by tstat (h5_chunk_read.h). With `records_only`: only what
+// ReadSegmentRecords and ReadSegmentStats read (not the registry and
+// counters a metadata read reads); without `stats_table` not the stats
+// table either (a read that decodes its chunks itself from the catalog's
+// layout, StatsChunkReader's, does not hand it to HDF5). The same errors
+// as ReadSegment for what it reads.
 Status WalkSegmentLocked(const std::string& path, RegistryMemo* memo = nullptr,
-                         bool seal_verified = false, bool records_only = false);
+                         bool seal_verified = false, bool records_only = false,
+                         bool stats_table = true);
 
 }  // namespace tstat::io

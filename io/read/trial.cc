@@ -49,22 +49,33 @@ RunTrial::RunTrial(std::string run_dir, TrialOptions options)
       cache_(options.cache_bytes, options.exponent_histograms) {
   if (options_.isolate_segment_reads) {
     // The cache verifies the seal before it calls the hook.
-    cache_.set_before_read([this](const std::string& path) { return CheckIsolated(path, true); });
+    cache_.set_before_read([this](const std::string& path, bool stats_table) {
+      return CheckIsolated(path, true, stats_table);
+    });
   }
 }
 
-Status RunTrial::CheckIsolated(const std::string& path, bool seal_verified) const {
+Status RunTrial::CheckIsolated(const std::string& path, bool seal_verified,
+                               bool stats_table) const {
   auto refused = refused_.find(path);
   if (refused != refused_.end()) return refused->second;
-  if (!unchecked_.count(path)) return Status::OK();  // parsed by the child at open
+  auto unchecked = unchecked_.find(path);
+  if (unchecked == unchecked_.end()) return Status::OK();  // parsed by the child at open
+  if (!stats_table && unchecked->second == Parsed::kAllButStatsTable) return Status::OK();
   if (!isolated_) {
     isolated_ = std::make_unique<IsolatedSegmentReads>(options_.isolated_read_timeout_s);
   }
   // Its records (or raw snapshots) are read, its metadata came from the
   // catalog.
-  Status child = isolated_->Check(path, seal_verified, /*records_only=*/true);
-  unchecked_.erase(path);
-  if (!child.ok()) refused_.emplace(path, child);
+  Status child = isolated_->Check(path, seal_verified, /*records_only=*/true, stats_table);
+  if (!child.ok()) {
+    refused_.emplace(path, child);
+    unchecked_.erase(unchecked);
+  } else if (stats_table) {
+    unchecked_.erase(unchecked);
+  } else {
+    unchecked->second = Parsed::kAllButStatsTable;
+  }
   return child;
 }
 
@@ -180,7 +191,7 @@ std::optional<SegmentContents> RunTrial::FromCatalog(WorkerState* state, std::in
   if (e.stats_layout) {
     contents.stats_layout = std::make_shared<const StatsLayout>(std::move(*e.stats_layout));
   }
-  if (options_.isolate_segment_reads) unchecked_.insert(path);
+  if (options_.isolate_segment_reads) unchecked_.emplace(path, Parsed::kNothing);
   *file_bytes = *size;
   return contents;
 }

@@ -138,9 +138,10 @@ class RunTrial final : public Trial {
   void ReserveForCatalog(const std::vector<std::int64_t>& fresh, WorkerState* state);
   // Before HDF5 reads a segment opened from the catalog, with
   // options_.isolate_segment_reads: its first parse, in the child (what a
-  // read of its records or raw snapshots parses; its seal too unless
-  // `seal_verified`, the caller's check just before).
-  Status CheckIsolated(const std::string& path, bool seal_verified) const;
+  // read of its records or raw snapshots parses, the stats table's
+  // metadata only with `stats_table`; its seal too unless `seal_verified`,
+  // the caller's check just before).
+  Status CheckIsolated(const std::string& path, bool seal_verified, bool stats_table) const;
   // Workers to search: all, in rank order (worker < 0), or that one.
   Result<std::vector<const WorkerIndex*>> Candidates(int worker) const;
   // Whether `step` of `mode` is loaded for any worker.
@@ -169,9 +170,11 @@ class RunTrial final : public Trial {
   // With options_.isolate_segment_reads: the child that reads each new
   // segment first (started with the first one).
   mutable std::unique_ptr<IsolatedSegmentReads> isolated_;
-  // Segments opened from the catalog that the child has not parsed yet, and
-  // those it refused (never given to HDF5 here).
-  mutable std::set<std::string> unchecked_;
+  // Segments opened from the catalog that the child has not parsed yet (or
+  // not their stats table, which a read that decodes its chunks itself does
+  // not hand to HDF5), and those it refused (never given to HDF5 here).
+  enum class Parsed : std::uint8_t { kNothing, kAllButStatsTable };
+  mutable std::map<std::string, Parsed> unchecked_;
   mutable std::map<std::string, Status> refused_;
   // Queries are const; reading records fills these.
   mutable SegmentCache cache_;

@@ -329,7 +329,8 @@ Result<RawTensor> RunTrial::raw(const std::string& name, std::int64_t step, Mode
     if (!g || it == w->raws.end()) continue;
     for (const RawRef& ref : it->second) {
       if (ref.key.global_step != *g) continue;
-      if (options_.isolate_segment_reads) TSTAT_RETURN_IF_ERROR(CheckIsolated(ref.file, false));
+      if (options_.isolate_segment_reads)
+        TSTAT_RETURN_IF_ERROR(CheckIsolated(ref.file, false, false));
       TSTAT_ASSIGN_OR_RETURN(std::vector<std::uint8_t> bytes,
                              ReadRawDataset(ref.file, ref.dataset, ref.dtype, ref.shape,
                                             ref.byte_offset, ref.byte_count));
