@@ -61,7 +61,8 @@ Status RunTrial::CheckIsolated(const std::string& path, bool seal_verified,
   if (refused != refused_.end()) return refused->second;
   auto unchecked = unchecked_.find(path);
   if (unchecked == unchecked_.end()) return Status::OK();  // parsed by the child at open
-  if (!stats_table && unchecked->second == Parsed::kAllButStatsTable) return Status::OK();
+  const bool all_but_stats_table = unchecked->second;
+  if (!stats_table && all_but_stats_table) return Status::OK();
   if (!isolated_) {
     isolated_ = std::make_unique<IsolatedSegmentReads>(options_.isolated_read_timeout_s);
   }
@@ -74,7 +75,7 @@ Status RunTrial::CheckIsolated(const std::string& path, bool seal_verified,
   } else if (stats_table) {
     unchecked_.erase(unchecked);
   } else {
-    unchecked->second = Parsed::kAllButStatsTable;
+    unchecked->second = true;  // all but the stats table
   }
   return child;
 }
@@ -191,7 +192,7 @@ std::optional<SegmentContents> RunTrial::FromCatalog(WorkerState* state, std::in
   if (e.stats_layout) {
     contents.stats_layout = std::make_shared<const StatsLayout>(std::move(*e.stats_layout));
   }
-  if (options_.isolate_segment_reads) unchecked_.emplace(path, Parsed::kNothing);
+  if (options_.isolate_segment_reads) unchecked_.emplace(path, false);
   *file_bytes = *size;
   return contents;
 }

@@ -173,8 +173,9 @@ class RunTrial final : public Trial {
   // Segments opened from the catalog that the child has not parsed yet (or
   // not their stats table, which a read that decodes its chunks itself does
   // not hand to HDF5), and those it refused (never given to HDF5 here).
-  enum class Parsed : std::uint8_t { kNothing, kAllButStatsTable };
-  mutable std::map<std::string, Parsed> unchecked_;
+  // (By path: whether all but its stats table was parsed. A map of plain
+  // types: one of an io type would be a template the library exports.)
+  mutable std::map<std::string, bool> unchecked_;
   mutable std::map<std::string, Status> refused_;
   // Queries are const; reading records fills these.
   mutable SegmentCache cache_;
