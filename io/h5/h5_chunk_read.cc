@@ -35,6 +35,11 @@ bool IsChunked1D(hid_t dataset) {
 
 Status ReadChunkedDataset(hid_t dataset, hid_t mem_type, std::uint64_t count, void* out,
                           const std::string& what) {
+  return ReadChunkedDatasetRange(dataset, mem_type, 0, count, out, what);
+}
+
+Status ReadChunkedDatasetRange(hid_t dataset, hid_t mem_type, std::uint64_t begin,
+                               std::uint64_t count, void* out, const std::string& what) {
   TSTAT_ASSIGN_OR_RETURN(const ChunkFilters f, InspectChunks(dataset, what));
   if (f.chunk.size() != 1) return Status::Internal(what + ": not a 1-D chunked dataset");
   if (count == 0) return Status::OK();
@@ -53,23 +58,27 @@ Status ReadChunkedDataset(hid_t dataset, hid_t mem_type, std::uint64_t count, vo
   std::vector<unsigned char> convert;
   if (!copy) convert.resize(static_cast<std::size_t>(per_chunk) * std::max(file_size, mem_size));
   auto* dst = static_cast<unsigned char*>(out);
-  for (std::uint64_t first = 0; first < count; first += per_chunk) {
+  const std::uint64_t end = begin + count;
+  for (std::uint64_t first = begin / per_chunk * per_chunk; first < end; first += per_chunk) {
     const hsize_t offset[1] = {first};
     const std::string which = what + ": chunk at element " + std::to_string(first);
     bool shuffled = false;
     TSTAT_ASSIGN_OR_RETURN(const bool written, DecodeChunk(dataset, f, offset, inflater.get(), &raw,
                                                            &decoded, &shuffled, which));
     if (!written) continue;  // read as zeros
-    const std::uint64_t n = std::min<std::uint64_t>(per_chunk, count - first);
+    // This chunk's part of the range: elements [a, a + n).
+    const std::uint64_t a = std::max(first, begin);
+    const std::uint64_t n = std::min<std::uint64_t>(first + per_chunk, end) - a;
     const unsigned char* packed = decoded.data();
     if (shuffled) {
       rows.resize(decoded.size());
       UnshuffleBytes(decoded.data(), decoded.size(), file_size, rows.data());
       packed = rows.data();
     }
+    packed += static_cast<std::size_t>(a - first) * file_size;
     // The caller's zeroed rows are the background: members the stored type
     // lacks stay zero.
-    unsigned char* slice = dst + static_cast<std::size_t>(first) * mem_size;
+    unsigned char* slice = dst + static_cast<std::size_t>(a - begin) * mem_size;
     if (copy) {
       copy->Apply(packed, static_cast<std::size_t>(n), slice);
       continue;

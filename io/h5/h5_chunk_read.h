@@ -30,5 +30,9 @@ bool IsChunked1D(hid_t dataset);
 // tstat does not write.
 Status ReadChunkedDataset(hid_t dataset, hid_t mem_type, std::uint64_t count, void* out,
                           const std::string& what);
+// Elements [begin, begin + count) alone (the caller checked they lie in its
+// extent), decoding only the chunks that hold them; errors as above.
+Status ReadChunkedDatasetRange(hid_t dataset, hid_t mem_type, std::uint64_t begin,
+                               std::uint64_t count, void* out, const std::string& what);
 
 }  // namespace tstat::io

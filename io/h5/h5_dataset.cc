@@ -375,6 +375,41 @@ Result<std::vector<std::string>> ReadStringArray(hid_t loc, const char* name, st
   return out;
 }
 
+Status ReadTableRange(hid_t loc, const char* name, hid_t mem_type, std::size_t row_size,
+                      std::uint64_t begin, std::uint64_t count,
+                      const std::function<void*(std::size_t count)>& rows_for,
+                      const std::string& path) {
+  const std::string what = path + ": table '" + name + "'";
+  TSTAT_ASSIGN_OR_RETURN(bool exists, H5LinkExists(loc, name, path));
+  if (!exists) return Status::Corruption(what + " is missing");
+  TSTAT_ASSIGN_OR_RETURN(H5DataSet dataset, OpenH5Dataset(loc, name, path));
+  TSTAT_ASSIGN_OR_RETURN(std::vector<hsize_t> dims, H5DatasetDims(dataset.get(), path));
+  if (dims.size() != 1) return Status::Corruption(what + " is not one-dimensional");
+  if (H5Tget_size(mem_type) != row_size) {
+    return Status::Internal(what + ": its row type does not match its struct");
+  }
+  if (begin > dims[0] || count > dims[0] - begin) {
+    return Status::Corruption(what + " holds " + std::to_string(dims[0]) + " rows, not rows " +
+                              std::to_string(begin) + " to " + std::to_string(begin + count));
+  }
+  if (count == 0) return Status::OK();
+  TSTAT_RETURN_IF_ERROR(CheckRowsFitTheFile(dataset.get(), name, dims[0], path));
+  void* rows = rows_for(static_cast<std::size_t>(count));
+  if (IsChunked1D(dataset.get())) {
+    H5Type stored(H5Dget_type(dataset.get()));
+    if (!stored.valid()) return H5Failure(StatusCode::kCorruption, what + ": its type");
+    TSTAT_RETURN_IF_ERROR(CheckReadableAs(stored.get(), mem_type, what));
+    return ReadChunkedDatasetRange(dataset.get(), mem_type, begin, count, rows, what);
+  }
+  // A compact or contiguous table (small, or written at level 0): read
+  // whole, the range copied.
+  std::vector<unsigned char> all(static_cast<std::size_t>(dims[0]) * row_size);
+  TSTAT_RETURN_IF_ERROR(ReadH5Dataset(dataset.get(), mem_type, all.data(), path));
+  std::memcpy(rows, all.data() + static_cast<std::size_t>(begin) * row_size,
+              static_cast<std::size_t>(count) * row_size);
+  return Status::OK();
+}
+
 Status ReadTableInto(hid_t loc, const char* name, hid_t mem_type, std::size_t row_size,
                      const std::function<void*(std::size_t count)>& rows_for,
                      const std::string& path) {

@@ -108,6 +108,16 @@ Status ReadTableInto(hid_t loc, const char* name, hid_t mem_type, std::size_t ro
                      const std::function<void*(std::size_t count)>& rows_for,
                      const std::string& path);
 
+// Rows [begin, begin + count) of the 1-D dataset `name` into the buffer
+// `rows_for(count)` returns (zeroed), asked for once the range is known to
+// lie in the dataset: the chunks that hold them alone when it is chunked.
+// kCorruption naming `path` when the dataset is absent or holds fewer rows,
+// or as ReadTableInto.
+Status ReadTableRange(hid_t loc, const char* name, hid_t mem_type, std::size_t row_size,
+                      std::uint64_t begin, std::uint64_t count,
+                      const std::function<void*(std::size_t count)>& rows_for,
+                      const std::string& path);
+
 template <class Row>
 Status ReadTable(hid_t loc, const char* name, hid_t mem_type, std::vector<Row>* rows,
                  const std::string& path) {

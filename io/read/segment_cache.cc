@@ -1,8 +1,6 @@
 // See segment_cache.h.
 #include "io/read/segment_cache.h"
 
-#include <algorithm>
-
 #include "io/h5/segment_seal.h"
 #include "io/read/segment_reader.h"
 
@@ -17,7 +15,8 @@ const SegmentCache::Entry* SegmentCache::Touch(const Key& key) {
 
 Result<SegmentContents> SegmentCache::Read(const SegmentFile& file,
                                            const std::function<bool(std::uint32_t)>& known,
-                                           Tables tables, SegmentBuffers* reuse) {
+                                           Tables tables, SegmentBuffers* reuse,
+                                           std::optional<std::int64_t> one_step) {
   // The seal first (once: neither the hook's parse nor the read checks it
   // again); a damaged one is the file's records, as below.
   if (Status sealed = VerifySegmentSeal(file.path); !sealed.ok()) {
@@ -31,6 +30,7 @@ Result<SegmentContents> SegmentCache::Read(const SegmentFile& file,
   read.seal_verified = true;
   read.exponent_histograms = exponent_histograms_;
   read.stats = tables == Tables::kRecords;
+  read.exp_hist_step = one_step;
   Result<SegmentContents> contents = tables == Tables::kStatsOnly
                                          ? ReadSegmentStats(file.path, known, true)
                                          : ReadSegmentRecords(file.path, known, reuse, read);
@@ -138,7 +138,8 @@ Result<std::shared_ptr<const SegmentSteps>> SegmentCache::GetStep(
 Result<std::shared_ptr<SegmentSteps>> SegmentCache::StepFromChunks(
     const SegmentFile& file, const std::function<bool(std::uint32_t)>& known,
     std::int64_t global_step) {
-  TSTAT_ASSIGN_OR_RETURN(SegmentContents contents, Read(file, known, Tables::kRecordsButStats));
+  TSTAT_ASSIGN_OR_RETURN(SegmentContents contents,
+                         Read(file, known, Tables::kRecordsButStats, nullptr, global_step));
   if (!chunk_reader_) {
     TSTAT_ASSIGN_OR_RETURN(chunk_reader_, StatsChunkReader::Make());
   }
@@ -148,12 +149,9 @@ Result<std::shared_ptr<SegmentSteps>> SegmentCache::StepFromChunks(
                                                 t.stats_capture_index, known, global_step, &rows);
   if (!placed.ok() && placed.status().code() == StatusCode::kIoError) return placed.status();
   if (!placed.ok() || !*placed) return std::shared_ptr<SegmentSteps>();  // the general way
-  // The step's histogram rows alone, in the order written (capture order,
-  // as the rows are): joined in one pass (SegmentSteps::JoinExpHist).
-  std::vector<ExpHistRow>& exp = t.exp_hist;
-  exp.erase(std::remove_if(exp.begin(), exp.end(),
-                           [&](const ExpHistRow& h) { return h.global_step != global_step; }),
-            exp.end());
+  // The step's histogram rows alone were read (with the bins they point
+  // to), in the order written: capture order, as the rows are, joined in
+  // one pass (SegmentSteps::JoinExpHist).
   t.stats_capture_index.clear();
   const auto count = static_cast<std::uint32_t>(rows.size());
   return std::make_shared<SegmentSteps>(

@@ -12,6 +12,7 @@
 #include <list>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <tuple>
 #include <utility>
@@ -95,9 +96,12 @@ class SegmentCache {
   // Reads the records of `file` (ReadSegmentRecords: all, or all but the
   // stats), or its stats alone (ReadSegmentStats), with the errors Get
   // documents.
+  // `one_step`: the exponent histograms of that step alone
+  // (RecordTablesRead::exp_hist_step).
   Result<SegmentContents> Read(const SegmentFile& file,
                                const std::function<bool(std::uint32_t)>& known, Tables tables,
-                               SegmentBuffers* reuse = nullptr);
+                               SegmentBuffers* reuse = nullptr,
+                               std::optional<std::int64_t> one_step = std::nullopt);
   // A cataloged segment's records by step, its stats rows decoded straight
   // into capture order (StatsChunkReader::ReadCaptureOrder); null when they
   // are not as a writer stores them (then read the general way).

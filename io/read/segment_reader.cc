@@ -221,12 +221,42 @@ Status ReadRawIndex(hid_t file, const std::string& path, SegmentBuffers* b) {
   ARRAY(kCountedValues, H5T_NATIVE_INT64, b.counted_values)           \
   ARRAY(kCountedCounts, H5T_NATIVE_UINT64, b.counted_counts)
 
+// Of exp_hist's rows those of `global_step`, and the range of
+// exp_hist_counts they point into, their offsets made relative to it.
+Status ReadStepExpHistCounts(hid_t file, const std::string& path, std::int64_t global_step,
+                             SegmentBuffers* b) {
+  std::vector<ExpHistRow>& rows = b->exp_hist;
+  rows.erase(std::remove_if(rows.begin(), rows.end(),
+                            [&](const ExpHistRow& r) { return r.global_step != global_step; }),
+             rows.end());
+  b->exp_hist_counts.clear();
+  if (rows.empty()) return Status::OK();
+  std::uint64_t lo = UINT64_MAX, hi = 0;
+  for (const ExpHistRow& r : rows) {
+    lo = std::min(lo, r.offset);
+    // Offsets past any file's counts are caught by the range read.
+    hi = std::max(hi, r.offset + std::min<std::uint64_t>(r.num_bins, UINT64_MAX - r.offset));
+  }
+  std::vector<std::uint64_t>& counts = b->exp_hist_counts;
+  const Status read = ReadTableRange(
+      file, kExpHistCounts, H5T_NATIVE_UINT64, sizeof(std::uint64_t), lo, hi - lo,
+      [&counts](std::size_t n) -> void* {
+        counts.resize(n);
+        return counts.data();
+      },
+      path);
+  if (!read.ok()) return read.WithContext("exp_hist's bins of step " + std::to_string(global_step));
+  for (ExpHistRow& r : rows) r.offset -= lo;
+  return Status::OK();
+}
+
 // The record tables `read` asks for.
 Status ReadRecordTables(hid_t file, const std::string& path, SegmentBuffers* out,
                         RecordTablesRead read = {}) {
   SegmentBuffers& b = *out;
   const auto wanted = [read](const char* name) {
     if (!read.stats && std::strcmp(name, kStatsTable) == 0) return false;
+    if (read.exp_hist_step && std::strcmp(name, kExpHistCounts) == 0) return false;  // below
     return read.exponent_histograms ||
            (std::strcmp(name, kExpHistTable) != 0 && std::strcmp(name, kExpHistCounts) != 0);
   };
@@ -241,6 +271,9 @@ Status ReadRecordTables(hid_t file, const std::string& path, SegmentBuffers* out
   TSTAT_IO_RECORD_TABLES(TSTAT_IO_READ, TSTAT_IO_READ_ARRAY, b)
 #undef TSTAT_IO_READ
 #undef TSTAT_IO_READ_ARRAY
+  if (read.exponent_histograms && read.exp_hist_step) {
+    return ReadStepExpHistCounts(file, path, *read.exp_hist_step, &b);
+  }
   return Status::OK();
 }
 

@@ -84,6 +84,10 @@ struct RecordTablesRead {
   bool stats = true;
   // true: the caller verified the seal just before (not checked again).
   bool seal_verified = false;
+  // Set: the exponent histograms of this global step alone (exp_hist's rows
+  // of the step, exp_hist_counts' range they point into, their offsets
+  // into that range): a query of one step.
+  std::optional<std::int64_t> exp_hist_step;
 };
 Result<SegmentContents> ReadSegmentRecords(const std::string& path,
                                            const std::function<bool(std::uint32_t)>& known,

@@ -120,6 +120,30 @@ TEST(StreamedCountsTest, ReadsBackExactlyAtEveryCountWidthAndLevel) {
         EXPECT_EQ(got.type_bytes, w.bytes);
         ASSERT_EQ(got.values.size(), n);
         EXPECT_TRUE(got.values == counts);
+        // Ranges (ReadTableRange, a lone step's histogram bins): the slice,
+        // across chunk boundaries too; past the end, an error naming it.
+        for (const auto& [begin, count] : std::vector<std::pair<std::uint64_t, std::uint64_t>>{
+                 {0, n},
+                 {n / 2, n - n / 2},
+                 {std::min(C - 1, n - 1), std::min<std::uint64_t>(3, n - std::min(C - 1, n - 1))},
+                 {n - 1, 1},
+                 {n, 0}}) {
+          std::vector<std::uint64_t> range;
+          TSTAT_ASSERT_OK(ReadTableRange(
+              file.get(), kExpHistCounts, H5T_NATIVE_UINT64, sizeof(std::uint64_t), begin, count,
+              [&range](std::size_t k) -> void* {
+                range.assign(k, 0);
+                return range.data();
+              },
+              path));
+          EXPECT_TRUE(range == std::vector<std::uint64_t>(counts.begin() + begin,
+                                                          counts.begin() + begin + count))
+              << "rows " << begin << " + " << count;
+        }
+        const Status past = ReadTableRange(
+            file.get(), kExpHistCounts, H5T_NATIVE_UINT64, sizeof(std::uint64_t), n - 1, 2,
+            [](std::size_t) -> void* { return nullptr; }, path);
+        EXPECT_EQ(past.code(), StatusCode::kCorruption) << past.ToString();
         if (n * w.bytes <= kCompactBytes) {
           EXPECT_EQ(got.layout, H5D_COMPACT);
         } else if (level == 0) {
