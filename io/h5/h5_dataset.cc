@@ -165,18 +165,32 @@ Status CheckStorageHoldsElements(hid_t dataset, const std::string& what, std::ui
   return Status::OK();
 }
 
-Status ReadH5Dataset(hid_t dataset, hid_t mem_type, void* out, const std::string& path) {
+namespace {
+
+// Elements [begin, begin + count) of the 1-D chunked `dataset`, decoded by
+// tstat (h5_chunk_read.h), its type checked first.
+Status ReadChunked(hid_t dataset, hid_t mem_type, std::uint64_t begin, std::uint64_t count,
+                   void* out, const std::string& path) {
   H5Type stored(H5Dget_type(dataset));
   if (!stored.valid()) return H5Failure(StatusCode::kCorruption, path + ": a dataset's type");
   TSTAT_RETURN_IF_ERROR(CheckReadableAs(stored.get(), mem_type, path + ": dataset"));
+  return ReadChunkedDatasetRange(dataset, mem_type, begin, count, out, path + ": dataset");
+}
+
+}  // namespace
+
+Status ReadH5Dataset(hid_t dataset, hid_t mem_type, void* out, const std::string& path) {
   if (IsChunked1D(dataset)) {
     H5Space space(H5Dget_space(dataset));
     hsize_t count = 0;
     if (!space.valid() || H5Sget_simple_extent_dims(space.get(), &count, nullptr) != 1) {
       return H5Failure(StatusCode::kCorruption, path + ": a dataset's extent");
     }
-    return ReadChunkedDataset(dataset, mem_type, count, out, path + ": dataset");
+    return ReadChunked(dataset, mem_type, 0, count, out, path);
   }
+  H5Type stored(H5Dget_type(dataset));
+  if (!stored.valid()) return H5Failure(StatusCode::kCorruption, path + ": a dataset's type");
+  TSTAT_RETURN_IF_ERROR(CheckReadableAs(stored.get(), mem_type, path + ": dataset"));
   TSTAT_RETURN_IF_ERROR(CheckStorageHoldsElements(dataset, path + ": dataset"));
   H5Space space(H5Dget_space(dataset));
   const hssize_t points = space.valid() ? H5Sget_simple_extent_npoints(space.get()) : -1;
@@ -375,46 +389,18 @@ Result<std::vector<std::string>> ReadStringArray(hid_t loc, const char* name, st
   return out;
 }
 
-Status ReadTableRange(hid_t loc, const char* name, hid_t mem_type, std::size_t row_size,
-                      std::uint64_t begin, std::uint64_t count,
-                      const std::function<void*(std::size_t count)>& rows_for,
-                      const std::string& path) {
-  const std::string what = path + ": table '" + name + "'";
-  TSTAT_ASSIGN_OR_RETURN(bool exists, H5LinkExists(loc, name, path));
-  if (!exists) return Status::Corruption(what + " is missing");
-  TSTAT_ASSIGN_OR_RETURN(H5DataSet dataset, OpenH5Dataset(loc, name, path));
-  TSTAT_ASSIGN_OR_RETURN(std::vector<hsize_t> dims, H5DatasetDims(dataset.get(), path));
-  if (dims.size() != 1) return Status::Corruption(what + " is not one-dimensional");
-  if (H5Tget_size(mem_type) != row_size) {
-    return Status::Internal(what + ": its row type does not match its struct");
-  }
-  if (begin > dims[0] || count > dims[0] - begin) {
-    return Status::Corruption(what + " holds " + std::to_string(dims[0]) + " rows, not rows " +
-                              std::to_string(begin) + " to " + std::to_string(begin + count));
-  }
-  if (count == 0) return Status::OK();
-  TSTAT_RETURN_IF_ERROR(CheckRowsFitTheFile(dataset.get(), name, dims[0], path));
-  void* rows = rows_for(static_cast<std::size_t>(count));
-  if (IsChunked1D(dataset.get())) {
-    H5Type stored(H5Dget_type(dataset.get()));
-    if (!stored.valid()) return H5Failure(StatusCode::kCorruption, what + ": its type");
-    TSTAT_RETURN_IF_ERROR(CheckReadableAs(stored.get(), mem_type, what));
-    return ReadChunkedDatasetRange(dataset.get(), mem_type, begin, count, rows, what);
-  }
-  // A compact or contiguous table (small, or written at level 0): read
-  // whole, the range copied.
-  std::vector<unsigned char> all(static_cast<std::size_t>(dims[0]) * row_size);
-  TSTAT_RETURN_IF_ERROR(ReadH5Dataset(dataset.get(), mem_type, all.data(), path));
-  std::memcpy(rows, all.data() + static_cast<std::size_t>(begin) * row_size,
-              static_cast<std::size_t>(count) * row_size);
-  return Status::OK();
-}
+namespace {
 
-Status ReadTableInto(hid_t loc, const char* name, hid_t mem_type, std::size_t row_size,
-                     const std::function<void*(std::size_t count)>& rows_for,
-                     const std::string& path) {
+// The 1-D table `name` of `row_size`-byte rows of `mem_type`, opened, with
+// its number of rows (checked to fit the file); none when it is absent.
+struct OpenedTable {
+  H5DataSet dataset;
+  std::uint64_t rows = 0;
+};
+Result<std::optional<OpenedTable>> OpenTable(hid_t loc, const char* name, hid_t mem_type,
+                                             std::size_t row_size, const std::string& path) {
   TSTAT_ASSIGN_OR_RETURN(bool exists, H5LinkExists(loc, name, path));
-  if (!exists) return Status::OK();
+  if (!exists) return std::optional<OpenedTable>();
   TSTAT_ASSIGN_OR_RETURN(H5DataSet dataset, OpenH5Dataset(loc, name, path));
   TSTAT_ASSIGN_OR_RETURN(std::vector<hsize_t> dims, H5DatasetDims(dataset.get(), path));
   if (dims.size() != 1) {
@@ -423,13 +409,47 @@ Status ReadTableInto(hid_t loc, const char* name, hid_t mem_type, std::size_t ro
   if (H5Tget_size(mem_type) != row_size) {
     return Status::Internal(path + ": row type of '" + name + "' does not match its struct");
   }
-  if (dims[0] == 0) return Status::OK();
-  TSTAT_RETURN_IF_ERROR(CheckRowsFitTheFile(dataset.get(), name, dims[0], path));
-  const auto count = static_cast<std::size_t>(dims[0]);
+  if (dims[0] > 0) TSTAT_RETURN_IF_ERROR(CheckRowsFitTheFile(dataset.get(), name, dims[0], path));
+  return std::optional<OpenedTable>(OpenedTable{std::move(dataset), dims[0]});
+}
+
+}  // namespace
+
+Status ReadTableRange(hid_t loc, const char* name, hid_t mem_type, std::size_t row_size,
+                      std::uint64_t begin, std::uint64_t count,
+                      const std::function<void*(std::size_t count)>& rows_for,
+                      const std::string& path) {
+  const std::string what = path + ": table '" + name + "'";
+  TSTAT_ASSIGN_OR_RETURN(std::optional<OpenedTable> table,
+                         OpenTable(loc, name, mem_type, row_size, path));
+  if (!table) return Status::Corruption(what + " is missing");
+  if (begin > table->rows || count > table->rows - begin) {
+    return Status::Corruption(what + " holds " + std::to_string(table->rows) + " rows, not rows " +
+                              std::to_string(begin) + " to " + std::to_string(begin + count));
+  }
+  if (count == 0) return Status::OK();
+  void* rows = rows_for(static_cast<std::size_t>(count));
+  const hid_t dataset = table->dataset.get();
+  if (IsChunked1D(dataset)) return ReadChunked(dataset, mem_type, begin, count, rows, what);
+  // A compact or contiguous table (small, or written at level 0): read
+  // whole, the range copied.
+  std::vector<unsigned char> all(static_cast<std::size_t>(table->rows) * row_size);
+  TSTAT_RETURN_IF_ERROR(ReadH5Dataset(dataset, mem_type, all.data(), what));
+  std::memcpy(rows, all.data() + static_cast<std::size_t>(begin) * row_size,
+              static_cast<std::size_t>(count) * row_size);
+  return Status::OK();
+}
+
+Status ReadTableInto(hid_t loc, const char* name, hid_t mem_type, std::size_t row_size,
+                     const std::function<void*(std::size_t count)>& rows_for,
+                     const std::string& path) {
+  TSTAT_ASSIGN_OR_RETURN(std::optional<OpenedTable> table,
+                         OpenTable(loc, name, mem_type, row_size, path));
+  if (!table || table->rows == 0) return Status::OK();
   // Zeroed by rows_for (a resized vector is): members the file lacks read
   // as zero.
-  void* rows = rows_for(count);
-  Status read = ReadH5Dataset(dataset.get(), mem_type, rows, path);
+  void* rows = rows_for(static_cast<std::size_t>(table->rows));
+  Status read = ReadH5Dataset(table->dataset.get(), mem_type, rows, path);
   if (!read.ok()) return read.WithContext(std::string("table '") + name + "'");
   return Status::OK();
 }

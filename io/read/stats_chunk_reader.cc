@@ -97,13 +97,14 @@ Status StatsChunkReader::OpenSegmentFd(const std::string& path, std::uint64_t fi
 }
 
 Status StatsChunkReader::DecodeChunk(int fd, const std::string& path, const StatsLayout& layout,
-                                     std::size_t k) {
+                                     std::size_t k, const std::vector<ByteRun>& runs) {
   TSTAT_RETURN_IF_ERROR(InflateChunk(fd, path, layout, k));
-  // The planes straight into rows (no zeroing: the plan covers every member,
-  // the layout's rows being the full stored row).
+  // The planes straight into rows (no zeroing: runs_.all covers every
+  // member, the layout's rows being the full stored row; with runs_.keys
+  // only the keys are read).
   chunk_rows_.resize(layout.chunk_rows);
-  UnshuffleRuns(inflated_.data(), layout.chunk_rows, runs_.all.data(), runs_.all.size(),
-                sizeof(StatsRow), reinterpret_cast<std::uint8_t*>(chunk_rows_.data()));
+  UnshuffleRuns(inflated_.data(), layout.chunk_rows, runs.data(), runs.size(), sizeof(StatsRow),
+                reinterpret_cast<std::uint8_t*>(chunk_rows_.data()));
   return Status::OK();
 }
 
@@ -158,7 +159,8 @@ Status StatsChunkReader::ReadTensorRows(const std::string& path, std::uint64_t f
   const std::uint64_t end = first + range->rows;
   const std::size_t before = out->size();
   for (std::uint64_t k = first / layout.chunk_rows; k * layout.chunk_rows < end; ++k) {
-    TSTAT_RETURN_IF_ERROR(DecodeChunk(fd.get(), path, layout, static_cast<std::size_t>(k)));
+    TSTAT_RETURN_IF_ERROR(
+        DecodeChunk(fd.get(), path, layout, static_cast<std::size_t>(k), runs_.all));
     const std::uint64_t chunk_first = k * layout.chunk_rows;
     const std::uint64_t a = std::max(first, chunk_first);
     const std::uint64_t b = std::min(end, chunk_first + layout.chunk_rows);
@@ -215,10 +217,7 @@ Result<bool> StatsChunkReader::ForEachRowKey(const std::string& path, const Stat
   bool have_id = false;
   std::uint32_t last_id = 0;
   for (std::size_t k = 0; k < layout.chunks.size(); ++k) {
-    TSTAT_RETURN_IF_ERROR(InflateChunk(fd_.get(), path, layout, k));
-    chunk_rows_.resize(layout.chunk_rows);
-    UnshuffleRuns(inflated_.data(), layout.chunk_rows, runs_.keys.data(), runs_.keys.size(),
-                  sizeof(StatsRow), reinterpret_cast<std::uint8_t*>(chunk_rows_.data()));
+    TSTAT_RETURN_IF_ERROR(DecodeChunk(fd_.get(), path, layout, k, runs_.keys));
     const std::uint64_t first = std::uint64_t{k} * layout.chunk_rows;
     const std::uint64_t end = std::min<std::uint64_t>(layout.rows, first + layout.chunk_rows);
     for (std::uint64_t r = first; r < end; ++r) {

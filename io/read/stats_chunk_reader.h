@@ -108,16 +108,19 @@ class StatsChunkReader {
                              const std::function<bool(std::uint32_t)>& known, std::uint64_t tensors,
                              Row row, ChunkDone chunk_done);
   // Chunk `k` of `layout` read, checked and inflated into inflated_ (its
-  // planes), then (DecodeChunk) unshuffled into chunk_rows_ (its StatsRows).
+  // planes), then (DecodeChunk) the members of `runs` (runs_.all: whole
+  // rows; runs_.keys: their keys) unshuffled into chunk_rows_.
   Status InflateChunk(int fd, const std::string& path, const StatsLayout& layout, std::size_t k);
-  Status DecodeChunk(int fd, const std::string& path, const StatsLayout& layout, std::size_t k);
+  Status DecodeChunk(int fd, const std::string& path, const StatsLayout& layout, std::size_t k,
+                     const std::vector<ByteRun>& runs);
 
   Runs runs_;
   std::size_t row_bytes_;
   libdeflate_decompressor* inflater_;
   std::vector<std::uint8_t> stored_, inflated_;
   std::vector<StatsRow> chunk_rows_;       // the rows of the chunk decoded last
-  std::vector<std::uint8_t> placed_;       // ReadCaptureOrder's: per place, whether a row is there
+  std::vector<std::uint8_t> placed_;       // ReadCaptureOrder's and ReadStep's: per place, whether
+                                           // a row is there
   std::vector<std::size_t> chunk_places_;  // and the places of the chunk's rows
   UniqueFd fd_;                            // the segment ReadCaptureOrder or ReadStep reads
 };
