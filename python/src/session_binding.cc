@@ -132,6 +132,10 @@ class PySession {
   void mark_fresh(int slot) { At(slot).fresh = true; }
 
   void begin_step() { Check(session_->BeginStep()); }
+  // A step at explicit numbers (a run resumed from a checkpoint).
+  void begin_step_at(std::int64_t global_step, int mode, std::int64_t mode_step) {
+    Check(session_->BeginStep(StepKey{global_step, ParseMode(mode), mode_step}));
+  }
   void set_mode(int mode) { Check(session_->SetMode(ParseMode(mode))); }
 
   void end_step(std::uintptr_t stream) {
@@ -325,6 +329,7 @@ void BindSession(py::module_& m) {
       .def("set", &PySession::set)
       .def("mark_fresh", &PySession::mark_fresh)
       .def("begin_step", &PySession::begin_step)
+      .def("begin_step_at", &PySession::begin_step_at)
       .def("set_mode", &PySession::set_mode)
       .def("end_step", &PySession::end_step, py::arg("stream") = 0)
       .def("close", &PySession::close)

@@ -86,13 +86,21 @@ class Hook:
     with a dict or no config, the default in-process rule set runs unless the
     config has a "rules" section (rules=False: none); a config file decides
     for itself. num_classes: turns on label counts and the confusion matrix
-    of save_labels(). rank, world_size, dry_run: over the config's.
+    of save_labels(). start_step: a run resumed from a checkpoint numbers its
+    first step start_step (global and in its mode) and counts on from there;
+    the rules then know it did not start from scratch. rank, world_size,
+    dry_run: over the config's.
     """
 
     def __init__(self, out_dir=None, config=None, *, config_file=None, rank=None,
-                 world_size=None, dry_run=None, num_classes=0, rules=True, step_on="auto"):
+                 world_size=None, dry_run=None, num_classes=0, rules=True, step_on="auto",
+                 start_step=None):
         if step_on not in ("auto", "manual"):
             raise Error("invalid_argument", f"step_on must be 'auto' or 'manual', got {step_on!r}")
+        if start_step is not None and (isinstance(start_step, bool) or
+                                       not isinstance(start_step, int) or start_step < 0):
+            raise Error("invalid_argument",
+                        f"start_step must be an int >= 0, got {start_step!r}")
         config_json = ""
         if config is not None:
             if isinstance(config, str):
@@ -115,6 +123,7 @@ class Hook:
             int(num_classes), "predictions")
         self._num_classes = int(num_classes)
         self._step_on = step_on
+        self._start_step = start_step  # numbers the first step, then None
         self._lock = threading.RLock()
         self._slots = {}          # name -> slot
         self._handles = []        # torch hook handles, removed by close()
@@ -125,6 +134,7 @@ class Hook:
         self._callback_queued = False
         self._closed = False
         self._mode = _modes.TRAIN
+        self._mode_set = False    # set_mode() called: steps are in self._mode, not GLOBAL
         self._warned = set()
         atexit.register(_close_at_exit, weakref.ref(self))
 
@@ -248,6 +258,7 @@ class Hook:
         with self._lock:
             self._session.set_mode(int(mode))
             self._mode = mode
+            self._mode_set = True
 
     def step(self):
         """Ends the step being captured (opening one if none is open)."""
@@ -347,7 +358,7 @@ class Hook:
                 if self._step_open:
                     self._end_step_quietly()
                 try:
-                    self._session.begin_step()
+                    self._begin_step()
                     self._step_open = True
                 except Error as e:
                     self._warn([f"a step could not begin: {e.message}"])
@@ -369,9 +380,20 @@ class Hook:
                     self._set(f"{base}_input" if i == 0 else f"{base}_input_{i}", [], t)
         return on_output
 
+    def _begin_step(self):
+        if self._start_step is None:
+            self._session.begin_step()
+            return
+        s, self._start_step = self._start_step, None
+        # A session whose mode was never set runs in GLOBAL, as plain steps do.
+        mode = self._mode if self._mode_set else _modes.GLOBAL
+        self._session.begin_step_at(s, int(mode), s)
+
     def _end_step(self):
         # Any CUDA tensor means CUDA is initialized: reduce on torch's stream.
         stream = torch.cuda.current_stream().cuda_stream if torch.cuda.is_initialized() else 0
+        if self._start_step is not None and not self._step_open:
+            self._begin_step()  # step_on="manual": the first step, at its numbers
         try:
             self._session.end_step(stream)
         finally:

@@ -12,6 +12,23 @@
 //   stays far below its start, so a plateau is not a finding either. Only training series
 //   (TRAIN, GLOBAL) unless `mode` or the rule's modes say otherwise: EVAL
 //   losses are overfit's.
+//   A series that began already learned is not judged this way, because
+//   its start is not the network's: a model resumed from a checkpoint or
+//   fine-tuned sits on its plateau from the first step, which the windows
+//   cannot tell from a network that learns nothing. Decided once, at the
+//   first judgement:
+//   - resumed: its first value came at a mode step at least the span of the
+//     two windows (2 * window * the spacing of its first two values) - a
+//     run that numbers its steps on from a checkpoint (BeginStep(StepKey));
+//   - learned: the worker's training labels were captured with label counts
+//     (labels_regex, default ".*labels", or collection "labels") over its
+//     first 2 * window training steps, and the first window's median is
+//     below chance_fraction (default 0.75; 0: off) x the labels' entropy in
+//     nats: the cross-entropy of predicting the class frequencies, where a
+//     network that learns nothing stays (shuffled labels, a learning rate
+//     of 0) and from where a fresh one starts.
+//   Such a series is named in Diagnostics() (the rules summary); NaN/Inf
+//   losses are still findings.
 // "previous" (smdebug's; the default when num_steps or
 //   increase_threshold_percent is given): the first saved step f starts the
 //   series and is the first check; a saved step s is a check step when
@@ -28,7 +45,9 @@
 #include <algorithm>
 #include <cmath>
 #include <deque>
+#include <map>
 
+#include "rules/run/labels_finder.h"
 #include "rules/run/loss_source.h"
 #include "rules/run/run_rules.h"
 
@@ -52,6 +71,9 @@ class LossNotDecreasing final : public LossRuleBase {
     p->CheckRange("num_steps", static_cast<double>(num_steps_), 1, 1e15);
     diff_percent_ = p->Double("diff_percent", from_start_ ? 10.0 : 0.0);
     p->CheckRange("diff_percent", diff_percent_, 0.0, 100.0);
+    chance_fraction_ = p->Double("chance_fraction", 0.75);
+    p->CheckRange("chance_fraction", chance_fraction_, 0.0, 1.0);
+    labels_regex_text_ = p->String("labels_regex", ".*labels");
     increase_percent_ = p->Double("increase_threshold_percent", -1.0);
     if (p->Has("increase_threshold_percent")) {
       p->CheckRange("increase_threshold_percent", increase_percent_, 0.0, 1e300);
@@ -59,10 +81,28 @@ class LossNotDecreasing final : public LossRuleBase {
     mode_ = ReadModeParam(spec, p, error);
   }
 
-  Status Init() { return RuleBase::Init(); }
+  Status Init() {
+    TSTAT_RETURN_IF_ERROR(RuleBase::Init());
+    return labels_finder_.Init(spec().type, "labels_regex", labels_regex_text_, "labels");
+  }
+
+  // The losses' stats, and label counts of the training labels when the
+  // chance level decides whether a series began learned.
+  CaptureNeeds Needs(const TensorInfo& t) const override {
+    if (!JudgesChance() || t.kind != TensorKind::kTensor || !IsIntegerDType(t.dtype) ||
+        !labels_finder_.Matches(t)) {
+      return LossRuleBase::Needs(t);
+    }
+    CaptureNeeds n;
+    n.stats = true;
+    n.label_counts = true;
+    n.modes = CaptureNeeds::TrainModes();
+    return n;
+  }
 
   void EvaluateStep(const IndexedStep& indexed, std::vector<Finding>* findings) override {
     const StepView& step = *indexed.view;
+    if (JudgesChance() && IsTrainingMode(step.key.mode)) CountLabels(indexed);
     if (mode_ && step.key.mode != *mode_) return;
     if (!mode_ && from_start_ && spec().modes.empty() && !IsTrainingMode(step.key.mode)) return;
     CollectLosses(indexed, &losses_);
@@ -84,11 +124,16 @@ class LossNotDecreasing final : public LossRuleBase {
   }
 
  private:
+  // How a "start" series began (decided at its first judgement).
+  enum class Start { kUndecided, kFresh, kResumed, kLearned };
+
   struct Series {
     bool seen = false;
     std::int64_t last_step = 0;
     // baseline "start": the finite values so far, the first window, the last one.
     std::int64_t values = 0;
+    std::int64_t first_step = 0, second_step = 0;  // mode steps of the first two values
+    Start start = Start::kUndecided;
     std::vector<double> first;
     std::deque<double> last;
     // baseline "previous": (step, loss) since the last check.
@@ -115,8 +160,12 @@ class LossNotDecreasing final : public LossRuleBase {
     if (s->first.size() < w) s->first.push_back(loss);
     s->last.push_back(loss);
     if (s->last.size() > w) s->last.pop_front();
+    if (s->values == 0) s->first_step = step.key.mode_step;
+    if (s->values == 1) s->second_step = step.key.mode_step;
     if (++s->values < 2 * window_) return;  // warm-up: 2 * window values
     const double start = Median(s->first.begin(), s->first.end());
+    if (s->start == Start::kUndecided) Decide(step, name, start, s);
+    if (s->start != Start::kFresh) return;
     const double now = Median(s->last.begin(), s->last.end());
     const double decrease = Percent(start - now, start);
     if (now < start - std::fabs(start) * diff_percent_ / 100.0) return;
@@ -137,6 +186,83 @@ class LossNotDecreasing final : public LossRuleBase {
          {"window", static_cast<double>(window_)}});
     f.lower_is_worse = true;
     findings->push_back(std::move(f));
+  }
+
+  bool JudgesChance() const { return from_start_ && chance_fraction_ > 0.0; }
+
+  // Adds the label counts of a training step to its worker's, over the
+  // worker's first 2 * window training steps that have them.
+  void CountLabels(const IndexedStep& indexed) {
+    const StepView& step = *indexed.view;
+    if (step.records == nullptr) return;
+    Labels& acc = labels_[step.worker];
+    if (acc.steps >= 2 * window_) return;
+    bool counted = false;
+    for (std::uint32_t k : labels_finder_.Records(indexed, [](std::uint32_t) { return false; })) {
+      const TensorStatsRecord& r = (*step.records)[k];
+      if (!r.label_counts) continue;
+      const auto& c = r.label_counts->counts;
+      if (acc.counts.size() < c.size()) acc.counts.resize(c.size(), 0);
+      for (std::size_t i = 0; i < c.size(); ++i) acc.counts[i] += c[i];
+      counted = true;
+    }
+    if (counted) ++acc.steps;
+  }
+
+  // The entropy (nats) of a worker's training labels; NaN without labels of
+  // two classes or more.
+  double LabelEntropy(int worker) const {
+    const auto it = labels_.find(worker);
+    if (it == labels_.end()) return NAN;
+    double total = 0.0;
+    int classes = 0;
+    for (std::uint64_t c : it->second.counts) {
+      total += static_cast<double>(c);
+      classes += c > 0;
+    }
+    if (classes < 2) return NAN;
+    double h = 0.0;
+    for (std::uint64_t c : it->second.counts) {
+      if (c == 0) continue;
+      const double q = static_cast<double>(c) / total;
+      h -= q * std::log(q);
+    }
+    return h;
+  }
+
+  void Decide(const StepView& step, const std::string& name, double start, Series* s) {
+    s->start = Start::kFresh;
+    const std::int64_t spacing = std::max<std::int64_t>(1, s->second_step - s->first_step);
+    std::string why;
+    if (s->first_step >= 2 * window_ * spacing) {
+      s->start = Start::kResumed;
+      why = "began at " + StepText(step.key.mode, s->first_step) +
+            " (a run resumed from a checkpoint)";
+    } else if (JudgesChance()) {
+      const double chance = LabelEntropy(step.worker);
+      if (std::isfinite(chance) && start < chance_fraction_ * chance) {
+        s->start = Start::kLearned;
+        why = "began learned: the median of its first " + std::to_string(window_) + " values, " +
+              Num(start) + ", is below " + Num(chance_fraction_) +
+              " x the chance level of its labels (their entropy, " + Num(chance) +
+              " nats) - a model resumed or fine-tuned";
+      }
+    }
+    if (s->start == Start::kFresh) return;
+    ++not_judged_;
+    if (not_judged_note_.empty()) {
+      not_judged_note_ = "loss '" + name + "' (worker " + std::to_string(step.worker) + ", " +
+                         ModeName(step.key.mode) + ") " + why;
+    }
+  }
+
+  std::string MissingData() const override {
+    if (not_judged_ == 0) return {};
+    std::string more;
+    if (not_judged_ > 1) more = " (and " + std::to_string(not_judged_ - 1) + " more series)";
+    return not_judged_note_ + more +
+           ": not judged against its start, where a flat loss is the plateau it began on; "
+           "non-finite values are still findings";
   }
 
   void Previous(const StepView& step, const std::string& name, Series* s, std::int64_t at,
@@ -219,6 +345,16 @@ class LossNotDecreasing final : public LossRuleBase {
   std::int64_t num_steps_ = 10;
   double diff_percent_ = 10.0;
   double increase_percent_ = -1.0;  // < 0: off
+  double chance_fraction_ = 0.75;   // 0: the chance level is not judged
+  std::string labels_regex_text_;
+  LabelsFinder labels_finder_;
+  struct Labels {
+    std::vector<std::uint64_t> counts;
+    std::int64_t steps = 0;  // training steps whose label counts were added
+  };
+  std::map<int, Labels> labels_;  // by worker
+  std::int64_t not_judged_ = 0;   // series that began resumed or learned
+  std::string not_judged_note_;   // the first of them
   std::optional<Mode> mode_;
   std::vector<LossValue> losses_;
   std::unordered_map<SeriesKey, Series, SeriesKeyHash> series_;

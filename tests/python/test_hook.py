@@ -4,6 +4,7 @@ and modes, lazily created and unused gradients, a module used twice, labels,
 a rule stopping a faulty run, live reading from a second process, and bad
 input. Run by ctest (tstat.python.pytorch)."""
 
+import json
 import os
 import subprocess
 import sys
@@ -323,6 +324,102 @@ def test_a_clean_run_has_no_findings(tmp_path):
         train(CNN(), hook, 30, (8, 1, 8, 8), seed=3)
         assert not hook.should_stop()
     assert trials.create_trial(str(tmp_path / "run")).findings().empty
+
+
+def pretrained_mlp():
+    """An MLP trained to its plateau on a learnable task (the class is the
+    argmax of a fixed linear map of x), and that task's batches."""
+    g = torch.Generator().manual_seed(11)
+    teacher = torch.randn(10, 4, generator=g)
+
+    def batch():
+        x = torch.randn(32, 10, generator=g)
+        return x, (x @ teacher).argmax(1)
+
+    torch.manual_seed(12)
+    model = MLP()
+    opt = torch.optim.SGD(model.parameters(), lr=0.2, momentum=0.9)
+    loss_fn = torch.nn.CrossEntropyLoss()
+    for _ in range(400):
+        x, y = batch()
+        opt.zero_grad()
+        loss_fn(model(x), y).backward()
+        opt.step()
+    return model, batch
+
+
+def resume(tmp_path, name, steps=60, labels=False, set_train=False, **hook_args):
+    """Trains pretrained_mlp() on for `steps` steps under a hook with the
+    default rules; returns (run, findings, rules summary, the losses)."""
+    model, batch = pretrained_mlp()
+    opt = torch.optim.SGD(model.parameters(), lr=0.02)
+    loss_fn = torch.nn.CrossEntropyLoss()
+    run = str(tmp_path / name)
+    losses, seen = [], []
+    with tstat.pytorch.Hook(out_dir=run, num_classes=4 if labels else 0, **hook_args) as hook:
+        hook.register_module(model)
+        hook.register_loss(loss_fn)
+        if set_train:
+            hook.set_mode(modes.TRAIN)
+        for _ in range(steps):
+            x, y = batch()
+            seen.append(y)
+            opt.zero_grad()
+            out = model(x)
+            if labels:
+                hook.save_labels(y, out)
+            loss = loss_fn(out, y)
+            loss.backward()
+            losses.append(loss.item())
+            opt.step()
+            if hook.should_stop():
+                break
+    with open(os.path.join(run, "rules-00000.json")) as f:
+        summary = json.load(f)
+    return trials.create_trial(run), summary, losses, torch.cat(seen)
+
+
+def test_a_resumed_run_keeps_its_step_numbers_and_is_not_judged_from_its_start(tmp_path):
+    # The resumed model is on its plateau (well below chance, ln 4 = 1.39).
+    trial, summary, losses, _ = resume(tmp_path, "resumed", start_step=400)
+    assert np.median(losses[:20]) < 0.3 and len(losses) == 60
+    assert trial.steps() == list(range(400, 460))  # GLOBAL steps: no set_mode
+    assert trial.findings().empty
+    notes = "\n".join(summary.get("diagnostics", []))
+    assert "(worker 0, GLOBAL) began at step 400 (a run resumed from a checkpoint)" in notes, notes
+    # In TRAIN mode the first TRAIN step is numbered 400 too.
+    trial, summary, _, _ = resume(tmp_path, "train", start_step=400, set_train=True)
+    assert trial.steps(mode=modes.TRAIN) == list(range(400, 460))
+    assert trial.findings().empty
+    # Its training labels tell the rule the same without the step numbers:
+    # the chance level is their entropy (the test's own count of them).
+    trial, summary, losses, labels = resume(tmp_path, "labels", labels=True)
+    assert trial.steps() == list(range(60)) and trial.findings().empty
+    q = torch.bincount(labels[:20 * 2 * 32]).double() / (20 * 2 * 32)
+    entropy = -(q[q > 0] * q[q > 0].log()).sum().item()
+    notes = "\n".join(summary.get("diagnostics", []))
+    assert "began learned" in notes and f"(their entropy, {entropy:.6g} nats)" in notes, notes
+    # Neither: the same plateau read as a network that learns nothing (what
+    # the runs above are protected from).
+    trial, summary, losses, _ = resume(tmp_path, "fresh")
+    found = trial.findings()
+    assert list(found["type"]) == ["loss_not_decreasing"], found
+    first = int(found["first_step"].iloc[0])
+    assert first >= 39 and len(losses) <= first + 2  # critical: stopped
+
+
+def test_start_step_numbers_manual_steps_and_rejects_bad_values(tmp_path):
+    with tstat.pytorch.Hook(out_dir=str(tmp_path / "run"), step_on="manual", start_step=7) as hook:
+        for v in (1.0, 2.0, 3.0):
+            hook.save_scalar("loss", v)
+            hook.step()
+    trial = trials.create_trial(str(tmp_path / "run"))
+    assert trial.steps() == [7, 8, 9]
+    assert list(trial.series("loss").to_numpy()) == [1.0, 2.0, 3.0]
+    for bad in (-1, 1.5, "3", True):
+        with pytest.raises(tstat.Error) as e:
+            tstat.pytorch.Hook(out_dir=str(tmp_path / "bad"), start_step=bad)
+        assert e.value.code == "invalid_argument" and "start_step" in e.value.message
 
 
 def test_live_reading_from_a_second_process(tmp_path):

@@ -91,9 +91,150 @@ TEST(LossNotDecreasingTest, ParametersOfTheStartJudgement) {
   std::vector<std::pair<std::int64_t, double>> points;
   for (std::int64_t s = 0; s < 12; ++s) points.emplace_back(s, 1.0 - 0.04 * s);  // -44% by 11
   EXPECT_EQ(d.Run(points, Mode::kTrain), (Steps{9, 10, 11}));
+  const Status fraction =
+      MakeRule(Spec("loss_not_decreasing", {{"chance_fraction", "1.5"}})).status();
+  EXPECT_EQ(fraction.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(fraction.message().find("chance_fraction"), std::string::npos) << fraction.message();
   const Status bad = MakeRule(Spec("loss_not_decreasing", {{"baseline", "best"}})).status();
   EXPECT_EQ(bad.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(bad.message().find("baseline"), std::string::npos) << bad.message();
+}
+
+// ---- a series that began learned (resumed or fine-tuned) is not judged against its start
+
+// A labels record: `per_class` samples of each of `classes` classes.
+TensorStatsRecord UniformLabels(std::uint32_t id, int classes, std::uint64_t per_class) {
+  TensorStatsRecord r;
+  r.tensor_id = id;
+  r.has_stats = false;
+  r.label_counts = LabelCounts{std::vector<std::uint64_t>(classes, per_class), 0};
+  return r;
+}
+
+// A driver with the loss and the step's labels ("labels", collection labels).
+struct LabelledLossDriver {
+  explicit LabelledLossDriver(const RuleSpec& spec, int classes) : loss(spec), classes(classes) {
+    labels = loss.d.catalog.Add("labels", {"labels"});
+    loss.d.catalog.infos[labels].dtype = DType::kInt64;
+  }
+  // TRAIN steps from 0 with a flat noisy loss at `level`; the steps that fired.
+  Steps Flat(double level, std::int64_t steps = 45, bool train_labels = true) {
+    Steps fired;
+    for (std::int64_t s = 0; s < steps; ++s) {
+      std::vector<TensorStatsRecord> records;
+      if (train_labels) records.push_back(UniformLabels(labels, classes, 3));
+      for (const Finding& f :
+           loss.d.Step(Key(s, Mode::kTrain, s), {{loss.loss, level + Noise(s, 0.05 * level), 0.0}},
+                       records)) {
+        fired.push_back(f.step.global_step);
+      }
+    }
+    return fired;
+  }
+  LossDriver loss;
+  std::uint32_t labels = 0;
+  int classes = 0;
+};
+
+TEST(LossNotDecreasingTest, ALossThatBeganBelowItsLabelsChanceLevelIsNotJudged) {
+  // 10 balanced classes: chance = ln 10 = 2.30 nats. A model resumed at 0.2
+  // sits on its plateau: not a finding, and the summary says why.
+  LabelledLossDriver resumed(Spec("loss_not_decreasing"), 10);
+  EXPECT_EQ(resumed.Flat(0.2, 200), Steps{});
+  const std::string why = resumed.loss.d.rule().Diagnostics();
+  EXPECT_NE(why.find("loss 'loss' (worker 0, TRAIN) began learned"), std::string::npos) << why;
+  EXPECT_NE(why.find("2.30259 nats"), std::string::npos) << why;
+  // Shuffled labels: at chance (and a little above, as a fresh network starts).
+  LabelledLossDriver shuffled(Spec("loss_not_decreasing"), 10);
+  EXPECT_EQ(shuffled.Flat(2.35).size(), 6u);
+  EXPECT_EQ(shuffled.loss.d.rule().Diagnostics(), "");
+  // 0.8 x chance is above 0.75 x chance: judged, and flat, so a finding.
+  LabelledLossDriver barely(Spec("loss_not_decreasing"), 10);
+  EXPECT_EQ(barely.Flat(0.8 * std::log(10.0)).size(), 6u);
+  // Two classes: chance ln 2 = 0.69; a flat 0.5 is above 0.75 x 0.69.
+  LabelledLossDriver binary(Spec("loss_not_decreasing"), 2);
+  EXPECT_EQ(binary.Flat(0.6).size(), 6u);
+  LabelledLossDriver binary_learned(Spec("loss_not_decreasing"), 2);
+  EXPECT_EQ(binary_learned.Flat(0.3), Steps{});
+  // chance_fraction 0 turns the chance level off; so does baseline previous.
+  LabelledLossDriver off(Spec("loss_not_decreasing", {{"chance_fraction", "0"}}), 10);
+  EXPECT_EQ(off.Flat(0.2).size(), 6u);
+  // Labels in EVAL steps only, or of one class, give no chance level.
+  LabelledLossDriver eval_labels(Spec("loss_not_decreasing"), 10);
+  for (std::int64_t s = 0; s < 45; ++s) {
+    eval_labels.loss.d.Step(Key(1000 + s, Mode::kEval, s), {},
+                            {UniformLabels(eval_labels.labels, 10, 3)});
+  }
+  EXPECT_EQ(eval_labels.Flat(0.2, 45, false).size(), 6u);
+  LabelledLossDriver one_class(Spec("loss_not_decreasing"), 1);
+  EXPECT_EQ(one_class.Flat(0.2).size(), 6u);
+  // NaN is still a finding on a series that began learned.
+  LabelledLossDriver nan(Spec("loss_not_decreasing"), 10);
+  nan.Flat(0.2, 50);
+  EXPECT_EQ(nan.loss.d.Step(Key(50, Mode::kTrain, 50), {{nan.loss.loss, NAN, 0.0}}).size(), 1u);
+}
+
+TEST(LossNotDecreasingTest, TheLabelsEntropyIsTheirFrequenciesChanceLevel) {
+  // 90% / 10%: entropy 0.325 nats. A flat loss at 0.3 is what predicting the
+  // frequencies gives (learned nothing): judged. At 0.2 it is below 0.75 x 0.325.
+  const double h = -(0.9 * std::log(0.9) + 0.1 * std::log(0.1));
+  for (const double level : {0.3, 0.2}) {
+    LossDriver d(Spec("loss_not_decreasing"));
+    const auto labels = d.d.catalog.Add("train_labels", {});  // by labels_regex ".*labels"
+    d.d.catalog.infos[labels].dtype = DType::kInt32;
+    Steps fired;
+    for (std::int64_t s = 0; s < 45; ++s) {
+      TensorStatsRecord r = UniformLabels(labels, 2, 0);
+      r.label_counts->counts = {9, 1};
+      for (const Finding& f :
+           d.d.Step(Key(s, Mode::kTrain, s), {{d.loss, level + Noise(s, 0.01), 0.0}}, {r})) {
+        fired.push_back(f.step.global_step);
+      }
+    }
+    EXPECT_EQ(fired.size(), level < 0.75 * h ? 0u : 6u) << level;
+  }
+}
+
+TEST(LossNotDecreasingTest, ARunResumedAtALaterStepIsNotJudgedAgainstItsStart) {
+  LossDriver resumed(Spec("loss_not_decreasing"));
+  std::vector<std::pair<std::int64_t, double>> points;
+  for (std::int64_t s = 5000; s < 5100; ++s) points.emplace_back(s, 0.3 + Noise(s, 0.05));
+  EXPECT_EQ(resumed.Run(points, Mode::kTrain), Steps{});
+  const std::string why = resumed.d.rule().Diagnostics();
+  EXPECT_NE(why.find("began at TRAIN step 5000 (a run resumed from a checkpoint)"),
+            std::string::npos)
+      << why;
+  // A loss saved every 10th step from step 9 begins within the windows' span
+  // (2 x 20 x 10 steps): a fresh run, judged.
+  LossDriver sparse(Spec("loss_not_decreasing"));
+  std::vector<std::pair<std::int64_t, double>> every10;
+  for (std::int64_t s = 9; s < 500; s += 10) every10.emplace_back(s, 1.0);
+  EXPECT_EQ(sparse.Run(every10, Mode::kTrain).size(), 11u);  // the 40th value on
+  EXPECT_EQ(sparse.d.rule().Diagnostics(), "");
+}
+
+TEST(LossNotDecreasingTest, TheTrainingLabelsGetLabelCounts) {
+  auto rule = MakeRuleOrDie(Spec("loss_not_decreasing"));
+  TensorInfo labels;
+  labels.name = "labels";
+  labels.dtype = DType::kInt64;
+  const CaptureNeeds n = rule->Needs(labels);
+  EXPECT_TRUE(n.label_counts);
+  EXPECT_EQ(n.modes, CaptureNeeds::TrainModes());
+  TensorInfo in_collection = labels;
+  in_collection.name = "y";
+  in_collection.collections = {"labels"};
+  EXPECT_TRUE(rule->Needs(in_collection).label_counts);
+  TensorInfo floats = labels;
+  floats.dtype = DType::kFloat32;
+  EXPECT_FALSE(rule->Needs(floats).label_counts);
+  TensorInfo other = labels;
+  other.name = "fc1.weight";
+  EXPECT_FALSE(rule->Needs(other).label_counts);
+  auto off = MakeRuleOrDie(Spec("loss_not_decreasing", {{"chance_fraction", "0"}}));
+  EXPECT_FALSE(off->Needs(labels).label_counts);
+  auto smdebug = MakeRuleOrDie(Spec("loss_not_decreasing", {{"num_steps", "10"}}));
+  EXPECT_FALSE(smdebug->Needs(labels).label_counts);
 }
 
 // ---- smdebug's judgement (baseline "previous", chosen by num_steps)

@@ -141,6 +141,8 @@ TEST(RulesNeedsTest, TheDefaultRulesCaptureWhatTheyNeedAtEveryTrainingStep) {
   ASSERT_NE(dead, nullptr);
   EXPECT_EQ(dead->examples, std::vector<std::string>{"relu1_output"});
   ASSERT_NE(CaptureOf(s, "class_imbalance", "label counts"), nullptr);
+  // loss_not_decreasing's chance level: the training labels' counts.
+  ASSERT_NE(CaptureOf(s, "loss_not_decreasing", "label counts"), nullptr);
   ASSERT_NE(CaptureOf(s, "weight_update_ratio", "deltas"), nullptr);
   ASSERT_EQ(s.label_classes.size(), 1u);
   EXPECT_EQ(s.label_classes[0].tensor, "labels");
@@ -247,7 +249,8 @@ TEST(RulesNeedsTest, LabelsOutsideTheInferredClassesGrowThemOrAreCountedOutOfRan
 TEST(RulesNeedsTest, DisabledRulesRankOneTensorsAndNeedsOff) {
   TempDir dir;
   SessionConfig c = Config(dir.Sub("run"));
-  c.rules.disable = {"dead_relu", "class_imbalance"};
+  // Both rules that count labels.
+  c.rules.disable = {"dead_relu", "class_imbalance", "loss_not_decreasing"};
   auto session = Create(c);
   ASSERT_NE(session, nullptr);
   Net net;
@@ -267,6 +270,7 @@ TEST(RulesNeedsTest, DisabledRulesRankOneTensorsAndNeedsOff) {
   for (const auto& r : summaries[0].rules) {
     EXPECT_NE(r.type, "dead_relu");
     EXPECT_NE(r.type, "class_imbalance");
+    EXPECT_NE(r.type, "loss_not_decreasing");
   }
   EXPECT_EQ(CaptureOf(summaries[0], "dead_relu", ""), nullptr);
   // A name that is not in the set is a config error naming it.

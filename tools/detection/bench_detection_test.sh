@@ -14,7 +14,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/../test_lib.sh"
 rc=$?
 [[ $rc == 0 ]] || { tail -40 "$T/out.jsonl" "$T/err.txt" >&2; fail "bench detection --quick exited $rc"; }
 "$PY" - "$T/out.jsonl" <<'PYEOF' || fail "the detection results are wrong (above)"
-import json, sys
+import json, math, sys
 rows = [json.loads(line) for line in open(sys.argv[1]) if line.strip()]
 cases = [r for r in rows if r["kind"] == "case"]
 summary = rows[-1]
@@ -27,9 +27,12 @@ want = {"vanishing_gradient", "exploding_gradient", "dead_relu", "saturated_acti
         "nan_from_op", "tiny_update"}
 if faults != want:
     errors.append(f"fault classes {sorted(faults)}")
-archs = {c["arch"] for c in cases if c["fault"] == "healthy"}
+archs = {c["arch"] for c in cases if c["fault"] == "healthy" and c["pretrain_steps"] == 0}
 if len(archs) < 4:
     errors.append(f"healthy architectures {sorted(archs)}")
+resumed = [c["name"] for c in cases if c["pretrain_steps"] > 0]
+if len(resumed) != 2 or not all(n.startswith("resumed/") for n in resumed):
+    errors.append(f"resumed cases {resumed}")
 for c in cases:
     n = c["name"]
     if c["fault"] == "healthy":
@@ -37,7 +40,12 @@ for c in cases:
             errors.append(f"{n}: not clean: {c['verdict']}")
         if c["steps_run"] != c["steps_planned"]:
             errors.append(f"{n}: ran {c['steps_run']} of {c['steps_planned']}")
-        if not c["last_loss"] < 0.7 * c["first_loss"]:
+        if c["pretrain_steps"] > 0:
+            # Resumed: its loss began learned (below 3/4 of chance, ln 10 for the
+            # ten digits), which is what the run checks against false alarms.
+            if not c["first_loss"] < 0.75 * math.log(10):
+                errors.append(f"{n}: the resumed run's loss began at {c['first_loss']}")
+        elif not c["last_loss"] < 0.7 * c["first_loss"]:
             errors.append(f"{n}: healthy loss {c['first_loss']} -> {c['last_loss']}")
         continue
     m, f = c["manifest_step"], c["fired_step"]

@@ -219,6 +219,24 @@ std::vector<Case> MakeMatrix(const MatrixOptions& options) {
       if (Wanted(c, options.only)) out.push_back(c);
     }
   }
+  // Resumed: a model trained `steps` steps, to its plateau, before tstat
+  // attaches (seed 1; --quick: two of them). Its loss starts learned.
+  const std::size_t resumed = options.quick ? 2 : std::size(kHealthy);
+  for (std::size_t h = 0; h < resumed; ++h) {
+    const Healthy& x = kHealthy[options.quick ? 3 * h : h];
+    Case c;
+    c.arch = x.arch;
+    c.optimizer = x.optimizer;
+    c.lr = x.lr;
+    c.schedule = x.schedule;
+    c.batch = x.batch;
+    c.steps = options.steps;
+    c.pretrain_steps = options.steps;
+    c.eval_every = options.eval_every;
+    c.name = std::string("resumed/") + ArchName(x.arch) + "-" + OptimizerName(x.optimizer) + "-" +
+             ScheduleName(x.schedule) + "/s1";
+    if (Wanted(c, options.only)) out.push_back(c);
+  }
   for (Fault f : AllFaults()) {
     const std::vector<Arch> archs = FaultArchs(f);
     for (int s = 1; s <= seeds; ++s) {

@@ -55,6 +55,10 @@ struct Case {
   std::int64_t eval_every = 5;  // an EVAL pass over the validation split after every N
   std::int64_t fault_step = 0;  // TRAIN step at which a mid-run fault is injected
   std::int64_t train_rows = 0;  // 0: the whole training split
+  // Steps trained before tstat is attached (a model resumed from its
+  // checkpoint): `steps` more are trained with it, numbered from 0, and the
+  // learning-rate schedule spans both.
+  std::int64_t pretrain_steps = 0;
 };
 
 struct MatrixOptions {
@@ -65,7 +69,8 @@ struct MatrixOptions {
   std::vector<std::string> only;  // name prefixes; empty = every case
 };
 
-// Every case of the matrix: healthy runs first, then the faults.
+// Every case of the matrix: healthy runs first (then the same trainings
+// resumed: tstat attached after `steps` steps without it), then the faults.
 std::vector<Case> MakeMatrix(const MatrixOptions& options);
 
 }  // namespace tstat::detection

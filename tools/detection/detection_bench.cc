@@ -33,7 +33,8 @@ std::string CaseJson(const CaseResult& r) {
                   ",\"schedule\":" + JsonString(ScheduleName(c.schedule)) +
                   ",\"seed\":" + std::to_string(c.seed) +
                   ",\"intended_rule\":" + JsonString(IntendedRule(c.fault)) +
-                  ",\"fault_step\":" + std::to_string(c.fault_step);
+                  ",\"fault_step\":" + std::to_string(c.fault_step) +
+                  ",\"pretrain_steps\":" + std::to_string(c.pretrain_steps);
   j += ",\"manifest_step\":" +
        (r.manifest.step < 0 ? std::string("null") : std::to_string(r.manifest.step));
   j += ",\"manifest\":" + JsonString(r.manifest.detail);

@@ -11,9 +11,9 @@ namespace {
 
 torch::Tensor D(const torch::Tensor& t) { return t.detach().to(torch::kFloat64); }
 
-std::string Fmt(const char* format, double a, double b = 0.0) {
-  char buf[160];
-  std::snprintf(buf, sizeof buf, format, a, b);
+std::string Fmt(const char* format, double a, double b = 0.0, double c = 0.0) {
+  char buf[192];
+  std::snprintf(buf, sizeof buf, format, a, b, c);
   return buf;
 }
 
@@ -190,10 +190,17 @@ void Oracle::ObserveFullTrainLoss(std::int64_t step, double loss) {
   };
   const double first = median({full_losses_.begin(), full_losses_.begin() + window});
   const double last = median({full_losses_.end() - window, full_losses_.end()});
-  if (!(last < 0.9 * first)) {
+  // The chance level: the cross-entropy of predicting the labels' frequencies.
+  double total = 0.0, chance = 0.0;
+  for (std::int64_t c : label_counts_) total += static_cast<double>(c);
+  for (std::int64_t c : label_counts_) {
+    if (c > 0) chance -= c / total * std::log(c / total);
+  }
+  if (!(last < 0.9 * first) && first >= 0.75 * chance) {
     Note(Fault::kLossNotDecreasing, step,
-         Fmt("median full training loss %.4g over the last 20 steps, %.4g over the first 20", last,
-             first));
+         Fmt("median full training loss %.4g over the last 20 steps, %.4g over the first 20 "
+             "(chance %.4g)",
+             last, first, chance));
   }
 }
 

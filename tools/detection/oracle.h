@@ -19,7 +19,12 @@
 //                         network that learns lowers its loss), the median
 //                         full training loss over the last 20 steps is not
 //                         below 90% of its median over the first 20 (the
-//                         full loss is taken every 4th step: 5 per window)
+//                         full loss is taken every 4th step: 5 per window),
+//                         and that first median is not below 3/4 of the
+//                         chance level (the entropy of the training labels
+//                         seen: the loss of predicting their frequencies) -
+//                         a network that learned before the run began
+//                         (resumed) sits on its plateau, which is no fault
 //   overfitting           at an evaluation: the full training loss (mean of
 //                         the last 4 evaluations) is > 40% below its value at
 //                         the best (lowest) mean validation loss of 3

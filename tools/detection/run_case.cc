@@ -95,10 +95,13 @@ Split MakeSplit(const demo::Dataset& data, const Case& c) {
   return s;
 }
 
+// The schedule's learning rate at `step` of the whole training (the steps
+// before tstat was attached included).
 double LearningRate(const Case& c, std::int64_t step) {
   const double pi = 3.14159265358979323846;
+  const std::int64_t planned = c.pretrain_steps + c.steps;
   const double t =
-      static_cast<double>(step) / static_cast<double>(std::max<std::int64_t>(1, c.steps));
+      static_cast<double>(step) / static_cast<double>(std::max<std::int64_t>(1, planned));
   double lr = c.lr;
   switch (c.schedule) {
     case Schedule::kConstant:
@@ -114,7 +117,7 @@ double LearningRate(const Case& c, std::int64_t step) {
         lr *= static_cast<double>(step + 1) / static_cast<double>(kWarmupSteps);
       } else {
         const double u = static_cast<double>(step - kWarmupSteps) /
-                         static_cast<double>(std::max<std::int64_t>(1, c.steps - kWarmupSteps));
+                         static_cast<double>(std::max<std::int64_t>(1, planned - kWarmupSteps));
         lr *= 0.5 * (1.0 + std::cos(pi * u));
       }
       break;
@@ -271,6 +274,30 @@ Result<CaseResult> RunCase(const Case& c, const demo::Dataset& data, const std::
   const Split split = MakeSplit(data, c);
   std::unique_ptr<Net> net = MakeNet(c.arch, c.init);
   std::unique_ptr<torch::optim::Optimizer> optimizer = MakeOptimizer(c, *net);
+  const std::int64_t rows = split.train_x.size(0);
+  torch::Tensor order;
+  std::int64_t cursor = rows;
+  // A minibatch of the training split (a new permutation per epoch).
+  auto next_batch = [&](torch::Tensor* x, torch::Tensor* y) {
+    if (cursor + c.batch > rows) {
+      order = torch::randperm(rows);
+      cursor = 0;
+    }
+    const torch::Tensor idx =
+        order.slice(0, cursor, cursor + std::min<std::int64_t>(c.batch, rows));
+    cursor += c.batch;
+    *x = split.train_x.index_select(0, idx);
+    *y = split.train_y.index_select(0, idx);
+  };
+  // A resumed case: the steps before tstat is attached.
+  for (std::int64_t step = 0; step < c.pretrain_steps; ++step) {
+    torch::Tensor x, y, log_probs;
+    next_batch(&x, &y);
+    optimizer->param_groups()[0].options().set_lr(LearningRate(c, step));
+    optimizer->zero_grad();
+    Loss(c, step, net->Forward(Pixels(c, step, x)), y, &log_probs).backward();
+    optimizer->step();
+  }
 
   // The default configuration: a run directory and rules turned on.
   SessionConfig config;
@@ -282,26 +309,16 @@ Result<CaseResult> RunCase(const Case& c, const demo::Dataset& data, const std::
 
   Oracle oracle;
   std::map<std::int64_t, std::int64_t> train_steps;  // global step -> TRAIN steps done
-  const std::int64_t rows = split.train_x.size(0);
-  torch::Tensor order;
-  std::int64_t cursor = rows;
   std::int64_t step = 0;
   for (; step < c.steps; ++step) {
     Inject(c, step, *net);
-    if (cursor + c.batch > rows) {
-      order = torch::randperm(rows);
-      cursor = 0;
-    }
-    const torch::Tensor idx =
-        order.slice(0, cursor, cursor + std::min<std::int64_t>(c.batch, rows));
-    cursor += c.batch;
-    const torch::Tensor x = split.train_x.index_select(0, idx);
-    const torch::Tensor y = split.train_y.index_select(0, idx);
+    torch::Tensor x, y;
+    next_batch(&x, &y);
 
     TSTAT_RETURN_IF_ERROR(session->SetMode(Mode::kTrain));
     TSTAT_RETURN_IF_ERROR(session->BeginStep());
     train_steps[session->current_step().global_step] = step;
-    optimizer->param_groups()[0].options().set_lr(LearningRate(c, step));
+    optimizer->param_groups()[0].options().set_lr(LearningRate(c, c.pretrain_steps + step));
     optimizer->zero_grad();
     const torch::Tensor logits = net->Forward(Pixels(c, step, x));
     torch::Tensor log_probs;
