@@ -109,13 +109,14 @@ TEST_F(RulesCliTest, CheckIsAUnitTestForARun) {
   // check writes and does nothing: no log, no STOP.
   EXPECT_FALSE(std::filesystem::exists(bad + "/" + kFindingsFileName));
   EXPECT_FALSE(std::filesystem::exists(bad + "/" + kStopFileName));
-  // The default rule set (no --config) sees a flat loss once it has two
-  // windows of 20 values.
-  const std::string long_flat = Write("long_flat", Flat, {}, 45);
+  // The default rule set (no --config) sees a flat loss once it spans the
+  // horizon of 200 steps.
+  const std::string long_flat = Write("long_flat", Flat, {}, 205);
   CliResult def = Tstat("check " + Quote(long_flat) + " --fail-on critical");
   EXPECT_EQ(def.code, 1) << def.output;
-  EXPECT_NE(def.output.find("steps 39-44 (6 steps) worker 0: loss_not_decreasing [critical] loss"),
-            std::string::npos)
+  EXPECT_NE(
+      def.output.find("steps 199-204 (6 steps) worker 0: loss_not_decreasing [critical] loss"),
+      std::string::npos)
       << def.output;
 }
 

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "tools/detection/oracle.h"
+
 namespace tstat::detection {
 namespace {
 
@@ -89,6 +91,10 @@ Case FaultCase(Fault f, Arch arch, std::uint64_t seed, std::int64_t steps) {
       c.lr = 0.05;
       break;
     case Fault::kLossNotDecreasing:
+      c.lr = 0.0;
+      // Long enough to pass loss_not_decreasing's horizon (oracle.h).
+      c.steps = std::max<std::int64_t>(steps, kLearningHorizon + 40);
+      break;
     case Fault::kClassImbalance:
       break;
     case Fault::kOverfitting:

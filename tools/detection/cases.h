@@ -20,7 +20,7 @@ enum class Fault {
   kDeadRelu,             // hidden biases pushed to -5 at fault_step: most ReLUs never fire again
   kSaturatedActivation,  // the pixels reach a tanh net as 0..255, not 0..1 (not normalized)
   kPoorInitialization,   // every weight N(0, 0.01^2): signals shrink layer by layer
-  kLossNotDecreasing,    // labels shuffled independently of the images: nothing to learn
+  kLossNotDecreasing,    // a learning-rate schedule that returns 0: nothing is learned
   kOverfitting,          // a wide MLP on 32 training images
   kClassImbalance,       // training classes 2-9 cut to 1 in 20 (validation stays balanced)
   kNanFromOp,            // from fault_step the loss is log(softmax(50 x logits)): log 0, 0 x -inf

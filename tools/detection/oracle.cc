@@ -196,7 +196,7 @@ void Oracle::ObserveFullTrainLoss(std::int64_t step, double loss) {
   for (std::int64_t c : label_counts_) {
     if (c > 0) chance -= c / total * std::log(c / total);
   }
-  if (!(last < 0.9 * first) && first >= 0.75 * chance) {
+  if (!(last < 0.99 * first) && first >= 0.75 * chance) {
     Note(Fault::kLossNotDecreasing, step,
          Fmt("median full training loss %.4g over the last 20 steps, %.4g over the first 20 "
              "(chance %.4g)",

@@ -64,12 +64,6 @@ Split MakeSplit(const demo::Dataset& data, const Case& c) {
     train = std::move(kept);
     train_labels = std::move(kept_labels);
   }
-  if (c.fault == Fault::kLossNotDecreasing) {
-    // The labels no longer belong to their images.
-    for (std::size_t i = train_labels.size() - 1; i > 0; --i) {
-      std::swap(train_labels[i], train_labels[NextRandom(&state) % (i + 1)]);
-    }
-  }
   if (c.train_rows > 0 && c.train_rows < static_cast<std::int64_t>(train.size())) {
     train.resize(static_cast<std::size_t>(c.train_rows));
     train_labels.resize(static_cast<std::size_t>(c.train_rows));

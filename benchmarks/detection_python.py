@@ -1,0 +1,171 @@
+#!/usr/bin/env python3
+"""The default rules on PyTorch trainings that `tstat bench detection` does not
+have: a synthetic task harder than the digits (classes from a random linear
+teacher, optionally with label noise, on a finite training set), SGD without
+momentum, small learning rates, long learning-rate warmups, Adam and momentum;
+healthy, and with the learning rate 0 (nothing learns) and shuffled labels
+(nothing to learn but memorizing). Every run attaches tstat.pytorch.Hook with
+the default configuration, as a user who writes no rules config would.
+
+Target: no finding on any healthy run (a critical one would stop it); the runs
+with learning rate 0 stopped by loss_not_decreasing after its horizon.
+Learning rates 10-30x too small (slow) and shuffled labels are shown, not
+judged: the first barely move their loss (a finding that they do not learn is
+as right as none), and a network memorizes shuffled labels, so their training
+loss falls (overfit needs a validation loss, which these runs do not save).
+
+Usage: detection_python.py [--steps N] [--seeds K] [--only SUBSTRING] [--json]
+Prints one line per run (or one JSON object) and a summary; exit 0 when the
+target is met, 1 otherwise.
+"""
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+import time
+
+import torch
+
+import tstat.pytorch
+from tstat import trials
+
+D_IN, CLASSES, ROWS, BATCH = 20, 10, 2000, 64
+
+# (optimizer, peak learning rate, warmup steps). Healthy: ordinary settings,
+# small learning rates and long warmups included.
+HEALTHY = [
+    ("sgd", 0.01, 1), ("momentum", 0.01, 1), ("momentum", 0.001, 1), ("adam", 1e-3, 1),
+    ("adam", 1e-4, 1), ("adam", 1e-3, 200), ("adam", 1e-3, 1000), ("momentum", 0.1, 200),
+    ("momentum", 0.1, 1000),
+]
+# Slow: learning rates 10-30x below the usual ones for these nets (plain SGD
+# at 0.003, Adam at 3e-5), whose loss moves about 1% in 200 steps: a finding
+# that they do not learn is as right as none, so they are shown, not judged.
+SLOW = [("sgd", 0.003, 1), ("adam", 3e-5, 1)]
+SHUFFLED = [("adam", 1e-3, 1), ("momentum", 0.1, 1), ("sgd", 0.1, 1)]
+
+
+def make_task(task, shuffled, g):
+    teacher = torch.randn(D_IN, CLASSES, generator=g)
+    x = torch.randn(ROWS, D_IN, generator=g)
+    logits = x @ teacher
+    if task == "noisy":
+        logits = logits + 2.0 * torch.randn(ROWS, CLASSES, generator=g)
+    y = logits.argmax(1)
+    if shuffled:
+        y = y[torch.randperm(ROWS, generator=g)]
+    return x, y
+
+
+def run(case, steps, out_dir):
+    torch.manual_seed(case["seed"])
+    g = torch.Generator().manual_seed(case["seed"] + 100)
+    x_all, y_all = make_task(case["task"], case["kind"] == "shuffled", g)
+    model = torch.nn.Sequential(
+        torch.nn.Linear(D_IN, 64), torch.nn.ReLU(), torch.nn.Linear(64, 64), torch.nn.ReLU(),
+        torch.nn.Linear(64, CLASSES))
+    lr = 0.0 if case["kind"] == "lr0" else case["lr"]
+    if case["opt"] == "adam":
+        opt = torch.optim.Adam(model.parameters(), lr=lr)
+    else:
+        opt = torch.optim.SGD(model.parameters(), lr=lr,
+                              momentum=0.9 if case["opt"] == "momentum" else 0.0)
+    warm = case["warm"]
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / warm))
+    loss_fn = torch.nn.CrossEntropyLoss()
+    losses = []
+    perm, cursor = torch.randperm(ROWS, generator=g), 0
+    t0 = time.perf_counter()
+    with tstat.pytorch.Hook(out_dir=out_dir) as hook:
+        hook.register_module(model)
+        hook.register_loss(loss_fn)
+        for _ in range(steps):
+            if cursor + BATCH > ROWS:
+                perm, cursor = torch.randperm(ROWS, generator=g), 0
+            idx = perm[cursor:cursor + BATCH]
+            cursor += BATCH
+            opt.zero_grad()
+            loss = loss_fn(model(x_all[idx]), y_all[idx])
+            loss.backward()
+            opt.step()
+            sched.step()
+            losses.append(loss.item())
+            if hook.should_stop():
+                break
+    found = trials.create_trial(out_dir).findings()
+    findings = [] if found.empty else [
+        {"rule": r.type, "severity": r.severity, "first_step": int(r.first_step),
+         "tensor": r.tensor} for r in found.itertuples()]
+    return {"steps_run": len(losses), "first_loss": sum(losses[:20]) / 20,
+            "last_loss": sum(losses[-20:]) / 20, "findings": findings,
+            "seconds": time.perf_counter() - t0}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--steps", type=int, default=400)
+    ap.add_argument("--seeds", type=int, default=2)
+    ap.add_argument("--only", default="")
+    ap.add_argument("--json", action="store_true")
+    a = ap.parse_args()
+    if a.steps < 250:
+        ap.error("--steps must be at least 250 (loss_not_decreasing judges from step 200)")
+    torch.set_num_threads(1)
+    cases = []
+    for task in ("teacher", "noisy"):
+        for kind, configs in (("healthy", HEALTHY), ("slow", SLOW), ("shuffled", SHUFFLED),
+                              ("lr0", [("sgd", 0.01, 1)])):
+            for opt, lr, warm in configs:
+                for seed in range(a.seeds):
+                    c = {"kind": kind, "task": task, "opt": opt, "lr": lr, "warm": warm,
+                         "seed": seed}
+                    c["name"] = f"{kind}/{task}/{opt}-lr{lr:g}-warmup{warm}/s{seed}"
+                    if a.only in c["name"]:
+                        cases.append(c)
+    root = tempfile.mkdtemp(prefix="tstat-detection-python-")
+    failed = []
+    healthy = clean = stopped_lr0 = lr0 = 0
+    try:
+        for i, c in enumerate(cases):
+            r = run(c, a.steps, f"{root}/run{i}")
+            rules = sorted({f["rule"] for f in r["findings"]})
+            ok = True
+            if c["kind"] == "healthy":
+                healthy += 1
+                ok = not r["findings"] and r["steps_run"] == a.steps
+                clean += ok
+            elif c["kind"] == "lr0":
+                lr0 += 1
+                ldn = [f for f in r["findings"] if f["rule"] == "loss_not_decreasing"]
+                ok = bool(ldn) and ldn[0]["severity"] == "critical" and \
+                    r["steps_run"] <= ldn[0]["first_step"] + 2
+                stopped_lr0 += ok
+            if not ok:
+                failed.append(c["name"])
+            row = dict(c, **r, passed=ok)
+            if a.json:
+                print(json.dumps(row), flush=True)
+            else:
+                first = min((f["first_step"] for f in r["findings"]), default=None)
+                print(f"{c['name']:44s} loss {r['first_loss']:.3f} -> {r['last_loss']:.3f} "
+                      f"steps {r['steps_run']:4d}  {'ok    ' if ok else 'FAILED'} "
+                      f"{','.join(rules) or '-'}{'' if first is None else f' from step {first}'}",
+                      flush=True)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    summary = {"kind": "summary", "healthy": healthy, "healthy_clean": clean, "lr0": lr0,
+               "lr0_stopped": stopped_lr0, "passed": not failed}
+    if a.json:
+        print(json.dumps(summary))
+    else:
+        print(f"\nhealthy runs without findings: {clean}/{healthy}; learning rate 0 stopped by "
+              f"loss_not_decreasing: {stopped_lr0}/{lr0}")
+        for n in failed:
+            print(f"  FAILED {n}")
+    return 0 if not failed else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
