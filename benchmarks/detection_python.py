@@ -7,12 +7,11 @@ healthy, and with the learning rate 0 (nothing learns) and shuffled labels
 (nothing to learn but memorizing). Every run attaches tstat.pytorch.Hook with
 the default configuration, as a user who writes no rules config would.
 
-Target: no finding on any healthy run (a critical one would stop it); the runs
-with learning rate 0 stopped by loss_not_decreasing after its horizon.
-Learning rates 10-30x too small (slow) and shuffled labels are shown, not
-judged: the first barely move their loss (a finding that they do not learn is
-as right as none), and a network memorizes shuffled labels, so their training
-loss falls (overfit needs a validation loss, which these runs do not save).
+Target: no finding on any healthy run (a critical one would stop it), slow
+ones included; the runs with learning rate 0 stopped by loss_not_decreasing
+after its horizon. Shuffled labels are shown, not judged: a network memorizes
+them, so their training loss falls (overfit needs a validation loss, which
+these runs do not save).
 
 Usage: detection_python.py [--steps N] [--seeds K] [--only SUBSTRING] [--json]
 Prints one line per run (or one JSON object) and a summary; exit 0 when the
@@ -34,16 +33,14 @@ from tstat import trials
 D_IN, CLASSES, ROWS, BATCH = 20, 10, 2000, 64
 
 # (optimizer, peak learning rate, warmup steps). Healthy: ordinary settings,
-# small learning rates and long warmups included.
+# small learning rates and long warmups, and learning rates 10-30x below the
+# usual ones for these nets (plain SGD at 0.003, Adam at 3e-5), whose loss
+# moves less than 1% in 200 steps but steadily: slow is not broken.
 HEALTHY = [
     ("sgd", 0.01, 1), ("momentum", 0.01, 1), ("momentum", 0.001, 1), ("adam", 1e-3, 1),
     ("adam", 1e-4, 1), ("adam", 1e-3, 200), ("adam", 1e-3, 1000), ("momentum", 0.1, 200),
-    ("momentum", 0.1, 1000),
+    ("momentum", 0.1, 1000), ("sgd", 0.003, 1), ("adam", 3e-5, 1),
 ]
-# Slow: learning rates 10-30x below the usual ones for these nets (plain SGD
-# at 0.003, Adam at 3e-5), whose loss moves about 1% in 200 steps: a finding
-# that they do not learn is as right as none, so they are shown, not judged.
-SLOW = [("sgd", 0.003, 1), ("adam", 3e-5, 1)]
 SHUFFLED = [("adam", 1e-3, 1), ("momentum", 0.1, 1), ("sgd", 0.1, 1)]
 
 
@@ -115,7 +112,7 @@ def main():
     torch.set_num_threads(1)
     cases = []
     for task in ("teacher", "noisy"):
-        for kind, configs in (("healthy", HEALTHY), ("slow", SLOW), ("shuffled", SHUFFLED),
+        for kind, configs in (("healthy", HEALTHY), ("shuffled", SHUFFLED),
                               ("lr0", [("sgd", 0.01, 1)])):
             for opt, lr, warm in configs:
                 for seed in range(a.seeds):

@@ -7,15 +7,20 @@
 //   compared with the median of the first `window`, at every value once the
 //   series spans `horizon` (default 200) mode steps from its first value and
 //   holds 2*window values; it fires when it is not lower by more than
-//   `diff_percent` (default 1) percent of the first median's magnitude.
+//   `diff_percent` (default 2) percent of the first median's magnitude and
+//   the series has no downward trend: the Mann-Kendall score of its last
+//   values (up to kTrendValues) is not below -trend_z (default 2; 0: no
+//   trend test). A slow learner moves its loss by less than the threshold
+//   but steadily (z of -4 to -90 over 200 steps in
+//   benchmarks/detection_python.py); a network that learns nothing stays
+//   within its noise, z near 0.
 //   Windows tolerate minibatch noise, medians a few spikes (a loss spike
 //   that training survives is not a finding), and a run that has converged
 //   stays far below its start, so a plateau is not a finding either. The
-//   horizon is what healthy training needs to move its loss by more than
-//   its noise: a learning-rate warmup, a small learning rate or a hard task
-//   keep the loss within a few percent of its start for tens of steps
-//   (within 10% for 60-300 steps in benchmarks/detection_python.py), while
-//   a network that learns nothing stays within its noise (< 1%) for good. Only training series
+//   horizon is what healthy training needs to show a trend: a
+//   learning-rate warmup, a small learning rate or a hard task keep the loss
+//   within a few percent of its start for tens of steps (within 10% for
+//   60-300 steps in benchmarks/detection_python.py). Only training series
 //   (TRAIN, GLOBAL) unless `mode` or the rule's modes say otherwise: EVAL
 //   losses are overfit's.
 //   A series that began already learned is not judged this way, because
@@ -55,6 +60,7 @@
 
 #include "rules/run/labels_finder.h"
 #include "rules/run/loss_source.h"
+#include "rules/run/mann_kendall.h"
 #include "rules/run/run_rules.h"
 
 namespace tstat::rules::run {
@@ -75,9 +81,11 @@ class LossNotDecreasing final : public LossRuleBase {
     p->CheckRange("window", static_cast<double>(window_), 1, 1e6);
     horizon_ = p->Int("horizon", 200);
     p->CheckRange("horizon", static_cast<double>(horizon_), 1, 1e15);
+    trend_z_ = p->Double("trend_z", 2.0);
+    p->CheckRange("trend_z", trend_z_, 0.0, 1e6);
     num_steps_ = p->Int("num_steps", 10);
     p->CheckRange("num_steps", static_cast<double>(num_steps_), 1, 1e15);
-    diff_percent_ = p->Double("diff_percent", from_start_ ? 1.0 : 0.0);
+    diff_percent_ = p->Double("diff_percent", from_start_ ? 2.0 : 0.0);
     p->CheckRange("diff_percent", diff_percent_, 0.0, 100.0);
     chance_fraction_ = p->Double("chance_fraction", 0.75);
     p->CheckRange("chance_fraction", chance_fraction_, 0.0, 1.0);
@@ -132,6 +140,10 @@ class LossNotDecreasing final : public LossRuleBase {
   }
 
  private:
+  // The trend is judged over this many most recent values (the series from
+  // its start at the default horizon; O(kTrendValues) per value).
+  static constexpr std::size_t kTrendValues = 512;
+
   // How a "start" series began (decided at its first judgement).
   enum class Start { kUndecided, kFresh, kResumed, kLearned };
 
@@ -144,6 +156,7 @@ class LossNotDecreasing final : public LossRuleBase {
     Start start = Start::kUndecided;
     std::vector<double> first;
     std::deque<double> last;
+    MannKendallTrend trend{kTrendValues};
     // baseline "previous": (step, loss) since the last check.
     std::deque<std::pair<std::int64_t, double>> history;
     std::int64_t last_check = 0;
@@ -167,6 +180,7 @@ class LossNotDecreasing final : public LossRuleBase {
     const auto w = static_cast<std::size_t>(window_);
     if (s->first.size() < w) s->first.push_back(loss);
     s->last.push_back(loss);
+    if (trend_z_ > 0.0) s->trend.Add(loss);
     if (s->last.size() > w) s->last.pop_front();
     if (s->values == 0) s->first_step = step.key.mode_step;
     if (s->values == 1) s->second_step = step.key.mode_step;
@@ -178,6 +192,8 @@ class LossNotDecreasing final : public LossRuleBase {
     const double now = Median(s->last.begin(), s->last.end());
     const double decrease = Percent(start - now, start);
     if (now < start - std::fabs(start) * diff_percent_ / 100.0) return;
+    const double z = s->trend.Z();
+    if (trend_z_ > 0.0 && z < -trend_z_) return;  // falling steadily: learning, slowly
     const std::string change =
         decrease >= 0 ? Num(decrease) + "% below" : Num(-decrease) + "% above";
     Finding f = MakeFinding(
@@ -186,14 +202,18 @@ class LossNotDecreasing final : public LossRuleBase {
             std::to_string(step.key.mode_step - s->first_step + 1) +
             " steps in, the median of its last " + std::to_string(window_) + " values is " +
             Num(now) + ", " + change + " the median of its first " + std::to_string(window_) +
-            " (" + Num(start) + "; needed: more than " + Num(diff_percent_) +
-            "% below); the network is not learning: check the learning rate, that the "
+            " (" + Num(start) + "; needed: more than " + Num(diff_percent_) + "% below)" +
+            (trend_z_ > 0.0 ? ", and its last " + std::to_string(s->trend.size()) +
+                                  " values have no downward trend (Mann-Kendall z = " + Num(z) + ")"
+                            : std::string()) +
+            "; the network is not learning: check the learning rate, that the "
             "optimizer steps the model's parameters and that the labels match the inputs",
         {{"decrease_percent", decrease},
          {"loss_median", now},
          {"start_median", start},
          {"diff_percent", diff_percent_},
-         {"window", static_cast<double>(window_)}});
+         {"window", static_cast<double>(window_)},
+         {"trend_z", z}});
     f.lower_is_worse = true;
     findings->push_back(std::move(f));
   }
@@ -353,8 +373,9 @@ class LossNotDecreasing final : public LossRuleBase {
   bool from_start_ = true;
   std::int64_t window_ = 20;
   std::int64_t horizon_ = 200;  // mode steps before the first judgement
+  double trend_z_ = 2.0;        // 0: no trend test
   std::int64_t num_steps_ = 10;
-  double diff_percent_ = 1.0;
+  double diff_percent_ = 2.0;
   double increase_percent_ = -1.0;  // < 0: off
   double chance_fraction_ = 0.75;   // 0: the chance level is not judged
   std::string labels_regex_text_;

@@ -473,6 +473,41 @@ def test_start_step_numbers_manual_steps_and_rejects_bad_values(tmp_path):
         assert e.value.code == "invalid_argument" and "start_step" in e.value.message
 
 
+class ResBlock(torch.nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.c1, self.b1 = torch.nn.Conv2d(c, c, 3, padding=1), torch.nn.BatchNorm2d(c)
+        self.c2, self.b2 = torch.nn.Conv2d(c, c, 3, padding=1), torch.nn.BatchNorm2d(c)
+
+    def forward(self, x):
+        return torch.relu(x + self.b2(self.c2(torch.relu(self.b1(self.c1(x))))))
+
+
+def test_conventional_architectures_have_no_findings(tmp_path):
+    # Convolutions with a bias before BatchNorm (the bias's gradient is
+    # rounding noise: not a vanishing gradient), residual blocks, dropout; a
+    # small transformer encoder (GELU, LayerNorm, attention).
+    torch.manual_seed(9)
+    cnn = torch.nn.Sequential(
+        torch.nn.Conv2d(1, 8, 3, padding=1), torch.nn.BatchNorm2d(8), torch.nn.ReLU(), ResBlock(8),
+        torch.nn.MaxPool2d(2), ResBlock(8), torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(),
+        torch.nn.Dropout(0.3), torch.nn.Linear(8, 3))
+    layer = torch.nn.TransformerEncoderLayer(16, 2, 32, dropout=0.1, activation="gelu",
+                                             batch_first=True)
+    encoder = torch.nn.Sequential(torch.nn.TransformerEncoder(layer, 2), torch.nn.Flatten(),
+                                  torch.nn.LayerNorm(6 * 16), torch.nn.Linear(6 * 16, 3))
+    for name, model, shape in (("cnn", cnn, (16, 1, 8, 8)), ("encoder", encoder, (16, 6, 16))):
+        with tstat.pytorch.Hook(out_dir=str(tmp_path / name)) as hook:
+            train(model, hook, 40, shape, seed=4, lr=0.02)
+            assert not hook.should_stop()
+        summary = json.load(open(tmp_path / name / "rules-00000.json"))
+        assert trials.create_trial(str(tmp_path / name)).findings().empty, \
+            (name, summary.get("diagnostics"))
+        if name == "cnn":
+            notes = "\n".join(summary.get("diagnostics", []))
+            assert "gradient/0.bias and 4 more bias(es) have no gradient" in notes, notes
+
+
 def test_live_reading_from_a_second_process(tmp_path):
     run = tmp_path / "run"
     go = tmp_path / "go"

@@ -2,6 +2,7 @@
 // exact step its definition (docs/rules.md) gives, and not otherwise.
 #include <gtest/gtest.h>
 
+#include "rules/run/mann_kendall.h"
 #include "tests/rules/run_rules_test_util.h"
 
 namespace tstat::rules::runtest {
@@ -59,25 +60,80 @@ TEST(LossNotDecreasingTest, ByDefaultANetworkThatLearnsNothingFiresAtTheHorizon)
   EXPECT_NE(f.message.find("200 steps in"), std::string::npos) << f.message;
 }
 
-TEST(LossNotDecreasingTest, ByDefaultASlowButSteadyLearnerIsNotAFinding) {
-  // Losses of healthy training that stay within 10% of their start for
-  // hundreds of steps (a long warmup, a small learning rate, a hard task):
-  // 2% lower by step 200 is learning; 0.5% lower is not (within noise).
-  for (const double drop : {0.02, 0.005}) {
-    LossDriver d(Spec("loss_not_decreasing"));
-    std::vector<std::pair<std::int64_t, double>> points;
-    for (std::int64_t s = 0; s < 400; ++s) {
-      points.emplace_back(s, 2.3 * (1.0 - drop * s / 200.0) + Noise(s, 0.02));
-    }
-    const Steps fired = d.Run(points, Mode::kTrain);
-    if (drop == 0.02) {
-      EXPECT_EQ(fired, Steps{}) << drop;
-    } else {
-      // 0.5% at step 200, 1% by step ~410: fires at the horizon.
-      ASSERT_FALSE(fired.empty());
-      EXPECT_EQ(fired.front(), 199);
+// Uniform noise in [-amplitude, amplitude) from a fixed LCG (no periodic
+// pattern a trend test could read as a trend or hide one in).
+struct LcgNoise {
+  double operator()(double amplitude) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return amplitude * (static_cast<double>(state >> 11) / 9007199254740992.0 * 2.0 - 1.0);
+  }
+  std::uint64_t state = 12345;
+};
+
+TEST(MannKendallTrendTest, TheSlidingScoreIsThePairwiseOneOfItsWindow) {
+  using run::MannKendallTrend;
+  // S over the last `capacity` values, recomputed pair by pair, for series
+  // with ties, spikes and a trend, at every length.
+  for (const std::size_t capacity : {2u, 3u, 7u, 64u}) {
+    MannKendallTrend mk(capacity);
+    LcgNoise noise;
+    std::vector<double> xs;
+    for (int i = 0; i < 150; ++i) {
+      const double x = i % 11 == 0 ? 5.0 : std::round(noise(3.0)) - 0.01 * i;  // ties
+      xs.push_back(x);
+      mk.Add(x);
+      const std::size_t n = std::min(xs.size(), capacity);
+      std::int64_t s = 0;
+      for (std::size_t a = xs.size() - n; a < xs.size(); ++a) {
+        for (std::size_t b = a + 1; b < xs.size(); ++b) s += (xs[b] > xs[a]) - (xs[b] < xs[a]);
+      }
+      ASSERT_EQ(mk.s(), s) << capacity << " " << i;
+      ASSERT_EQ(mk.size(), n);
     }
   }
+  // Z: (S - 1) / sqrt(n(n-1)(2n+5)/18) for a rising series of 10: S = 45.
+  MannKendallTrend rising(100);
+  for (int i = 0; i < 10; ++i) rising.Add(i);
+  EXPECT_NEAR(rising.Z(), 44.0 / std::sqrt(10.0 * 9 * 25 / 18), 1e-12);
+  MannKendallTrend constant(100);
+  for (int i = 0; i < 10; ++i) constant.Add(1.0);
+  EXPECT_EQ(constant.Z(), 0.0);
+}
+
+TEST(LossNotDecreasingTest, ByDefaultASlowButSteadyLearnerIsNotAFinding) {
+  // Healthy training whose loss stays within a few percent of its start for
+  // hundreds of steps (a long warmup, a small learning rate, a hard task):
+  // 0.5% lower by step 200, under minibatch noise of +-1.5% and two spikes of
+  // 50x, is less than diff_percent but a steady downward trend: learning.
+  LossDriver slow(Spec("loss_not_decreasing"));
+  LcgNoise noise;
+  std::vector<std::pair<std::int64_t, double>> points;
+  for (std::int64_t s = 0; s < 400; ++s) {
+    double v = 2.3 * (1.0 - 0.005 * s / 200.0) + noise(0.035);
+    if (s == 120 || s == 121) v *= 50;
+    points.emplace_back(s, v);
+  }
+  EXPECT_EQ(slow.Run(points, Mode::kTrain), Steps{});
+  // The same noise without the decline: no trend, a finding at the horizon
+  // (its trend score is part of the finding).
+  LossDriver flat(Spec("loss_not_decreasing"));
+  LcgNoise same;
+  points.clear();
+  for (std::int64_t s = 0; s < 205; ++s) points.emplace_back(s, 2.3 + same(0.035));
+  const Steps fired = flat.Run(points, Mode::kTrain);
+  ASSERT_FALSE(fired.empty());
+  EXPECT_EQ(fired.front(), 199);
+  const Finding& f = flat.findings[0];
+  EXPECT_GT(Value(f, "trend_z"), -2.0);
+  EXPECT_NE(f.message.find("no downward trend (Mann-Kendall z = "), std::string::npos) << f.message;
+  // trend_z 0: the windows alone judge, and the slow learner is a finding.
+  LossDriver windows_only(Spec("loss_not_decreasing", {{"trend_z", "0"}}));
+  LcgNoise again;
+  points.clear();
+  for (std::int64_t s = 0; s < 205; ++s) {
+    points.emplace_back(s, 2.3 * (1.0 - 0.005 * s / 200.0) + again(0.035));
+  }
+  EXPECT_FALSE(windows_only.Run(points, Mode::kTrain).empty());
 }
 
 TEST(LossNotDecreasingTest, ByDefaultLearningPlateausAndSpikesAreNotFindings) {
@@ -110,8 +166,8 @@ TEST(LossNotDecreasingTest, ByDefaultALossThatIsNanFromTheStartFiresAtOnce) {
 TEST(LossNotDecreasingTest, ParametersOfTheStartJudgement) {
   // A shorter horizon and window judge sooner; diff_percent is the progress
   // asked for.
-  LossDriver d(
-      Spec("loss_not_decreasing", {{"window", "5"}, {"diff_percent", "50"}, {"horizon", "1"}}));
+  LossDriver d(Spec("loss_not_decreasing",
+                    {{"window", "5"}, {"diff_percent", "50"}, {"horizon", "1"}, {"trend_z", "0"}}));
   std::vector<std::pair<std::int64_t, double>> points;
   for (std::int64_t s = 0; s < 12; ++s) points.emplace_back(s, 1.0 - 0.04 * s);  // -44% by 11
   EXPECT_EQ(d.Run(points, Mode::kTrain), (Steps{9, 10, 11}));
@@ -120,6 +176,13 @@ TEST(LossNotDecreasingTest, ParametersOfTheStartJudgement) {
   std::vector<std::pair<std::int64_t, double>> flat;
   for (std::int64_t s = 10; s < 70; s += 2) flat.emplace_back(s, 1.0);
   EXPECT_EQ(later.Run(flat, Mode::kTrain).front(), 60);  // 10 + 50, the first even step >= 59
+  // With the trend test that steady decline is learning.
+  LossDriver trend(
+      Spec("loss_not_decreasing", {{"window", "5"}, {"diff_percent", "50"}, {"horizon", "1"}}));
+  EXPECT_EQ(trend.Run(points, Mode::kTrain), Steps{});
+  const Status trend_z = MakeRule(Spec("loss_not_decreasing", {{"trend_z", "-1"}})).status();
+  EXPECT_EQ(trend_z.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(trend_z.message().find("trend_z"), std::string::npos) << trend_z.message();
   const Status horizon = MakeRule(Spec("loss_not_decreasing", {{"horizon", "0"}})).status();
   EXPECT_EQ(horizon.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(horizon.message().find("horizon"), std::string::npos) << horizon.message();

@@ -93,17 +93,68 @@ TEST_F(VanishingGradientTest, HealthyGradientsAndNonFiniteOnesDoNotFire) {
   EXPECT_TRUE(Feed(rule.get(), cat_, Batch(1, {RecordOf(0, {NAN, INFINITY})})).empty());
   // Small finite values beside a NaN: the NaN is the finding (exploding_tensor's).
   EXPECT_TRUE(Feed(rule.get(), cat_, Batch(2, {RecordOf(0, {1e-5, NAN})})).empty());
-  auto f = Feed(rule.get(), cat_, Batch(3, {RecordOf(0, {1e-5, 0.0})}));
+  auto f = Feed(rule.get(), cat_, Batch(3, {RecordOf(0, {1e-5, 0.0, -2e-5})}));
   ASSERT_EQ(f.size(), 1u);
   EXPECT_TRUE(f[0].lower_is_worse);
   EXPECT_EQ(f[0].severity, Severity::kError);
-  EXPECT_NEAR(f[0].values[0].second, 5e-6, 1e-18);  // the mean over every element
+  EXPECT_NEAR(f[0].values[0].second, 1.5e-5, 1e-17);  // the mean over the non-zero elements
+}
+
+TEST_F(VanishingGradientTest, ASparseGradientIsNotASmallOne) {
+  // An embedding's gradient: the rows the batch used learn, the others are
+  // exactly 0. Over every element the mean is 1e-9; over the non-zero ones 1e-3.
+  auto rule = MustCreate("vanishing_gradient");
+  std::vector<double> rows(1000000, 0.0);
+  rows[7] = 1e-3;
+  rows[99] = -1e-3;
+  EXPECT_TRUE(Feed(rule.get(), cat_, Batch(0, {RecordOf(0, rows)})).empty());
+  // A gradient that is 0 everywhere is all_zero's finding, not this one's.
+  EXPECT_TRUE(Feed(rule.get(), cat_, Batch(1, {RecordOf(0, Fill(5, 0.0))})).empty());
+  // Small non-zero values among the zeros still vanish.
+  rows[7] = 1e-9;
+  rows[99] = -1e-9;
+  EXPECT_EQ(Feed(rule.get(), cat_, Batch(2, {RecordOf(0, rows)})).size(), 1u);
+}
+
+TEST(VanishingGradientBiasTest, ABiasCancelledByANormalizationIsNotAVanishingGradient) {
+  // conv.bias before a BatchNorm: rounding noise while conv.weight learns.
+  MapCatalog cat;
+  cat.Add(0, "gradient/conv.weight", {"gradients"});
+  cat.Add(1, "gradient/conv.bias", {"gradients"});
+  cat.Add(2, "gradient/fc.bias", {"gradients"});  // no weight gradient in the run
+  cat.Add(3, "dense/kernel:0", {"gradients"});    // Keras names
+  cat.Add(4, "dense/bias:0", {"gradients"});
+  auto rule = MustCreate("vanishing_gradient");
+  const double noise = 1e-9, learns = 1e-3;
+  auto f = Feed(rule.get(), cat,
+                Batch(0, {RecordOf(1, {noise, -noise}), RecordOf(0, {learns, -learns}),
+                          RecordOf(2, {noise}), RecordOf(3, {learns}), RecordOf(4, {noise})}));
+  // Only the bias without a weight is judged (the weight came after the bias
+  // in capture order: siblings are looked up once the step is read).
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].tensor, "gradient/fc.bias");
+  const std::string why = rule->Diagnostics();
+  EXPECT_TRUE(Contains(why,
+                       "dense/bias:0 and 1 more bias(es) have no gradient while their "
+                       "layer's weight has one"))
+      << why;
+  EXPECT_TRUE(Contains(why, "BatchNorm")) << why;
+  // When the layer's weight gradient vanishes too, both are findings (deep
+  // sigmoid nets: the whole layer stops learning).
+  f = Feed(rule.get(), cat, Batch(1, {RecordOf(1, {noise}), RecordOf(0, {noise})}));
+  ASSERT_EQ(f.size(), 2u);
+  EXPECT_EQ(f[0].tensor, "gradient/conv.weight");  // reported at once
+  EXPECT_EQ(f[1].tensor, "gradient/conv.bias");    // at the end of the step
+  // A step without the weight's record judges the bias alone.
+  f = Feed(rule.get(), cat, Batch(2, {RecordOf(1, {noise})}));
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].tensor, "gradient/conv.bias");
 }
 
 TEST_F(VanishingGradientTest, RespectsModes) {
   auto rule = MustCreate("vanishing_gradient", {{}, {}, "", {Mode::kEval}});
-  EXPECT_TRUE(Feed(rule.get(), cat_, Batch(0, {RecordOf(0, {0.0})}, Mode::kTrain)).empty());
-  EXPECT_EQ(Feed(rule.get(), cat_, Batch(1, {RecordOf(0, {0.0})}, Mode::kEval)).size(), 1u);
+  EXPECT_TRUE(Feed(rule.get(), cat_, Batch(0, {RecordOf(0, {1e-9})}, Mode::kTrain)).empty());
+  EXPECT_EQ(Feed(rule.get(), cat_, Batch(1, {RecordOf(0, {1e-9})}, Mode::kEval)).size(), 1u);
 }
 
 TEST_F(VanishingGradientTest, ParameterErrorsNameTheParameter) {
@@ -152,7 +203,8 @@ TEST(ExplodingTensorTest, GrowthOverTheMedianOfTheWindowFiresAtExactSteps) {
   // step 6: {2, 2, 12} -> 13 / 2 = 6.5; step 7: {2, 12, 13} -> 14 / 12.
   const double l2[] = {1, 1, 1.5, 2, 2, 12, 13, 14};
   for (int s = 0; s < 8; ++s) {
-    for (const Finding& f : Feed(rule.get(), cat, Batch(s, {RecordOf(0, {l2[s]}), RecordOf(1, {l2[s]})}))) {
+    for (const Finding& f :
+         Feed(rule.get(), cat, Batch(s, {RecordOf(0, {l2[s]}), RecordOf(1, {l2[s]})}))) {
       steps.push_back(f.step.global_step);
       growth.push_back(Value(f, "growth"));
       EXPECT_EQ(f.tensor, "gradient/w");
