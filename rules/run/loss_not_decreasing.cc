@@ -11,7 +11,7 @@
 //   the series has no downward trend: the Mann-Kendall score of its last
 //   values (up to kTrendValues) is not below -trend_z (default 2; 0: no
 //   trend test). A slow learner moves its loss by less than the threshold
-//   but steadily (z of -4 to -90 over 200 steps in
+//   but steadily (z of -3.7 to -90 over 200 steps in
 //   benchmarks/detection_python.py); a network that learns nothing stays
 //   within its noise, z near 0.
 //   Windows tolerate minibatch noise, medians a few spikes (a loss spike

@@ -106,6 +106,22 @@ Case FaultCase(Fault f, Arch arch, std::uint64_t seed, std::int64_t steps) {
   return c;
 }
 
+// A healthy training of `x` named "<prefix><arch>-<optimizer>-<schedule>/s<seed>".
+Case HealthyCase(const Healthy& x, const char* prefix, int seed, const MatrixOptions& options) {
+  Case c;
+  c.arch = x.arch;
+  c.optimizer = x.optimizer;
+  c.lr = x.lr;
+  c.schedule = x.schedule;
+  c.batch = x.batch;
+  c.seed = static_cast<std::uint64_t>(seed);
+  c.steps = options.steps;
+  c.eval_every = options.eval_every;
+  c.name = std::string(prefix) + ArchName(x.arch) + "-" + OptimizerName(x.optimizer) + "-" +
+           ScheduleName(x.schedule) + "/s" + std::to_string(seed);
+  return c;
+}
+
 bool Wanted(const Case& c, const std::vector<std::string>& only) {
   if (only.empty()) return true;
   return std::any_of(only.begin(), only.end(),
@@ -211,17 +227,7 @@ std::vector<Case> MakeMatrix(const MatrixOptions& options) {
     // --quick: one configuration per architecture.
     const Healthy& x = kHealthy[options.quick ? 2 * h : h];
     for (int s = 1; s <= seeds; ++s) {
-      Case c;
-      c.arch = x.arch;
-      c.optimizer = x.optimizer;
-      c.lr = x.lr;
-      c.schedule = x.schedule;
-      c.batch = x.batch;
-      c.seed = static_cast<std::uint64_t>(s);
-      c.steps = options.steps;
-      c.eval_every = options.eval_every;
-      c.name = std::string("healthy/") + ArchName(x.arch) + "-" + OptimizerName(x.optimizer) + "-" +
-               ScheduleName(x.schedule) + "/s" + std::to_string(s);
+      Case c = HealthyCase(x, "healthy/", s, options);
       if (Wanted(c, options.only)) out.push_back(c);
     }
   }
@@ -229,18 +235,8 @@ std::vector<Case> MakeMatrix(const MatrixOptions& options) {
   // attaches (seed 1; --quick: two of them). Its loss starts learned.
   const std::size_t resumed = options.quick ? 2 : std::size(kHealthy);
   for (std::size_t h = 0; h < resumed; ++h) {
-    const Healthy& x = kHealthy[options.quick ? 3 * h : h];
-    Case c;
-    c.arch = x.arch;
-    c.optimizer = x.optimizer;
-    c.lr = x.lr;
-    c.schedule = x.schedule;
-    c.batch = x.batch;
-    c.steps = options.steps;
+    Case c = HealthyCase(kHealthy[options.quick ? 3 * h : h], "resumed/", 1, options);
     c.pretrain_steps = options.steps;
-    c.eval_every = options.eval_every;
-    c.name = std::string("resumed/") + ArchName(x.arch) + "-" + OptimizerName(x.optimizer) + "-" +
-             ScheduleName(x.schedule) + "/s1";
     if (Wanted(c, options.only)) out.push_back(c);
   }
   for (Fault f : AllFaults()) {
