@@ -209,8 +209,14 @@ class PySession {
     switch (s.kind) {
       case SlotKind::kTensor:
         return s.source;
-      case SlotKind::kParameter:
-        return s.source();  // a weakref: None once the parameter is gone
+      case SlotKind::kParameter: {
+        // A weakref: None once the parameter is gone. A frozen parameter
+        // (requires_grad false) is skipped while frozen: nothing trains it,
+        // and its update of 0 is no fault of training.
+        py::object p = s.source();
+        if (!p.is_none() && !py::getattr(p, "requires_grad").cast<bool>()) return py::none();
+        return p;
+      }
       case SlotKind::kGradient: {
         if (!s.fresh) return py::none();
         py::object p = s.source();

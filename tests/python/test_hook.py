@@ -508,6 +508,32 @@ def test_conventional_architectures_have_no_findings(tmp_path):
             assert "gradient/0.bias and 4 more bias(es) have no gradient" in notes, notes
 
 
+def test_frozen_parameters_are_not_judged_while_frozen(tmp_path):
+    # Fine-tuning with a frozen first layer, unfrozen at step 20: its weight
+    # is captured from then on (steps 20-29), and weight_update_ratio does
+    # not read the frozen weight's update of 0 as too small.
+    torch.manual_seed(5)
+    model = MLP()
+    for p in model.fc1.parameters():
+        p.requires_grad = False
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    loss_fn = torch.nn.CrossEntropyLoss()
+    with tstat.pytorch.Hook(out_dir=str(tmp_path / "run")) as hook:
+        hook.register_module(model)
+        hook.register_loss(loss_fn)
+        for step in range(30):
+            if step == 20:
+                for p in model.fc1.parameters():
+                    p.requires_grad = True
+            opt.zero_grad()
+            loss_fn(model(torch.randn(8, 10)), torch.randint(0, 4, (8,))).backward()
+            opt.step()
+    trial = trials.create_trial(str(tmp_path / "run"))
+    assert trial.findings().empty, trial.findings()
+    assert list(trial.tensor("fc1.weight").steps()) == list(range(20, 30))
+    assert list(trial.tensor("fc2.weight").steps()) == list(range(30))
+
+
 def test_live_reading_from_a_second_process(tmp_path):
     run = tmp_path / "run"
     go = tmp_path / "go"

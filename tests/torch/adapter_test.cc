@@ -19,9 +19,9 @@ namespace {
 
 TEST(TorchAdapterTest, DTypesAndViews) {
   const std::pair<c10::ScalarType, DType> cases[] = {
-      {torch::kFloat32, DType::kFloat32}, {torch::kFloat16, DType::kFloat16},
+      {torch::kFloat32, DType::kFloat32},   {torch::kFloat16, DType::kFloat16},
       {torch::kBFloat16, DType::kBFloat16}, {torch::kFloat64, DType::kFloat64},
-      {torch::kInt32, DType::kInt32},     {torch::kInt64, DType::kInt64},
+      {torch::kInt32, DType::kInt32},       {torch::kInt64, DType::kInt64},
       {torch::kUInt8, DType::kUInt8}};
   for (const auto& [torch_type, dtype] : cases) {
     torch::Tensor t = torch::zeros({2, 3}, torch::TensorOptions().dtype(torch_type));
@@ -181,7 +181,8 @@ TEST(TorchAdapterTest, TrainsAndReadsBackAgainstTorch) {
   ASSERT_TRUE(labels->confusion.has_value());
   const torch::Tensor counts = torch::bincount(y, {}, 3);
   for (int c = 0; c < 3; ++c) {
-    EXPECT_EQ(labels->label_counts->counts[c], static_cast<std::uint64_t>(counts[c].item<int64_t>()));
+    EXPECT_EQ(labels->label_counts->counts[c],
+              static_cast<std::uint64_t>(counts[c].item<int64_t>()));
   }
   ASSERT_EQ(labels->confusion->classes, 3);
   std::vector<std::uint64_t> confusion(9, 0);
@@ -191,6 +192,37 @@ TEST(TorchAdapterTest, TrainsAndReadsBackAgainstTorch) {
   }
   EXPECT_EQ(labels->confusion->counts, confusion);
   EXPECT_EQ(labels->confusion->invalid, 0u);
+}
+
+// A frozen parameter (requires_grad false: fine-tuning a pretrained layer)
+// is not captured while frozen - nothing trains it, and weight_update_ratio
+// would read its update of 0 as a fault - and is again once unfrozen.
+TEST(TorchAdapterTest, FrozenParametersAreSkippedWhileFrozen) {
+  testing::TempDir dir;
+  torch::manual_seed(3);
+  Net net;
+  SessionConfig config;
+  config.out_dir = dir.path() + "/run";
+  config.save_config = SaveConfig::Every(1);
+  auto created = Session::Create(config);
+  ASSERT_TRUE(created.ok()) << created.status().ToString();
+  std::unique_ptr<Session> session = std::move(created).value();
+  ASSERT_TRUE(RegisterParameters(*session, *net).ok());
+  for (int step = 0; step < 4; ++step) {
+    net->fc1->weight.set_requires_grad(step == 0 || step == 3);
+    ASSERT_TRUE(session->BeginStep().ok());
+    ASSERT_TRUE(EndStep(*session).ok());
+  }
+  ASSERT_TRUE(session->Close().ok());
+  auto trial = Trial::Open(config.out_dir);
+  ASSERT_TRUE(trial.ok()) << trial.status().ToString();
+  for (int step = 0; step < 4; ++step) {
+    EXPECT_EQ((*trial)->stats("fc1.weight", step).ok(), step == 0 || step == 3) << step;
+    EXPECT_TRUE((*trial)->stats("fc2.weight", step).ok()) << step;
+  }
+  Result<TensorStats> s = (*trial)->stats("fc1.weight", 3);
+  ASSERT_TRUE(s.ok());
+  ExpectStatsMatch(s.value(), net->fc1->weight.detach(), "fc1.weight at step 3");
 }
 
 TEST(TorchAdapterTest, ClassificationCaptureRejectsBadLabels) {

@@ -40,6 +40,9 @@ Result<std::vector<std::uint32_t>> RegisterParameters(Session& session,
     TensorSpec spec(name, view.value(), {IsBias(item.key()) ? "biases" : "weights"});
     auto keep = std::make_shared<torch::Tensor>();
     spec.view_fn = [param, keep](TensorView* v) {
+      // A frozen parameter (requires_grad false) is skipped while frozen:
+      // nothing trains it, and its update of 0 is no fault of training.
+      if (!param.requires_grad()) return internal::CaptureView(torch::Tensor(), keep.get(), v);
       return internal::CaptureView(param, keep.get(), v);
     };
     Result<std::uint32_t> id = session.RegisterTensor(spec);
