@@ -127,6 +127,7 @@ class Hook:
         self._lock = threading.RLock()
         self._slots = {}          # name -> slot
         self._handles = []        # torch hook handles, removed by close()
+        self._frozen = []         # (name, weakref) of parameters frozen at registration
         self._calls = {}          # module path -> calls in this step
         self._top = None
         self._top_name = None
@@ -167,8 +168,9 @@ class Hook:
             ref = weakref.ref(p)
             self._slot(full, [collection], _PARAMETER, ref)
             if p.requires_grad:
-                grad_slot = self._slot("gradient/" + full, ["gradients"], _GRADIENT, ref)
-                self._handles.append(p.register_hook(self._gradient_hook(grad_slot)))
+                self._hook_gradient(full, p, ref)
+            else:  # a tensor hook needs requires_grad: added once it is unfrozen
+                self._frozen.append((full, ref))
         for path, sub in module.named_modules():
             if path == "" or any(True for _ in sub.children()):
                 continue
@@ -350,7 +352,28 @@ class Hook:
         if self._step_on == "auto" and self._mode == _modes.TRAIN and not self._closed:
             self._end_step_quietly()
 
+    def _hook_gradient(self, name, p, ref):
+        grad_slot = self._slot("gradient/" + name, ["gradients"], _GRADIENT, ref)
+        self._handles.append(p.register_hook(self._gradient_hook(grad_slot)))
+
+    def _hook_unfrozen(self):
+        """Gradient hooks for the parameters unfrozen since the last forward
+        (before this forward's backward produces their gradients)."""
+        still = []
+        for name, ref in self._frozen:
+            p = ref()
+            if p is None:
+                continue
+            if p.requires_grad:
+                self._hook_gradient(name, p, ref)
+            else:
+                still.append((name, ref))
+        self._frozen = still
+
     def _top_forward_pre(self, _module, inputs):
+        if self._frozen and not self._closed:
+            with self._lock:
+                self._hook_unfrozen()
         if self._closed or self._step_on != "auto":
             tensors = []
         else:

@@ -510,8 +510,9 @@ def test_conventional_architectures_have_no_findings(tmp_path):
 
 def test_frozen_parameters_are_not_judged_while_frozen(tmp_path):
     # Fine-tuning with a frozen first layer, unfrozen at step 20: its weight
-    # is captured from then on (steps 20-29), and weight_update_ratio does
-    # not read the frozen weight's update of 0 as too small.
+    # and gradient are captured from then on (steps 20-29), and
+    # weight_update_ratio does not read the frozen weight's update of 0 as
+    # too small.
     torch.manual_seed(5)
     model = MLP()
     for p in model.fc1.parameters():
@@ -527,11 +528,17 @@ def test_frozen_parameters_are_not_judged_while_frozen(tmp_path):
                     p.requires_grad = True
             opt.zero_grad()
             loss_fn(model(torch.randn(8, 10)), torch.randint(0, 4, (8,))).backward()
+            last_grad = model.fc1.weight.grad.clone() if model.fc1.weight.grad is not None \
+                else None
             opt.step()
     trial = trials.create_trial(str(tmp_path / "run"))
     assert trial.findings().empty, trial.findings()
     assert list(trial.tensor("fc1.weight").steps()) == list(range(20, 30))
     assert list(trial.tensor("fc2.weight").steps()) == list(range(30))
+    # Its gradient too, from the first backward after it was unfrozen, with
+    # torch's values (the last step's, read before the optimizer's update).
+    assert list(trial.tensor("gradient/fc1.weight").steps()) == list(range(20, 30))
+    assert_stats(trial, "gradient/fc1.weight", 29, torch_stats(last_grad))
 
 
 def test_live_reading_from_a_second_process(tmp_path):
