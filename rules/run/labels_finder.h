@@ -56,7 +56,7 @@ class LabelsFinder {
       bool created = false;
       std::uint8_t& m =
           matches_.Get(PerTensor<std::uint8_t>::WorkerGroup(worker), indexed.ids[i], &created);
-      if (created) m = InCollection(*t) || RE2::PartialMatch(t->name, *regex_) ? 1 : 0;
+      if (created) m = Matches(*t) ? 1 : 0;
       return m != 0;
     });
   }

@@ -17,6 +17,7 @@
 // when they vanish; their siblings are looked up at the end of the step.
 // Needs: the stat set of the gradients at every training step.
 #include <algorithm>
+#include <cmath>
 #include <set>
 #include <string>
 #include <string_view>
@@ -40,8 +41,8 @@ class VanishingGradientRule final : public TensorRuleT<VanishingGradientRule> {
   void Check(const StepView& step, const TensorInfo& info, const TensorStatsRecord& r,
              std::vector<Finding>* findings) override {
     const TensorStats& s = r.stats;
-    if (!r.has_stats || s.nan_count + s.inf_count() > 0 || s.zero_count >= s.count) return;
-    const double mean_abs = s.l1 / static_cast<double>(s.count - s.zero_count);
+    if (s.nan_count + s.inf_count() > 0) return;
+    const double mean_abs = NonZeroMeanAbs(r);
     if (!(mean_abs < threshold_)) return;
     Finding f = Vanished(step, info, mean_abs);
     std::string weight, kernel;
@@ -62,11 +63,11 @@ class VanishingGradientRule final : public TensorRuleT<VanishingGradientRule> {
     }
     for (const TensorStatsRecord& r : *step.records) {
       const TensorInfo* t = step.catalog->Find(r.tensor_id);
-      if (t == nullptr || !r.has_stats || r.stats.zero_count >= r.stats.count) continue;
+      if (t == nullptr) continue;
       auto it = siblings_.find(t->name);
-      if (it != siblings_.end()) {
-        it->second = r.stats.l1 / static_cast<double>(r.stats.count - r.stats.zero_count);
-      }
+      if (it == siblings_.end()) continue;
+      const double mean_abs = NonZeroMeanAbs(r);
+      if (!std::isnan(mean_abs)) it->second = mean_abs;
     }
     for (Pending& b : pending_) {
       const double w = std::max(siblings_[b.weight], siblings_[b.kernel]);
@@ -80,6 +81,13 @@ class VanishingGradientRule final : public TensorRuleT<VanishingGradientRule> {
   }
 
  private:
+  // Mean |g| over the non-zero elements; NaN without stats or without a
+  // non-zero element.
+  static double NonZeroMeanAbs(const TensorStatsRecord& r) {
+    if (!r.has_stats || r.stats.zero_count >= r.stats.count) return NAN;
+    return r.stats.l1 / static_cast<double>(r.stats.count - r.stats.zero_count);
+  }
+
   struct Pending {
     Finding finding;
     std::string weight, kernel;  // the names of the layer's weight gradient
