@@ -3,8 +3,10 @@
 have: a synthetic task harder than the digits (classes from a random linear
 teacher, optionally with label noise, on a finite training set), SGD without
 momentum, small learning rates, long learning-rate warmups, Adam and momentum;
-healthy, and with the learning rate 0 (nothing learns) and shuffled labels
-(nothing to learn but memorizing). Every run attaches tstat.pytorch.Hook with
+healthy, healthy under dynamic loss scaling (as torch.cuda.amp.GradScaler
+does it, with fp16's range emulated on the CPU: updates whose gradients
+overflow are skipped), and with the learning rate 0 (nothing learns) and
+shuffled labels (nothing to learn but memorizing). Every run attaches tstat.pytorch.Hook with
 the default configuration, as a user who writes no rules config would.
 
 Target: no finding on any healthy run (a critical one would stop it), slow
@@ -20,15 +22,20 @@ target is met, 1 otherwise.
 
 import argparse
 import json
+import math
 import shutil
 import sys
 import tempfile
 import time
+import warnings
 
 import torch
 
 import tstat.pytorch
 from tstat import trials
+
+# A skipped first update calls the scheduler before the optimizer, as under GradScaler.
+warnings.filterwarnings("ignore", message="Detected call of `lr_scheduler.step\(\)` before")
 
 D_IN, CLASSES, ROWS, BATCH = 20, 10, 2000, 64
 
@@ -42,6 +49,12 @@ HEALTHY = [
     ("momentum", 0.1, 1000), ("sgd", 0.003, 1), ("adam", 3e-5, 1),
 ]
 SHUFFLED = [("adam", 1e-3, 1), ("momentum", 0.1, 1), ("sgd", 0.1, 1)]
+# Dynamic loss scaling: the initial scales of torch's GradScaler (2^16) and of
+# DeepSpeed/Megatron (2^32), which overflow at the start, several in a row;
+# the scale doubles after 100 good steps (torch: 2000), so it overflows again.
+LOSS_SCALING = [("adam", 1e-3, 1, 2.0 ** 16), ("adam", 1e-3, 200, 2.0 ** 32),
+                ("momentum", 0.01, 1, 2.0 ** 32), ("sgd", 0.01, 1, 2.0 ** 16)]
+FP16_MAX = 65504.0
 
 
 def make_task(task, shuffled, g):
@@ -73,6 +86,10 @@ def run(case, steps, out_dir):
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / warm))
     loss_fn = torch.nn.CrossEntropyLoss()
     losses = []
+    scale, good, skipped = case.get("scale"), 0, 0
+    if scale:  # before the hook's own: tstat sees the overflowed gradients
+        for p in model.parameters():
+            p.register_hook(lambda gr: torch.where(gr.abs() > FP16_MAX, gr.sign() * float("inf"), gr))
     perm, cursor = torch.randperm(ROWS, generator=g), 0
     t0 = time.perf_counter()
     with tstat.pytorch.Hook(out_dir=out_dir) as hook:
@@ -85,8 +102,21 @@ def run(case, steps, out_dir):
             cursor += BATCH
             opt.zero_grad()
             loss = loss_fn(model(x_all[idx]), y_all[idx])
-            loss.backward()
-            opt.step()
+            if scale:
+                (loss * scale).backward()
+                if all(torch.isfinite(p.grad).all() for p in model.parameters()):
+                    for p in model.parameters():
+                        p.grad /= scale
+                    opt.step()
+                    good += 1
+                    scale *= 2 if good % 100 == 0 else 1
+                else:  # an overflow: skip the update, halve the scale
+                    skipped += 1
+                    good = 0
+                    scale /= 2
+            else:
+                loss.backward()
+                opt.step()
             sched.step()
             losses.append(loss.item())
             if hook.should_stop():
@@ -96,7 +126,7 @@ def run(case, steps, out_dir):
         {"rule": r.type, "severity": r.severity, "first_step": int(r.first_step),
          "tensor": r.tensor} for r in found.itertuples()]
     return {"steps_run": len(losses), "first_loss": sum(losses[:20]) / 20,
-            "last_loss": sum(losses[-20:]) / 20, "findings": findings,
+            "last_loss": sum(losses[-20:]) / 20, "findings": findings, "skipped": skipped,
             "seconds": time.perf_counter() - t0}
 
 
@@ -112,13 +142,16 @@ def main():
     torch.set_num_threads(1)
     cases = []
     for task in ("teacher", "noisy"):
-        for kind, configs in (("healthy", HEALTHY), ("shuffled", SHUFFLED),
-                              ("lr0", [("sgd", 0.01, 1)])):
-            for opt, lr, warm in configs:
+        for kind, configs in (("healthy", HEALTHY), ("scaled", LOSS_SCALING),
+                              ("shuffled", SHUFFLED), ("lr0", [("sgd", 0.01, 1)])):
+            for opt, lr, warm, *scale in configs:
                 for seed in range(a.seeds):
                     c = {"kind": kind, "task": task, "opt": opt, "lr": lr, "warm": warm,
                          "seed": seed}
                     c["name"] = f"{kind}/{task}/{opt}-lr{lr:g}-warmup{warm}/s{seed}"
+                    if scale:
+                        c["scale"] = scale[0]
+                        c["name"] += f"/scale2^{int(math.log2(scale[0]))}"
                     if a.only in c["name"]:
                         cases.append(c)
     root = tempfile.mkdtemp(prefix="tstat-detection-python-")
@@ -129,7 +162,7 @@ def main():
             r = run(c, a.steps, f"{root}/run{i}")
             rules = sorted({f["rule"] for f in r["findings"]})
             ok = True
-            if c["kind"] == "healthy":
+            if c["kind"] in ("healthy", "scaled"):
                 healthy += 1
                 ok = not r["findings"] and r["steps_run"] == a.steps
                 clean += ok
@@ -146,9 +179,11 @@ def main():
                 print(json.dumps(row), flush=True)
             else:
                 first = min((f["first_step"] for f in r["findings"]), default=None)
+                skipped = f"  ({r['skipped']} updates skipped)" if r["skipped"] else ""
                 print(f"{c['name']:44s} loss {r['first_loss']:.3f} -> {r['last_loss']:.3f} "
                       f"steps {r['steps_run']:4d}  {'ok    ' if ok else 'FAILED'} "
-                      f"{','.join(rules) or '-'}{'' if first is None else f' from step {first}'}",
+                      f"{','.join(rules) or '-'}{'' if first is None else f' from step {first}'}"
+                      f"{skipped}",
                       flush=True)
     finally:
         shutil.rmtree(root, ignore_errors=True)

@@ -42,6 +42,7 @@ Result<CheckReport> CheckRun(const std::string& run_dir, const CheckOptions& opt
   }));
   report.episodes = runner->engine().episodes();
   report.warnings = runner->warnings();
+  report.notes = runner->notes();
   report.steps = runner->steps_fed();
   report.run_closed = runner->run_closed();
   return report;

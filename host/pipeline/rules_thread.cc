@@ -220,8 +220,10 @@ void RulesThread::Loop() {
   Deliver(&found);
   {
     std::vector<std::string> diagnostics = engine_->Diagnostics();
+    std::vector<std::string> notes = engine_->Notes();
     std::lock_guard<std::mutex> guard(mu_);
     diagnostics_ = std::move(diagnostics);
+    notes_ = std::move(notes);
   }
   if (log_) KeepError(log_->Close());
   lock.lock();
@@ -254,6 +256,11 @@ std::vector<Episode> RulesThread::episodes() const {
 std::vector<std::string> RulesThread::diagnostics() const {
   std::lock_guard<std::mutex> lock(mu_);
   return diagnostics_;
+}
+
+std::vector<std::string> RulesThread::notes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return notes_;
 }
 
 std::uint64_t RulesThread::steps_evaluated() const {

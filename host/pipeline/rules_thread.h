@@ -101,6 +101,7 @@ class RulesThread final : public BatchObserver {
   // The rules that run, and (after Finish) their one-time warnings.
   const std::vector<RuleInfo>& rule_infos() const { return rule_infos_; }
   std::vector<std::string> diagnostics() const;
+  std::vector<std::string> notes() const;  // after Finish: Rule::Notes
   std::uint64_t steps_evaluated() const;
   // OK, or the first error of the rules thread.
   Status status() const;
@@ -144,6 +145,7 @@ class RulesThread final : public BatchObserver {
   std::vector<Finding> findings_;
   std::vector<Episode> episodes_;  // by id - 1
   std::vector<std::string> diagnostics_;
+  std::vector<std::string> notes_;
   std::uint64_t steps_evaluated_ = 0;
   Status status_;
   bool finished_ = false;  // Finish() ran (training-side flag, under mu_)

@@ -236,6 +236,7 @@ void SessionRules::Report(const PipelineCounters& counters, const TensorRegistry
   s.open_episodes = static_cast<std::uint64_t>(
       std::count_if(episodes.begin(), episodes.end(), [](const Episode& e) { return e.open; }));
   s.diagnostics = thread_->diagnostics();
+  s.notes = thread_->notes();
   if (HasRunDir(*config_)) {
     // A reader never sees half of it.
     const Status written = io::WriteFileAtomically(

@@ -23,11 +23,11 @@
 namespace tstat {
 
 struct CheckOptions {
-  std::string config_json;  // a rules config (docs/rules.md "The rules config"), or
-  std::string config_file;  // a file holding one; neither: the default rule set
-  std::vector<std::string> plugins;  // shared libraries of custom rule types
+  std::string config_json;                // a rules config (docs/rules.md "The rules config"), or
+  std::string config_file;                // a file holding one; neither: the default rule set
+  std::vector<std::string> plugins;       // shared libraries of custom rule types
   std::string plugins_field = "plugins";  // what errors call them ("plugins[1]: ...")
-  std::vector<std::string> disable;  // rules of the set that do not run
+  std::vector<std::string> disable;       // rules of the set that do not run
   // Called once per distinct warning as it arises (also in CheckReport).
   std::function<void(const std::string&)> on_warning;
 };
@@ -35,6 +35,7 @@ struct CheckOptions {
 struct CheckReport {
   std::vector<Episode> episodes;      // in opening order, each in its last state
   std::vector<std::string> warnings;  // damaged files; rules that could not judge
+  std::vector<std::string> notes;     // what rules recognised and did not report
   std::int64_t steps = 0;             // global steps judged
   std::uint64_t findings = 0;
   std::size_t rules = 0;

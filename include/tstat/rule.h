@@ -32,10 +32,14 @@ namespace tstat {
 enum class Severity : std::uint8_t { kInfo = 0, kWarning = 1, kError = 2, kCritical = 3 };
 inline const char* SeverityName(Severity s) {
   switch (s) {
-    case Severity::kInfo: return "info";
-    case Severity::kWarning: return "warning";
-    case Severity::kError: return "error";
-    case Severity::kCritical: return "critical";
+    case Severity::kInfo:
+      return "info";
+    case Severity::kWarning:
+      return "warning";
+    case Severity::kError:
+      return "error";
+    case Severity::kCritical:
+      return "critical";
   }
   return "unknown";
 }
@@ -54,8 +58,8 @@ inline bool ParseSeverity(const std::string& s, Severity* out) {
 // at every step where their condition holds; the runners group them into
 // episodes (below).
 struct Finding {
-  std::string rule;    // the rule instance's name (as configured)
-  std::string type;    // the rule type, e.g. "vanishing_gradient"
+  std::string rule;  // the rule instance's name (as configured)
+  std::string type;  // the rule type, e.g. "vanishing_gradient"
   StepKey step;
   int worker = 0;
   std::string tensor;  // empty for run-level findings (e.g. stalled_training)
@@ -84,8 +88,8 @@ struct Episode {
   std::string tensor;
   Severity severity = Severity::kError;  // the highest of its findings
   StepKey first, last;                   // the first and last step it held
-  StepKey reported;  // the step it was reported at: `first` unless the rule
-                     // needs its condition at several steps in a row
+  StepKey reported;                      // the step it was reported at: `first` unless the rule
+                                         // needs its condition at several steps in a row
   std::uint64_t steps = 0;               // judged steps at which it held
   Finding opening;                       // the finding of its first step
   Finding worst;                         // the finding with the worst measure
@@ -96,16 +100,18 @@ struct Episode {
 // turns these on for the tensor (at every step of `modes`, up to
 // until_step) and lists them in its rules summary.
 struct CaptureNeeds {
-  bool stats = false;         // the stat set
-  bool per_unit = false;      // per-channel statistics along axis 1 ([batch, units, ...])
-  bool band = false;          // exact counts of values <= band_lo and >= band_hi
+  bool stats = false;     // the stat set
+  bool per_unit = false;  // per-channel statistics along axis 1 ([batch, units, ...])
+  bool band = false;      // exact counts of values <= band_lo and >= band_hi
   double band_lo = 0.0, band_hi = 0.0;
-  bool label_counts = false;  // label counts (classes inferred unless configured)
-  bool delta = false;         // the change since the previous save
-  std::uint8_t modes = 0;     // bit (1 << Mode) per mode
+  bool label_counts = false;    // label counts (classes inferred unless configured)
+  bool delta = false;           // the change since the previous save
+  std::uint8_t modes = 0;       // bit (1 << Mode) per mode
   std::int64_t until_step = 0;  // > 0: only mode steps below this
   bool any() const { return modes != 0; }
-  static std::uint8_t ModeBit(Mode m) { return static_cast<std::uint8_t>(1u << static_cast<int>(m)); }
+  static std::uint8_t ModeBit(Mode m) {
+    return static_cast<std::uint8_t>(1u << static_cast<int>(m));
+  }
   static std::uint8_t TrainModes() {
     return static_cast<std::uint8_t>(ModeBit(Mode::kTrain) | ModeBit(Mode::kGlobal));
   }
@@ -133,8 +139,8 @@ struct StepView {
 
 // How a rule instance was configured (the JSON form is in proto/ and docs/rules.md).
 struct RuleSpec {
-  std::string name;  // instance name; defaults to the type
-  std::string type;  // built-in type or registered custom type
+  std::string name;                               // instance name; defaults to the type
+  std::string type;                               // built-in type or registered custom type
   std::map<std::string, std::string> parameters;  // smdebug-style string parameters
   std::vector<std::string> collection_names;
   std::string tensor_regex;
@@ -157,6 +163,10 @@ class Rule {
   virtual void Finish(std::vector<Finding>* findings) { (void)findings; }
   // A warning to show once (e.g. "tensor_regex matches no tensor"), or empty.
   virtual std::string Diagnostics() const { return {}; }
+  // What the rule recognised and deliberately did not report, to show once
+  // (e.g. updates skipped by loss scaling), or empty. Not a warning: tstat
+  // check --strict does not fail on it.
+  virtual std::string Notes() const { return {}; }
   // What this rule needs captured of `tensor` (nothing by default). Called
   // from the training thread, possibly while Evaluate runs: it must read only
   // what the rule fixed at construction.

@@ -216,7 +216,7 @@ py::list FindingsLog(const std::string& path) {
 }
 
 // The rules over a run on disk (tstat::CheckRun): a dict of episodes,
-// warnings, steps, findings, rules, run_closed.
+// warnings, notes, steps, findings, rules, run_closed.
 py::dict CheckRunDict(const std::string& run, const std::string& config_json,
                       const std::string& config_file, const std::vector<std::string>& plugins,
                       const std::vector<std::string>& disable) {
@@ -235,6 +235,7 @@ py::dict CheckRunDict(const std::string& run, const std::string& config_json,
   py::dict d;
   d["episodes"] = episodes;
   d["warnings"] = r.warnings;
+  d["notes"] = r.notes;
   d["steps"] = r.steps;
   d["findings"] = r.findings;
   d["rules"] = r.rules;

@@ -33,11 +33,13 @@ from tstat.trials import _FINDING_COLUMNS
 class CheckResult:
     """What check() found: `episodes` (a DataFrame, the columns of
     Trial.findings()), `warnings` (rules that could not judge, damaged
-    files), `steps` judged, `findings`, `rules` run, `run_closed`."""
+    files), `notes` (what rules recognised and did not report, e.g. updates
+    skipped by loss scaling), `steps` judged, `findings`, `rules` run, `run_closed`."""
 
     def __init__(self, d):
         self.episodes = pd.DataFrame(d["episodes"], columns=_FINDING_COLUMNS)
         self.warnings = list(d["warnings"])
+        self.notes = list(d["notes"])
         self.steps = int(d["steps"])
         self.findings = int(d["findings"])
         self.rules = int(d["rules"])

@@ -109,4 +109,13 @@ std::vector<std::string> RuleEngine::Diagnostics() const {
   return out;
 }
 
+std::vector<std::string> RuleEngine::Notes() const {
+  std::vector<std::string> out;
+  for (const auto& rule : rules_) {
+    std::string d = rule->Notes();
+    if (!d.empty()) out.push_back(std::move(d));
+  }
+  return out;
+}
+
 }  // namespace tstat::rules

@@ -49,6 +49,8 @@ class RuleEngine {
 
   // One-time warnings of the rules (e.g. a regex that matched nothing).
   std::vector<std::string> Diagnostics() const;
+  // The rules' notes (Rule::Notes): what they recognised and did not report.
+  std::vector<std::string> Notes() const;
   const std::vector<std::unique_ptr<Rule>>& rules() const { return rules_; }
   std::uint64_t steps_evaluated() const { return steps_evaluated_; }
   std::uint64_t records_evaluated() const { return records_evaluated_; }

@@ -114,6 +114,7 @@ std::string RulesSummaryToJson(const RulesSummary& s) {
   p.set_episodes(s.episodes);
   p.set_open_episodes(s.open_episodes);
   for (const std::string& d : s.diagnostics) p.add_diagnostics(d);
+  for (const std::string& n : s.notes) p.add_notes(n);
   google::protobuf::util::JsonPrintOptions options;
   options.preserve_proto_field_names = true;
   options.always_print_primitive_fields = true;
@@ -155,6 +156,7 @@ Result<RulesSummary> RulesSummaryFromJson(const std::string& text) {
   s.episodes = p.episodes();
   s.open_episodes = p.open_episodes();
   s.diagnostics.assign(p.diagnostics().begin(), p.diagnostics().end());
+  s.notes.assign(p.notes().begin(), p.notes().end());
   return s;
 }
 
@@ -229,6 +231,7 @@ std::vector<std::string> RulesSummaryLines(const RulesSummary& s,
     out.push_back(cost);
   }
   for (const std::string& d : s.diagnostics) out.push_back("could not judge: " + d);
+  for (const std::string& n : s.notes) out.push_back("note: " + n);
   return out;
 }
 

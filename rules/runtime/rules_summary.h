@@ -39,6 +39,7 @@ struct RulesSummary {
   std::uint64_t steps = 0, steps_judged = 0, records = 0, rules_records = 0, rules_extended = 0;
   std::uint64_t delta_copy_bytes = 0, episodes = 0, open_episodes = 0;
   std::vector<std::string> diagnostics;
+  std::vector<std::string> notes;  // Rule::Notes
 
   // Adds `tensor` to the capture of (rule, collection), made when new.
   void NoteCapture(const std::string& rule, const std::string& what, const std::string& collection,

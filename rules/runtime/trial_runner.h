@@ -69,6 +69,8 @@ class TrialRunner {
   // Warnings so far, each once: damaged files, then (after Finish) the rules'
   // Diagnostics (e.g. a regex that matched nothing, a run without losses).
   const std::vector<std::string>& warnings() const { return warnings_; }
+  // After Finish: the rules' notes (Rule::Notes), which are not warnings.
+  std::vector<std::string> notes() const { return engine_->Notes(); }
   const RuleEngine& engine() const { return *engine_; }
   std::int64_t steps_fed() const { return steps_fed_; }
   // Whether the run's records are read with their exponent histograms (Open

@@ -8,13 +8,18 @@
 // the second value on), at two judged steps in a row: a diverging run keeps
 // growing, a transient spike (which training survives) does not. Default
 // selection: every tensor (smdebug has none). Both findings are critical: a
-// diverging run is wasted.
+// diverging run is wasted. Non-finite gradients of an update the optimizer
+// skipped (dynamic loss scaling; SkippedUpdates) are not findings: they wait
+// for the worker's next training step, and are reported then if the update
+// applied them, or once `max_skipped_in_row` (default 50) updates in a row
+// were skipped.
 // Needs: the stat set of every selected tensor at every step (gradients:
 // training steps).
 #include <algorithm>
 #include <cmath>
 #include <unordered_map>
 
+#include "rules/tensor/skipped_updates.h"
 #include "rules/tensor/tensor_rule.h"
 #include "rules/tensor/tensor_rules.h"
 #include "rules/tensor/value_windows.h"
@@ -29,12 +34,15 @@ struct ExplodingParams {
   StatKind growth_stat = StatKind::kL2;
   std::string growth_stat_name = "l2";
   std::vector<std::string> growth_collections = {"gradients"};  // empty: every tensor
+  std::int64_t max_skipped_in_row = 50;                         // 0: SkippedUpdates off
 };
 
 class ExplodingTensorRule final : public TensorRuleT<ExplodingTensorRule> {
  public:
   ExplodingTensorRule(const RuleSpec& spec, ExplodingParams p)
-      : TensorRuleT(WithDefaultRegex(spec, ".*"), {}), p_(std::move(p)) {}
+      : TensorRuleT(WithDefaultRegex(spec, ".*"), {}),
+        p_(std::move(p)),
+        skips_(p_.max_skipped_in_row) {}
 
   CaptureNeeds Needs(const TensorInfo& t) const override {
     return Takes(t) ? StatsIn(t, JudgedModes(CaptureNeeds::AllModes())) : CaptureNeeds{};
@@ -48,7 +56,8 @@ class ExplodingTensorRule final : public TensorRuleT<ExplodingTensorRule> {
     if (bad > 0) {
       std::string what = std::to_string(s.nan_count) + " NaN";
       if (!p_.only_nan) what += " and " + std::to_string(s.inf_count()) + " Inf";
-      findings->push_back(MakeFinding(
+      nonfinite_.push_back(&info);
+      nonfinite_findings_.push_back(MakeFinding(
           step, info.name,
           info.name + " has exploded: " + what + " of " + std::to_string(s.count) +
               " values; see nan_origin for the tensor where it started, then lower the learning "
@@ -60,6 +69,44 @@ class ExplodingTensorRule final : public TensorRuleT<ExplodingTensorRule> {
       return;
     }
     if (p_.growth_factor > 0 && Grows(step, info)) CheckGrowth(step, info, s, findings);
+  }
+
+  void EndStep(const StepView& step, std::vector<Finding>* findings) override {
+    std::vector<Finding>& held = held_[step.worker];
+    const SkippedUpdates::Outcome outcome = skips_.Resolve(step);
+    if (outcome == SkippedUpdates::Outcome::kApplied) {
+      for (Finding& f : held) {
+        const bool again = std::any_of(nonfinite_.begin(), nonfinite_.end(),
+                                       [&f](const TensorInfo* t) { return t->name == f.tensor; });
+        if (again) continue;  // this step's finding about it says it
+        f.step = step.key;
+        f.wall_time = step.wall_time;
+        f.message += "; reported at " + StepText(step.key) +
+                     ", when the update was seen to have applied those gradients";
+        findings->push_back(std::move(f));
+      }
+    }
+    if (outcome != SkippedUpdates::Outcome::kNone) held.clear();
+    if (skips_.Hold(step, nonfinite_)) {  // perhaps an update the optimizer skipped
+      held = std::move(nonfinite_findings_);
+    } else {
+      const std::int64_t in_row = skips_.InRow(step.worker);
+      for (Finding& f : nonfinite_findings_) {
+        if (skips_.max_in_row() > 0 && in_row >= skips_.max_in_row()) {
+          f.message += "; the optimizer skipped the last " + std::to_string(in_row) +
+                       " updates in a row for NaN/Inf gradients (loss-scale overflows): the "
+                       "gradients overflow at any scale";
+        }
+        findings->push_back(std::move(f));
+      }
+    }
+    nonfinite_.clear();
+    nonfinite_findings_.clear();
+  }
+
+  std::string Notes() const override {
+    const std::string skipped = skips_.Summary();
+    return skipped.empty() ? std::string() : "rule " + spec().name + ": " + skipped;
   }
 
  private:
@@ -122,6 +169,11 @@ class ExplodingTensorRule final : public TensorRuleT<ExplodingTensorRule> {
   ValueWindows history_{static_cast<std::size_t>(p_.growth_window)};
   PerTensor<std::uint8_t> grows_;  // 1: in a growth collection
   std::vector<double> scratch_;
+  SkippedUpdates skips_;
+  // This step's non-finite tensors and the findings about them.
+  std::vector<const TensorInfo*> nonfinite_;
+  std::vector<Finding> nonfinite_findings_;
+  std::unordered_map<int, std::vector<Finding>> held_;  // by worker: of a held step
 };
 
 }  // namespace
@@ -137,6 +189,8 @@ Result<std::unique_ptr<Rule>> CreateExplodingTensorRule(const RuleSpec& spec) {
   p.CheckRange("growth_window", static_cast<double>(e.growth_window), 1, 1e6);
   e.growth_stat_name = p.String("growth_stat", "l2");
   e.growth_collections = p.List("growth_collections", e.growth_collections);
+  e.max_skipped_in_row = p.Int("max_skipped_in_row", e.max_skipped_in_row);
+  p.CheckRange("max_skipped_in_row", static_cast<double>(e.max_skipped_in_row), 0, 1e9);
   TSTAT_RETURN_IF_ERROR(p.Finish());
   TSTAT_RETURN_IF_ERROR(ReadStatKind(&p, label, "growth_stat", "l2", &e.growth_stat));
   return MakeRule<ExplodingTensorRule>(spec, std::move(e));

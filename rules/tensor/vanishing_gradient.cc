@@ -106,16 +106,14 @@ class VanishingGradientRule final : public TensorRuleT<VanishingGradientRule> {
     return true;
   }
 
-  std::string Diagnostics() const override {
-    std::string out = TensorRule::Diagnostics();
-    if (cancelled_.empty()) return out;
+  std::string Notes() const override {
+    if (cancelled_.empty()) return {};
     const std::size_t n = cancelled_.size();
-    std::string note = "rule " + spec().name + ": " + *cancelled_.begin() +
-                       (n > 1 ? " and " + std::to_string(n - 1) + " more bias(es) have" : " has") +
-                       " no gradient while their layer's weight has one: biases cancelled by a "
-                       "normalization after them (e.g. a convolution's bias before BatchNorm), "
-                       "not vanishing gradients, so they are not judged";
-    return out.empty() ? note : out + "; " + note;
+    return "rule " + spec().name + ": " + *cancelled_.begin() +
+           (n > 1 ? " and " + std::to_string(n - 1) + " more bias(es) have" : " has") +
+           " no gradient while their layer's weight has one: biases cancelled by a "
+           "normalization after them (e.g. a convolution's bias before BatchNorm), "
+           "not vanishing gradients, so they are not judged";
   }
 
   Finding Vanished(const StepView& step, const TensorInfo& info, double mean_abs) {

@@ -14,6 +14,10 @@
 // num_steps global steps earlier, so the delta spans few updates. A weight
 // whose gradient is registered ("gradient/<name>") but was not captured at
 // the step is frozen (no gradient: requires_grad is off) and is not judged.
+// Nor is a small update at a step where a gradient held NaN/Inf, or after one
+// (the update between two saves is read after the optimizer step or before
+// it): the optimizer skipped that update (dynamic loss scaling), and
+// nan_origin judges such steps (SkippedUpdates).
 // Needs: delta capture of the selected weights at every training step.
 // Default selection: collection "weights"; TRAIN and GLOBAL steps unless
 // modes are given (weights do not change in EVAL/PREDICT).
@@ -70,6 +74,12 @@ class WeightUpdateRatioRule final : public TensorRuleT<WeightUpdateRatioRule> {
       layout_indexer_ = step.indexer;
       layout_ = step.layout;
     }
+    if (ModeAllowed(step.view->key.mode)) {
+      const bool now = GradientsNonFinite(*step.view);
+      bool& before = gradients_nonfinite_[step.view->worker];
+      update_skipped_ = now || before;
+      before = now;
+    }
     TensorRule::EvaluateStep(step, findings);
   }
 
@@ -90,7 +100,9 @@ class WeightUpdateRatioRule final : public TensorRuleT<WeightUpdateRatioRule> {
     const double large_ratio = previous_l2 > 0 ? r.delta->l2 / previous_l2 : 0.0;
     const double small_ratio = r.delta->l2 / (r.stats.l2 + p_.epsilon);
     const bool large = std::isfinite(large_ratio) && large_ratio > p_.large_threshold;
-    if (!large && !(std::isfinite(small_ratio) && small_ratio < p_.small_threshold)) return;
+    if (!large &&
+        (update_skipped_ || !(std::isfinite(small_ratio) && small_ratio < p_.small_threshold)))
+      return;
     const double ratio = large ? large_ratio : small_ratio;
     const double threshold = large ? p_.large_threshold : p_.small_threshold;
     const std::string msg =
@@ -120,14 +132,27 @@ class WeightUpdateRatioRule final : public TensorRuleT<WeightUpdateRatioRule> {
   bool Frozen(const TensorInfo& info) const {
     return info.id < frozen_.size() && frozen_[info.id] != 0;
   }
+  // Whether a gradient of the step holds NaN/Inf.
+  bool GradientsNonFinite(const StepView& step) const {
+    for (std::uint32_t i : gradient_records_) {
+      if (step.records == nullptr || i >= step.records->size()) break;
+      const TensorStatsRecord& g = (*step.records)[i];
+      if (g.has_stats && (g.stats.nan_count > 0 || g.stats.inf_count() > 0)) return true;
+    }
+    return false;
+  }
   void FindFrozen(const IndexedStep& step) {
     frozen_.clear();
+    gradient_records_.clear();
     if (step.view->catalog == nullptr) return;
     const std::string prefix = "gradient/";
     std::unordered_set<std::string> captured;  // the step's gradients
     for (std::size_t i = 0; i < step.size; ++i) {
       const TensorInfo* t = step.infos[i];
-      if (t != nullptr && t->name.rfind(prefix, 0) == 0) captured.insert(t->name);
+      if (t != nullptr && t->name.rfind(prefix, 0) == 0) {
+        captured.insert(t->name);
+        gradient_records_.push_back(static_cast<std::uint32_t>(i));
+      }
     }
     std::unordered_set<std::string> registered;  // every registered gradient
     std::vector<const TensorInfo*> weights;
@@ -150,7 +175,10 @@ class WeightUpdateRatioRule final : public TensorRuleT<WeightUpdateRatioRule> {
   }
   const void* layout_indexer_ = nullptr;
   std::uint64_t layout_ = 0;
-  std::vector<std::uint8_t> frozen_;  // by tensor id, for the current layout
+  std::vector<std::uint8_t> frozen_;                   // by tensor id, for the current layout
+  std::vector<std::uint32_t> gradient_records_;        // record indices, current layout
+  std::unordered_map<int, bool> gradients_nonfinite_;  // by worker: its last judged step
+  bool update_skipped_ = false;                        // of the step being judged
 
   struct Last {  // the tensor's previous judged save
     std::int64_t step = 0;

@@ -18,6 +18,7 @@ import torch
 
 import tstat
 import tstat.pytorch
+import tstat.rules
 from tstat import modes, trials
 
 EVERY_STEP = {"save_config": {"save_interval": 1}}
@@ -410,10 +411,11 @@ def test_a_resumed_run_keeps_its_step_numbers_and_is_not_judged_from_its_start(t
     assert first >= 199 and len(losses) <= first + 2  # critical: stopped
 
 
-def teacher_run(tmp_path, name, opt_name, lr, warmup=1, steps=230):
+def teacher_run(tmp_path, name, opt_name, lr, warmup=1, steps=230, scaler=None):
     """An MLP on classes drawn from a random linear teacher with label noise
     (harder than the digits), under a hook with the default rules; returns
-    (the losses, the findings)."""
+    (the losses, the findings). `scaler(model)`: a LossScaler that makes the
+    backward pass and the update."""
     torch.manual_seed(0)
     g = torch.Generator().manual_seed(100)
     teacher = torch.randn(20, 10, generator=g)
@@ -426,6 +428,7 @@ def teacher_run(tmp_path, name, opt_name, lr, warmup=1, steps=230):
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / warmup))
     loss_fn = torch.nn.CrossEntropyLoss()
     losses = []
+    scaling = scaler(model) if scaler else None  # its gradient hooks come first
     with tstat.pytorch.Hook(out_dir=str(tmp_path / name)) as hook:
         hook.register_module(model)
         hook.register_loss(loss_fn)
@@ -433,8 +436,11 @@ def teacher_run(tmp_path, name, opt_name, lr, warmup=1, steps=230):
             idx = torch.arange(step * 64, step * 64 + 64) % 2000
             opt.zero_grad()
             loss = loss_fn(model(x_all[idx]), y_all[idx])
-            loss.backward()
-            opt.step()
+            if scaling:
+                scaling.step(step, loss, opt, list(model.parameters()))
+            else:
+                loss.backward()
+                opt.step()
             sched.step()
             losses.append(loss.item())
             if hook.should_stop():
@@ -504,7 +510,7 @@ def test_conventional_architectures_have_no_findings(tmp_path):
         assert trials.create_trial(str(tmp_path / name)).findings().empty, \
             (name, summary.get("diagnostics"))
         if name == "cnn":
-            notes = "\n".join(summary.get("diagnostics", []))
+            notes = "\n".join(summary.get("notes", []))
             assert "gradient/0.bias and 4 more bias(es) have no gradient" in notes, notes
 
 
@@ -678,3 +684,84 @@ def test_large_outputs_are_read_at_once_and_not_held(tmp_path):
         assert list(trial.tensor("fc_output").steps()) == [0, 2, 4]
         for step in (0, 2, 4):
             assert_stats(trial, "fc_output", step, stats[step])
+
+
+class LossScaler:
+    """Dynamic loss scaling as torch.cuda.amp.GradScaler does it (scale the
+    loss; at a step whose gradients hold Inf/NaN skip the optimizer step and
+    halve the scale; double it after `growth` good steps), on the CPU: fp16's
+    range is emulated by a tensor hook that turns a scaled gradient past
+    65504 into Inf, as an fp16 backward would. `skip=False` is a broken
+    scaler that applies the overflowed gradients."""
+
+    def __init__(self, model, scale, growth, skip=True):
+        self.scale, self.growth, self.skip, self.good = scale, growth, skip, 0
+        self.skipped = []
+        for p in model.parameters():  # before the hook's: tstat sees the Inf
+            p.register_hook(lambda g: torch.where(g.abs() > 65504, g.sign() * float("inf"), g))
+
+    def step(self, step, loss, opt, params):
+        (loss * self.scale).backward()
+        finite = all(torch.isfinite(p.grad).all() for p in params)
+        if not finite:
+            self.skipped.append(step)
+            self.scale /= 2
+            self.good = 0
+            if self.skip:
+                return
+        for p in params:
+            p.grad /= self.scale
+        opt.step()
+        self.good += 1
+        if self.good % self.growth == 0:
+            self.scale *= 2
+
+
+def scaled_run(tmp_path, name, skip):
+    """teacher_run with Adam under a LossScaler whose scale is far too large at
+    the start (as DeepSpeed's 2^32 is for many models), growing every 25 good
+    steps: overflows at the start, in a row, and then now and then. Returns
+    the scaler, the losses, the trial and the rules summary."""
+    made = []
+    losses, _ = teacher_run(tmp_path, name, "adam", 1e-3, steps=200, scaler=lambda model: (
+        made.append(LossScaler(model, 2.0 ** 24, 25, skip)) or made[0]))
+    summary = json.load(open(tmp_path / name / "rules-00000.json"))
+    return made[0], losses, trials.create_trial(str(tmp_path / name)), summary
+
+
+@pytest.mark.filterwarnings("ignore:Detected call of `lr_scheduler.step\\(\\)`")
+def test_dynamic_loss_scaling_overflows_are_not_findings(tmp_path):
+    scaler, losses, trial, summary = scaled_run(tmp_path, "amp", skip=True)
+    # The scaler skipped updates at the start (several in a row) and later.
+    skipped = scaler.skipped
+    assert len(skipped) >= 8 and skipped[:4] == [0, 1, 2, 3] and skipped[-1] > 100, skipped
+    # tstat saw the Inf gradients of those steps (the file says so) ...
+    grads = [n for n in trial.tensor_names() if n.startswith("gradient/")]
+    for s in skipped:
+        inf = sum(trial.tensor(n).stat(s, "pos_inf_count") + trial.tensor(n).stat(s, "neg_inf_count")
+                  for n in grads)
+        assert inf > 0, s
+    # ... and reported none of them: training went on and learned.
+    assert len(losses) == 200 and trial.findings().empty, trial.findings()
+    assert np.median(losses[-20:]) < 0.7 * np.median(losses[:20])
+    notes = "\n".join(summary.get("notes", []))
+    assert f"rule nan_origin: {len(skipped)} update(s) skipped by the optimizer" in notes, notes
+    assert not any("skipped" in d for d in summary.get("diagnostics", []))
+    # Out of process the same: a note, not a warning (check --strict passes).
+    checked = tstat.rules.check(str(tmp_path / "amp"))
+    assert checked.episodes.empty and not any("skipped" in w for w in checked.warnings)
+    assert any(f"{len(skipped)} update(s) skipped" in n for n in checked.notes), checked.notes
+    done = subprocess.run([os.environ["TSTAT_CLI"], "check", "--json", str(tmp_path / "amp")],
+                          capture_output=True, text=True)
+    out = json.loads(done.stdout)
+    assert done.returncode == 0 and any("skipped" in n for n in out["notes"]), out
+    assert not any("skipped" in w for w in out["warnings"]), out
+    # A scaler that applies the overflowed gradients puts NaN into the
+    # weights: nan_origin names the gradient and training stops.
+    scaler, losses, trial, _ = scaled_run(tmp_path, "broken", skip=False)
+    first = scaler.skipped[0]
+    found = trial.findings()
+    origin = found[found["type"] == "nan_origin"]
+    assert len(origin) == 1 and origin["tensor"].iloc[0].startswith("gradient/"), found
+    assert origin["first_step"].iloc[0] == first + 1, (first, found)
+    assert origin["severity"].iloc[0] == "critical" and len(losses) <= first + 3

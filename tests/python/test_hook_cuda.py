@@ -1,7 +1,8 @@
 """tstat.pytorch.Hook on CUDA tensors (ctest tstat.python.pytorch_cuda,
 label gpu): reduced where they live, on torch's current stream, with no
 host synchronisation in the training step (torch's sync debug mode set to
-"error" raises on any), and the stats equal torch's own. Run as a script
+"error" raises on any), and the stats equal torch's own; fp16 autocast with
+torch's GradScaler is not stopped by its loss-scale overflows. Run as a script
 (no pytest: the GPU bundle runs it too, tools/gpu_hook_check.py): exit 77
 (SKIPPED) without a CUDA device or a CUDA build of torch."""
 
@@ -64,6 +65,43 @@ def test_cuda_training_is_captured_without_host_synchronisation(tmp_path):
         close(trial.tensor("loss").stat(step, "mean"), kept[("loss", step)].item(), 1e-6)
 
 
+def test_mixed_precision_overflows_do_not_stop_training(tmp_path):
+    """fp16 autocast with torch's GradScaler, its scale far too large at the
+    start: the scaler skips the updates whose gradients overflowed, and the
+    default rules report none of them (they note them)."""
+    import json
+    torch.manual_seed(1)
+    dev = torch.device("cuda")
+    model = torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.ReLU(),
+                                torch.nn.Linear(256, 10)).to(dev)
+    loss_fn = torch.nn.CrossEntropyLoss()
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    scaler = torch.cuda.amp.GradScaler(init_scale=2.0 ** 24, growth_interval=20)
+    teacher = torch.randn(64, 10, device=dev)
+    skipped = []
+    with tstat.pytorch.Hook(out_dir=str(tmp_path / "amp")) as hook:  # default rules
+        hook.register_module(model)
+        hook.register_loss(loss_fn)
+        for step in range(120):
+            x = torch.randn(32, 64, device=dev)
+            opt.zero_grad()
+            with torch.autocast("cuda", dtype=torch.float16):
+                loss = loss_fn(model(x), (x @ teacher).argmax(1))
+            scaler.scale(loss).backward()
+            before = scaler.get_scale()
+            scaler.step(opt)
+            scaler.update()
+            if scaler.get_scale() < before:
+                skipped.append(step)
+            assert not hook.should_stop(), (step, hook.stop_reason())
+    assert len(skipped) >= 3, skipped
+    trial = trials.create_trial(str(tmp_path / "amp"))
+    assert trial.findings().empty, trial.findings()
+    summary = json.load(open(tmp_path / "amp" / "rules-00000.json"))
+    notes = "\n".join(summary.get("notes", []))
+    assert f"rule nan_origin: {len(skipped)} update(s) skipped" in notes, (skipped, notes)
+
+
 if __name__ == "__main__":
     if not torch.cuda.is_available():
         print("tstat.python.pytorch_cuda: SKIPPED (no CUDA device, or torch "
@@ -71,4 +109,5 @@ if __name__ == "__main__":
         sys.exit(77)
     with tempfile.TemporaryDirectory() as tmp:
         test_cuda_training_is_captured_without_host_synchronisation(Path(tmp))
+        test_mixed_precision_overflows_do_not_stop_training(Path(tmp))
     print("tstat.python.pytorch_cuda: passed")

@@ -74,8 +74,13 @@ int RunCheck(const CheckFlags& f) {
     for (std::size_t i = 0; i < r.warnings.size(); ++i) {
       std::cout << (i ? ", " : "") << JsonString(r.warnings[i]);
     }
+    std::cout << "],\n \"notes\": [";
+    for (std::size_t i = 0; i < r.notes.size(); ++i) {
+      std::cout << (i ? ", " : "") << JsonString(r.notes[i]);
+    }
     std::cout << "]}\n";
   } else {
+    for (const std::string& n : r.notes) std::cerr << "tstat: note: " << n << "\n";
     std::cout << "tstat check: " << episodes.size() << " episode(s) (" << failing << " at or above "
               << SeverityName(fail_on) << ") of " << findings << " finding(s), " << warnings
               << " warning(s); " << rule_count << " rule(s) over " << r.steps << " step(s) of "

@@ -428,6 +428,14 @@ Result<std::string> RunJson(const std::string& path, const ReportOptions& o, Wal
       first = false;
     }
   }
+  j << "],\"notes\":[";
+  first = true;
+  for (const rules::RulesSummary& r : summary.rules) {
+    for (const std::string& n : r.notes) {
+      j << (first ? "" : ",") << JsonString(n);
+      first = false;
+    }
+  }
   j << "],\"series\":[";
   std::size_t next_id = 0;
   first = true;

@@ -174,6 +174,12 @@
       run.could_not_judge.forEach((w) => ul.appendChild(el("li", w, "note")));
       sec.appendChild(ul);
     }
+    if (run.notes && run.notes.length) {
+      sec.appendChild(el("p", "Recognised and not reported:", "note"));
+      const ul = el("ul");
+      run.notes.forEach((n) => ul.appendChild(el("li", n, "note")));
+      sec.appendChild(ul);
+    }
 
     sec.appendChild(el("h3", "Findings (" + run.episodes.length + ")"));
     if (run.episodes.length) {
