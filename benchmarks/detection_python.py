@@ -3,7 +3,7 @@
 have: a synthetic task harder than the digits (classes from a random linear
 teacher, optionally with label noise, on a finite training set), SGD without
 momentum, small learning rates, long learning-rate warmups, Adam and momentum;
-healthy, healthy under dynamic loss scaling (as torch.cuda.amp.GradScaler
+healthy, healthy with gradient accumulation, healthy under dynamic loss scaling (as torch.cuda.amp.GradScaler
 does it, with fp16's range emulated on the CPU: updates whose gradients
 overflow are skipped), and with the learning rate 0 (nothing learns) and
 shuffled labels (nothing to learn but memorizing). Every run attaches tstat.pytorch.Hook with
@@ -55,6 +55,9 @@ SHUFFLED = [("adam", 1e-3, 1), ("momentum", 0.1, 1), ("sgd", 0.1, 1)]
 LOSS_SCALING = [("adam", 1e-3, 1, 2.0 ** 16), ("adam", 1e-3, 200, 2.0 ** 32),
                 ("momentum", 0.01, 1, 2.0 ** 32), ("sgd", 0.01, 1, 2.0 ** 16)]
 FP16_MAX = 65504.0
+# Gradient accumulation: micro-batches per optimizer step, each a hook step
+# (the hook's automatic steps), so most steps change no weight.
+ACCUMULATED = [("adam", 1e-3, 1, 8), ("momentum", 0.01, 1, 16)]
 
 
 def make_task(task, shuffled, g):
@@ -95,14 +98,21 @@ def run(case, steps, out_dir):
     with tstat.pytorch.Hook(out_dir=out_dir) as hook:
         hook.register_module(model)
         hook.register_loss(loss_fn)
-        for _ in range(steps):
+        for step in range(steps):
             if cursor + BATCH > ROWS:
                 perm, cursor = torch.randperm(ROWS, generator=g), 0
             idx = perm[cursor:cursor + BATCH]
             cursor += BATCH
-            opt.zero_grad()
+            micro = case.get("accumulate", 1)
+            if step % micro == 0:
+                opt.zero_grad()
             loss = loss_fn(model(x_all[idx]), y_all[idx])
-            if scale:
+            if micro > 1:
+                (loss / micro).backward()
+                if (step + 1) % micro == 0:
+                    opt.step()
+                    sched.step()
+            elif scale:
                 (loss * scale).backward()
                 if all(torch.isfinite(p.grad).all() for p in model.parameters()):
                     for p in model.parameters():
@@ -117,7 +127,8 @@ def run(case, steps, out_dir):
             else:
                 loss.backward()
                 opt.step()
-            sched.step()
+            if micro == 1:
+                sched.step()
             losses.append(loss.item())
             if hook.should_stop():
                 break
@@ -143,15 +154,19 @@ def main():
     cases = []
     for task in ("teacher", "noisy"):
         for kind, configs in (("healthy", HEALTHY), ("scaled", LOSS_SCALING),
+                              ("accumulated", ACCUMULATED),
                               ("shuffled", SHUFFLED), ("lr0", [("sgd", 0.01, 1)])):
-            for opt, lr, warm, *scale in configs:
+            for opt, lr, warm, *extra in configs:
                 for seed in range(a.seeds):
                     c = {"kind": kind, "task": task, "opt": opt, "lr": lr, "warm": warm,
                          "seed": seed}
                     c["name"] = f"{kind}/{task}/{opt}-lr{lr:g}-warmup{warm}/s{seed}"
-                    if scale:
-                        c["scale"] = scale[0]
-                        c["name"] += f"/scale2^{int(math.log2(scale[0]))}"
+                    if kind == "scaled":
+                        c["scale"] = extra[0]
+                        c["name"] += f"/scale2^{int(math.log2(extra[0]))}"
+                    elif kind == "accumulated":
+                        c["accumulate"] = extra[0]
+                        c["name"] += f"/accumulate{extra[0]}"
                     if a.only in c["name"]:
                         cases.append(c)
     root = tempfile.mkdtemp(prefix="tstat-detection-python-")
@@ -162,7 +177,7 @@ def main():
             r = run(c, a.steps, f"{root}/run{i}")
             rules = sorted({f["rule"] for f in r["findings"]})
             ok = True
-            if c["kind"] in ("healthy", "scaled"):
+            if c["kind"] in ("healthy", "scaled", "accumulated"):
                 healthy += 1
                 ok = not r["findings"] and r["steps_run"] == a.steps
                 clean += ok

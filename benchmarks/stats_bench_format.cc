@@ -13,7 +13,6 @@ namespace {
 const char* BackendName(BackendKind k) { return k == BackendKind::kCuda ? "cuda" : "cpu"; }
 
 std::string Num(double v, const char* fmt = "%.17g") { return JsonNumber(v, fmt); }
-std::string Quote(const std::string& s) { return JsonQuote(s); }
 
 std::string StatsJson(const TensorStats& s, const ExponentHistogram& h) {
   JsonObject o;

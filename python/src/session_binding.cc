@@ -235,6 +235,14 @@ class PySession {
             name + ": dtype " + py::str(t.attr("dtype")).cast<std::string>() +
             " is not one tstat reduces (float32, float16, bfloat16, float64, int32, int64, uint8)");
       }
+      const std::string layout = py::str(t.attr("layout")).cast<std::string>();
+      if (layout != "torch.strided") {
+        return Status::NotSupported(
+            name + ": a " + layout +
+            " tensor (tstat reads dense tensors; a sparse gradient comes from "
+            "nn.Embedding(sparse=True): capture the embedding with sparse=False, or save "
+            "grad.coalesce().values() with save_tensor)");
+      }
       const py::object device = t.attr("device");
       const std::string type = device.attr("type").cast<std::string>();
       if (type == "cpu") {

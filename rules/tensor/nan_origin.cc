@@ -113,10 +113,13 @@ class NanOriginRule final : public TensorRuleT<NanOriginRule> {
     std::string counts;
     if (count >= 0) {
       counts = " (" + Num(nan) + " NaN, " + Num(inf) + " Inf of " + Num(count) + " now)";
-    } else {  // the origin is finite now: its counts when it started
+    } else if (!held.tensor.empty()) {  // the origin is finite now: its counts then
       nan = ValueOf(held, "nan_count");
       inf = ValueOf(held, "inf_count");
       counts = " (" + Num(nan) + " NaN, " + Num(inf) + " Inf then)";
+    } else {
+      nan = inf = 0;
+      counts = " (finite now)";
     }
     std::string others;
     std::size_t listed = 0;

@@ -8,7 +8,12 @@
 //    (zero-initialized layers, LoRA's B) or unknown.
 //  - too small: over the norm of w plus `epsilon` (default 1e-9), below
 //    `small_threshold` (default 1e-8): the weight does not learn (the
-//    default set confirms it over 3 steps).
+//    default set confirms it over 3 steps). An update of exactly 0 at a step
+//    where other parameters (judged weights, or biases, whose deltas are
+//    captured for this) changed: the weight is not trained. At a step where
+//    none changed the optimizer did not step, which gradient accumulation
+//    does for several steps in a row: a finding only once
+//    `steps_without_update` (default 64) such steps came in a row.
 // At every saved step where that holds. With `num_steps` > 0 a step is judged
 // only when the tensor's previous save (as seen by this rule) is at most
 // num_steps global steps earlier, so the delta spans few updates. A weight
@@ -24,6 +29,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -39,6 +45,7 @@ struct UpdateRatioParams {
   double large_threshold = 10.0;
   double small_threshold = 1e-8;
   double epsilon = 1e-9;
+  std::int64_t steps_without_update = 64;  // 0, 1: at once
 };
 
 class WeightUpdateRatioRule final : public TensorRuleT<WeightUpdateRatioRule> {
@@ -58,7 +65,10 @@ class WeightUpdateRatioRule final : public TensorRuleT<WeightUpdateRatioRule> {
   bool ModeAllowed(Mode m) const override { return TrainModeAllowed(m); }
 
   CaptureNeeds Needs(const TensorInfo& t) const override {
-    if (!Takes(t) || t.kind != TensorKind::kTensor) return {};
+    if (t.kind != TensorKind::kTensor) return {};
+    // Biases are not judged, but their updates tell whether the optimizer
+    // stepped when no judged weight changed.
+    if (!Takes(t) && !IsBias(t)) return {};
     CaptureNeeds n;
     n.stats = true;
     n.delta = true;
@@ -74,7 +84,10 @@ class WeightUpdateRatioRule final : public TensorRuleT<WeightUpdateRatioRule> {
       layout_indexer_ = step.indexer;
       layout_ = step.layout;
     }
+    unchanged_.clear();
+    changed_any_ = false;
     if (ModeAllowed(step.view->key.mode)) {
+      changed_any_ = BiasesChanged(*step.view);
       const bool now = GradientsNonFinite(*step.view);
       bool& before = gradients_nonfinite_[step.view->worker];
       update_skipped_ = now || before;
@@ -96,6 +109,8 @@ class WeightUpdateRatioRule final : public TensorRuleT<WeightUpdateRatioRule> {
     last.step = now;
     last.l2 = r.has_stats ? r.stats.l2 : -1.0;
     if (!r.has_stats || !r.delta.has_value() || r.delta->count == 0) return;
+    const bool unchanged = r.delta->l2 == 0;
+    changed_any_ = changed_any_ || !unchanged;
     if (p_.num_steps > 0 && (first || now - previous > p_.num_steps)) return;
     const double large_ratio = previous_l2 > 0 ? r.delta->l2 / previous_l2 : 0.0;
     const double small_ratio = r.delta->l2 / (r.stats.l2 + p_.epsilon);
@@ -123,7 +138,37 @@ class WeightUpdateRatioRule final : public TensorRuleT<WeightUpdateRatioRule> {
       f.severity = std::max(f.severity, Severity::kCritical);
       f.confirm_steps = 2;
     }
+    if (!large && unchanged) {  // EndStep decides: no optimizer step, or not trained
+      unchanged_.push_back(std::move(f));
+      return;
+    }
     findings->push_back(std::move(f));
+  }
+
+  void EndStep(const StepView& step, std::vector<Finding>* findings) override {
+    std::int64_t& run = steps_without_update_[step.worker];
+    if (changed_any_) {
+      run = 0;
+      for (Finding& f : unchanged_) {
+        f.message +=
+            "; it did not change at all while other parameters did: it is not trained "
+            "(its gradient is 0 - see dead_relu and all_zero - or it is not in the "
+            "optimizer's parameters, or its group's learning rate is 0)";
+        findings->push_back(std::move(f));
+      }
+    } else if (!unchanged_.empty()) {
+      ++run;
+      if (run >= p_.steps_without_update) {
+        for (Finding& f : unchanged_) {
+          f.message += "; no weight has changed for " + std::to_string(run) +
+                       " steps: the optimizer does not step (a learning rate of 0, or "
+                       "optimizer.step() not called; gradient accumulation over more steps: "
+                       "raise steps_without_update)";
+          findings->push_back(std::move(f));
+        }
+      }
+    }
+    unchanged_.clear();
   }
 
  private:
@@ -141,9 +186,22 @@ class WeightUpdateRatioRule final : public TensorRuleT<WeightUpdateRatioRule> {
     }
     return false;
   }
+  static bool IsBias(const TensorInfo& t) {
+    return std::find(t.collections.begin(), t.collections.end(), "biases") != t.collections.end();
+  }
+  // Whether a bias of the step changed since its previous save.
+  bool BiasesChanged(const StepView& step) const {
+    for (std::uint32_t i : bias_records_) {
+      if (step.records == nullptr || i >= step.records->size()) break;
+      const std::optional<DeltaStats>& d = (*step.records)[i].delta;
+      if (d.has_value() && d->count > 0 && !(d->l2 == 0)) return true;
+    }
+    return false;
+  }
   void FindFrozen(const IndexedStep& step) {
     frozen_.clear();
     gradient_records_.clear();
+    bias_records_.clear();
     if (step.view->catalog == nullptr) return;
     const std::string prefix = "gradient/";
     std::unordered_set<std::string> captured;  // the step's gradients
@@ -152,6 +210,8 @@ class WeightUpdateRatioRule final : public TensorRuleT<WeightUpdateRatioRule> {
       if (t != nullptr && t->name.rfind(prefix, 0) == 0) {
         captured.insert(t->name);
         gradient_records_.push_back(static_cast<std::uint32_t>(i));
+      } else if (t != nullptr && IsBias(*t) && !Takes(*t)) {
+        bias_records_.push_back(static_cast<std::uint32_t>(i));
       }
     }
     std::unordered_set<std::string> registered;  // every registered gradient
@@ -177,8 +237,14 @@ class WeightUpdateRatioRule final : public TensorRuleT<WeightUpdateRatioRule> {
   std::uint64_t layout_ = 0;
   std::vector<std::uint8_t> frozen_;                   // by tensor id, for the current layout
   std::vector<std::uint32_t> gradient_records_;        // record indices, current layout
+  std::vector<std::uint32_t> bias_records_;            // unselected biases, ditto
   std::unordered_map<int, bool> gradients_nonfinite_;  // by worker: its last judged step
   bool update_skipped_ = false;                        // of the step being judged
+  // This step: the small-update findings of weights that did not change at
+  // all, and whether any judged weight changed.
+  std::vector<Finding> unchanged_;
+  bool changed_any_ = false;
+  std::unordered_map<int, std::int64_t> steps_without_update_;  // by worker, in a row
 
   struct Last {  // the tensor's previous judged save
     std::int64_t step = 0;
@@ -199,6 +265,8 @@ Result<std::unique_ptr<Rule>> CreateWeightUpdateRatioRule(const RuleSpec& spec) 
   u.large_threshold = p.Double("large_threshold", 10.0);
   u.small_threshold = p.Double("small_threshold", 1e-8);
   u.epsilon = p.Double("epsilon", 1e-9);
+  u.steps_without_update = p.Int("steps_without_update", u.steps_without_update);
+  p.CheckRange("steps_without_update", static_cast<double>(u.steps_without_update), 0, 1e12);
   p.CheckRange("small_threshold", u.small_threshold, 0, kNoLimit);
   p.CheckRange("large_threshold", u.large_threshold, u.small_threshold, kNoLimit);
   p.CheckRange("epsilon", u.epsilon, 0, kNoLimit);

@@ -66,9 +66,13 @@ TEST(CaptureEarlyTest, DueTensorsAreReducedAtOnceAndSkippedByEndStep) {
     ASSERT_TRUE(session->BeginStep().ok());
     std::vector<float> values = Values(64, 0.5f + static_cast<float>(step));
     current = &values;
-    EXPECT_EQ(Early(session.get(), id), step % 2 == 0 ? EarlyCapture::kCaptured : EarlyCapture::kNotDue) << step;
+    EXPECT_EQ(Early(session.get(), id),
+              step % 2 == 0 ? EarlyCapture::kCaptured : EarlyCapture::kNotDue)
+        << step;
     // Asked again in the step: already captured (not reduced twice).
-    if (step % 2 == 0) EXPECT_EQ(Early(session.get(), id), EarlyCapture::kCaptured);
+    if (step % 2 == 0) {
+      EXPECT_EQ(Early(session.get(), id), EarlyCapture::kCaptured);
+    }
     seen.push_back(values);
     // The data is gone before the step ends, as a freed activation.
     values.assign(64, 1e30f);
@@ -161,8 +165,8 @@ TEST(CaptureEarlyTest, WhatMustWaitForEndStep) {
   EXPECT_EQ(Early(session.get(), id), EarlyCapture::kNotDue);
   ASSERT_TRUE(session->EndStep().ok());
   // Errors: an ad-hoc tensor's id, an id nobody registered.
-  ASSERT_TRUE(session->SaveTensor("adhoc", TensorView::Host(values.data(), DType::kFloat32, 16))
-                  .ok());
+  ASSERT_TRUE(
+      session->SaveTensor("adhoc", TensorView::Host(values.data(), DType::kFloat32, 16)).ok());
   EXPECT_EQ(session->CaptureEarly(id + 1).status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(session->CaptureEarly(12345).status().code(), StatusCode::kInvalidArgument);
   ASSERT_TRUE(session->Close().ok());

@@ -411,11 +411,13 @@ def test_a_resumed_run_keeps_its_step_numbers_and_is_not_judged_from_its_start(t
     assert first >= 199 and len(losses) <= first + 2  # critical: stopped
 
 
-def teacher_run(tmp_path, name, opt_name, lr, warmup=1, steps=230, scaler=None):
+def teacher_run(tmp_path, name, opt_name, lr, warmup=1, steps=230, scaler=None, accumulate=1,
+                trained=None):
     """An MLP on classes drawn from a random linear teacher with label noise
     (harder than the digits), under a hook with the default rules; returns
     (the losses, the findings). `scaler(model)`: a LossScaler that makes the
-    backward pass and the update."""
+    backward pass and the update; `accumulate`: micro-batches (hook steps)
+    per optimizer step; `trained(model)`: the parameters the optimizer gets."""
     torch.manual_seed(0)
     g = torch.Generator().manual_seed(100)
     teacher = torch.randn(20, 10, generator=g)
@@ -423,8 +425,8 @@ def teacher_run(tmp_path, name, opt_name, lr, warmup=1, steps=230, scaler=None):
     y_all = (x_all @ teacher + 2.0 * torch.randn(2000, 10, generator=g)).argmax(1)
     model = torch.nn.Sequential(torch.nn.Linear(20, 64), torch.nn.ReLU(), torch.nn.Linear(64, 64),
                                 torch.nn.ReLU(), torch.nn.Linear(64, 10))
-    opt = torch.optim.Adam(model.parameters(), lr=lr) if opt_name == "adam" else \
-        torch.optim.SGD(model.parameters(), lr=lr)
+    params = list(trained(model) if trained else model.parameters())
+    opt = torch.optim.Adam(params, lr=lr) if opt_name == "adam" else torch.optim.SGD(params, lr=lr)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / warmup))
     loss_fn = torch.nn.CrossEntropyLoss()
     losses = []
@@ -434,14 +436,17 @@ def teacher_run(tmp_path, name, opt_name, lr, warmup=1, steps=230, scaler=None):
         hook.register_loss(loss_fn)
         for step in range(steps):
             idx = torch.arange(step * 64, step * 64 + 64) % 2000
-            opt.zero_grad()
+            if step % accumulate == 0:
+                opt.zero_grad()
             loss = loss_fn(model(x_all[idx]), y_all[idx])
             if scaling:
                 scaling.step(step, loss, opt, list(model.parameters()))
             else:
-                loss.backward()
-                opt.step()
-            sched.step()
+                (loss / accumulate).backward()
+                if (step + 1) % accumulate == 0:
+                    opt.step()
+            if (step + 1) % accumulate == 0:
+                sched.step()
             losses.append(loss.item())
             if hook.should_stop():
                 break
@@ -457,12 +462,28 @@ def test_slow_healthy_trainings_are_not_stopped_and_a_learning_rate_of_0_is(tmp_
         losses, found = teacher_run(tmp_path, name, opt_name, lr, warmup)
         assert len(losses) == 230 and found.empty, (name, found)
         assert np.median(losses[-20:]) < 0.99 * np.median(losses[:20]), name
-    # Nothing learns: weight_update_ratio at once, loss_not_decreasing at the
-    # horizon (200 steps), critical: the run stops.
+    # Nothing learns: weight_update_ratio after 64 steps without any weight
+    # changing, loss_not_decreasing at the horizon (200 steps), critical: the
+    # run stops.
     losses, found = teacher_run(tmp_path, "lr0", "sgd", 0.0)
     rules = found.groupby("type")["first_step"].min().to_dict()
     assert set(rules) == {"weight_update_ratio", "loss_not_decreasing"}, found
     assert rules["loss_not_decreasing"] == 199 and len(losses) <= 201
+
+
+def test_gradient_accumulation_is_not_a_finding_and_a_layer_left_untrained_is(tmp_path):
+    # Each micro-batch is a hook step: 7 of every 8 change no weight.
+    for k in (8, 32):
+        losses, found = teacher_run(tmp_path, f"accumulate{k}", "adam", 1e-3, accumulate=k,
+                                    steps=320)
+        assert len(losses) == 320 and found.empty, (k, found)
+    # A layer left out of the optimizer (a classic bug) while the others train.
+    losses, found = teacher_run(tmp_path, "left_out", "adam", 1e-3, steps=40,
+                                trained=lambda m: [p for n, p in m.named_parameters()
+                                                   if not n.startswith("2.")])
+    wur = found[found["type"] == "weight_update_ratio"]
+    assert set(wur["tensor"]) == {"2.weight"} and wur["first_step"].min() == 1, found
+    assert "it is not trained" in wur["message"].iloc[0]
 
 
 def test_start_step_numbers_manual_steps_and_rejects_bad_values(tmp_path):
@@ -643,6 +664,22 @@ def test_bad_input_raises_or_warns_and_training_goes_on(tmp_path):
     assert list(trial.tensor("fc2.weight").steps()) == [0]
     assert list(trial.tensor("fc1.weight").steps()) == [0, 1]
     assert tuple(trial.tensor("wide").shape) == (6, 4)
+
+    # A sparse gradient (nn.Embedding(sparse=True)): a warning naming its layout
+    # and what to do, and the other tensors are captured.
+    emb = torch.nn.Embedding(50, 4, sparse=True)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with tstat.pytorch.Hook(out_dir=str(tmp_path / "sparse"), config=EVERY_STEP) as h:
+            h.register_module(emb)
+            for _ in range(2):
+                emb(torch.tensor([[1, 2], [3, 1]])).sum().backward()
+    messages = [str(w.message) for w in caught]
+    assert any("gradient/weight" in m and "torch.sparse_coo" in m and "sparse=False" in m
+               for m in messages), messages
+    trial = trials.create_trial(str(tmp_path / "sparse"))
+    assert "gradient/weight" not in trial.tensor_names()
+    assert list(trial.tensor("weight").steps()) == [0, 1]
 
 
 def test_large_outputs_are_read_at_once_and_not_held(tmp_path):

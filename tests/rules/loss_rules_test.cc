@@ -208,7 +208,8 @@ TensorStatsRecord UniformLabels(std::uint32_t id, int classes, std::uint64_t per
 
 // A driver with the loss and the step's labels ("labels", collection labels).
 struct LabelledLossDriver {
-  explicit LabelledLossDriver(const RuleSpec& spec, int classes) : loss(spec), classes(classes) {
+  explicit LabelledLossDriver(const RuleSpec& spec, int label_classes)
+      : loss(spec), classes(label_classes) {
     labels = loss.d.catalog.Add("labels", {"labels"});
     loss.d.catalog.infos[labels].dtype = DType::kInt64;
   }

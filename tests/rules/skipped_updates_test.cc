@@ -184,7 +184,8 @@ class SkippedUpdateRatioTest : public ::testing::Test {
 
 TEST_F(SkippedUpdateRatioTest, TheZeroUpdateOfASkippedStepIsNotJudged) {
   const std::vector<double> w = {0.5, -0.25};
-  auto rule = MustCreate("weight_update_ratio");
+  // Zero updates judged at once (not after 64 steps without any change).
+  auto rule = MustCreate("weight_update_ratio", {{{"steps_without_update", "1"}}, {}, "", {}});
   EXPECT_TRUE(Feed(rule.get(), cat_, Step(0, w, {0.4, -0.2}, 0.1)).empty());
   // Read before the optimizer: the overflow at step 1, its zero update at 2.
   EXPECT_TRUE(Feed(rule.get(), cat_, Step(1, w, {0.4, -0.2}, INFINITY)).empty());

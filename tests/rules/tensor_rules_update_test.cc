@@ -147,7 +147,8 @@ TEST_F(WeightUpdateRatioTest, AZeroInitializedWeightIsNotTooLargeAndAFrozenOneNo
   cat.Add(0, "lora_B.weight", {"weights"}, {2});
   cat.Add(1, "frozen.weight", {"weights"}, {2});
   cat.Add(2, "gradient/frozen.weight", {"gradients"}, {2});
-  auto rule = MustCreate("weight_update_ratio");
+  // Judged at once (not after 64 steps) though no weight changes at step 2.
+  auto rule = MustCreate("weight_update_ratio", {{{"steps_without_update", "1"}}, {}, "", {}});
   WeightSeries b(0), frozen(1);
   EXPECT_TRUE(Feed(rule.get(), cat, Batch(0, {b.Next({0, 0}), frozen.Next({1, 1})})).empty());
   // B starts at zero: any first update is "infinitely" large, and normal.
@@ -162,11 +163,72 @@ TEST_F(WeightUpdateRatioTest, AZeroInitializedWeightIsNotTooLargeAndAFrozenOneNo
 }
 
 TEST_F(WeightUpdateRatioTest, NumStepsSkipsDeltasSpanningLongGaps) {
-  auto rule = MustCreate("weight_update_ratio", {{{"num_steps", "2"}}, {}, "", {}});
+  auto rule = MustCreate("weight_update_ratio",
+                         {{{"num_steps", "2"}, {"steps_without_update", "0"}}, {}, "", {}});
   WeightSeries w(0);
   EXPECT_TRUE(Feed(rule.get(), cat_, Batch(0, {w.Next({3, 4})})).empty());
   EXPECT_TRUE(Feed(rule.get(), cat_, Batch(5, {w.Next({3, 4})})).empty());   // gap 5 > 2
   EXPECT_EQ(Feed(rule.get(), cat_, Batch(7, {w.Next({3, 4})})).size(), 1u);  // gap 2, ratio 0
+}
+
+TEST_F(WeightUpdateRatioTest, AWeightLeftOutOfTheOptimizerIsFoundAtOnce) {
+  MapCatalog cat;
+  cat.Add(0, "trained.weight", {"weights"}, {2});
+  cat.Add(1, "forgotten.weight", {"weights"}, {2});
+  auto rule = MustCreate("weight_update_ratio");
+  WeightSeries t(0), forgotten(1);
+  EXPECT_TRUE(Feed(rule.get(), cat, Batch(0, {t.Next({3, 4}), forgotten.Next({1, 1})})).empty());
+  auto f = Feed(rule.get(), cat, Batch(1, {t.Next({3.01, 4}), forgotten.Next({1, 1})}));
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].tensor, "forgotten.weight");
+  EXPECT_DOUBLE_EQ(Value(f[0], "small_ratio"), 0.0);
+  EXPECT_TRUE(Contains(f[0].message, "while other parameters did: it is not trained"))
+      << f[0].message;
+  // Every weight unchanged while a bias changes (dead units: no gradient
+  // reaches the weights): the optimizer steps, so also at once.
+  MapCatalog dead;
+  dead.Add(0, "hidden.weight", {"weights"}, {2});
+  dead.Add(1, "out.bias", {"biases"}, {2});
+  auto r2 = MustCreate("weight_update_ratio");
+  TensorInfo out_bias;
+  out_bias.id = 1;
+  out_bias.name = "out.bias";
+  out_bias.collections = {"biases"};
+  EXPECT_TRUE(r2->Needs(out_bias).delta);  // read, not judged
+  WeightSeries h(0), bias(1);
+  EXPECT_TRUE(Feed(r2.get(), dead, Batch(0, {h.Next({1, 2}), bias.Next({0.1, 0.2})})).empty());
+  f = Feed(r2.get(), dead, Batch(1, {h.Next({1, 2}), bias.Next({0.1, 0.3})}));
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].tensor, "hidden.weight");
+  // Nor bias nor weight changes: no optimizer step, not judged yet.
+  EXPECT_TRUE(Feed(r2.get(), dead, Batch(2, {h.Next({1, 2}), bias.Next({0.1, 0.3})})).empty());
+}
+
+TEST_F(WeightUpdateRatioTest, GradientAccumulationIsNotAFindingAndNoStepAtAllIs) {
+  MapCatalog cat;
+  cat.Add(0, "a.weight", {"weights"}, {2});
+  cat.Add(1, "b.weight", {"weights"}, {2});
+  auto rule = MustCreate("weight_update_ratio");
+  WeightSeries a(0), b(1);
+  // The optimizer steps every 8th micro-batch: 7 steps in a row change nothing.
+  double x = 3;
+  for (int s = 0; s < 400; ++s) {
+    if (s % 8 == 0) x += 0.01;
+    EXPECT_TRUE(Feed(rule.get(), cat, Batch(s, {a.Next({x, 4}), b.Next({x, 1})})).empty()) << s;
+  }
+  // Then it never steps again (a learning rate of 0): found once 64 steps in
+  // a row changed no weight, for each weight.
+  std::int64_t first = -1;
+  for (int s = 400; s < 480 && first < 0; ++s) {
+    auto f = Feed(rule.get(), cat, Batch(s, {a.Next({x, 4}), b.Next({x, 1})}));
+    if (f.empty()) continue;
+    first = s;
+    ASSERT_EQ(f.size(), 2u);
+    EXPECT_TRUE(Contains(f[0].message, "no weight has changed for 64 steps")) << f[0].message;
+  }
+  // The last change was at step 392: steps 393-456 are the 64 without one.
+  EXPECT_EQ(first, 456);
+  EXPECT_FALSE(Create("weight_update_ratio", {{{"steps_without_update", "-1"}}, {}, "", {}}).ok());
 }
 
 TEST_F(WeightUpdateRatioTest, NeedsDeltaAndValidParameters) {
@@ -230,8 +292,8 @@ TEST_F(PoorWeightInitializationTest, NarrowGradientsOnlyWhenDistributionRangeIsS
   EXPECT_TRUE(Feed(off.get(), cat_, Step(0, 1, 1, 1e-4)).empty());
   EXPECT_TRUE(off->Diagnostics().empty()) << off->Diagnostics();
 
-  auto rule = MustCreate("poor_weight_initialization",
-                         {{{"distribution_range", "0.001"}}, {}, "", {}});
+  auto rule =
+      MustCreate("poor_weight_initialization", {{{"distribution_range", "0.001"}}, {}, "", {}});
   // Non-finite gradients are nan_origin's finding, not a narrow start.
   StepBatch nan_step =
       Batch(0, {RecordOf(0, {-1, 1}), RecordOf(1, {-1, 1}), RecordOf(2, {NAN, 0, 0})});
@@ -247,8 +309,8 @@ TEST_F(PoorWeightInitializationTest, NarrowGradientsOnlyWhenDistributionRangeIsS
 }
 
 TEST_F(PoorWeightInitializationTest, NarrowGradientsFromTheLinearHistogram) {
-  auto rule = MustCreate("poor_weight_initialization",
-                         {{{"distribution_range", "0.5"}}, {}, "", {}});
+  auto rule =
+      MustCreate("poor_weight_initialization", {{{"distribution_range", "0.5"}}, {}, "", {}});
   StatsOptions opt;
   opt.linear_histogram.bins = 10;  // over [min, max] = [0, 1]
   // 100 values: 0.0 x 50, 1.0 x 50: p5 = 0.05 * 100 = 5th value, in bucket 0 -> 0.01;

@@ -81,7 +81,7 @@ void BoundedSeries::Points(std::vector<std::int64_t>* x,
       if (!seen) kept.push_back(p);
     }
     std::sort(kept.begin() + static_cast<std::ptrdiff_t>(start), kept.end(),
-              [](const Point* a, const Point* b) { return a->x < b->x; });
+              [](const Point* l, const Point* r) { return l->x < r->x; });
   }
   x->clear();
   columns->assign(static_cast<std::size_t>(values_), {});
