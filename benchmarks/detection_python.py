@@ -3,7 +3,7 @@
 have: a synthetic task harder than the digits (classes from a random linear
 teacher, optionally with label noise, on a finite training set), SGD without
 momentum, small learning rates, long learning-rate warmups, Adam and momentum;
-healthy, healthy with gradient accumulation, healthy under dynamic loss scaling (as torch.cuda.amp.GradScaler
+healthy, healthy with gradient accumulation, with learning rates annealed to ~0 at the end, healthy under dynamic loss scaling (as torch.cuda.amp.GradScaler
 does it, with fp16's range emulated on the CPU: updates whose gradients
 overflow are skipped), and with the learning rate 0 (nothing learns) and
 shuffled labels (nothing to learn but memorizing). Every run attaches tstat.pytorch.Hook with
@@ -58,6 +58,9 @@ FP16_MAX = 65504.0
 # Gradient accumulation: micro-batches per optimizer step, each a hook step
 # (the hook's automatic steps), so most steps change no weight.
 ACCUMULATED = [("adam", 1e-3, 1, 8), ("momentum", 0.01, 1, 16)]
+# Schedules that end with a learning rate near 0 (OneCycle ends at 1/250,000 of
+# its peak; "fade" decays by 0.85 a step): updates fade in the last steps.
+ANNEALED = [("adam", 1e-3, 1, "fade"), ("momentum", 0.02, 1, "fade"), ("adam", 3e-4, 1, "onecycle")]
 
 
 def make_task(task, shuffled, g):
@@ -86,7 +89,14 @@ def run(case, steps, out_dir):
         opt = torch.optim.SGD(model.parameters(), lr=lr,
                               momentum=0.9 if case["opt"] == "momentum" else 0.0)
     warm = case["warm"]
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / warm))
+    schedules = torch.optim.lr_scheduler
+    if case.get("schedule") == "onecycle":
+        sched = schedules.OneCycleLR(opt, lr, total_steps=steps)
+    elif case.get("schedule") == "fade":  # by 0.85 a step over the last 60%
+        start = int(0.4 * steps)
+        sched = schedules.LambdaLR(opt, lambda s: 1.0 if s < start else 0.85 ** (s - start))
+    else:
+        sched = schedules.LambdaLR(opt, lambda s: min(1.0, (s + 1) / warm))
     loss_fn = torch.nn.CrossEntropyLoss()
     losses = []
     scale, good, skipped = case.get("scale"), 0, 0
@@ -154,7 +164,7 @@ def main():
     cases = []
     for task in ("teacher", "noisy"):
         for kind, configs in (("healthy", HEALTHY), ("scaled", LOSS_SCALING),
-                              ("accumulated", ACCUMULATED),
+                              ("accumulated", ACCUMULATED), ("annealed", ANNEALED),
                               ("shuffled", SHUFFLED), ("lr0", [("sgd", 0.01, 1)])):
             for opt, lr, warm, *extra in configs:
                 for seed in range(a.seeds):
@@ -164,6 +174,9 @@ def main():
                     if kind == "scaled":
                         c["scale"] = extra[0]
                         c["name"] += f"/scale2^{int(math.log2(extra[0]))}"
+                    elif kind == "annealed":
+                        c["schedule"] = extra[0]
+                        c["name"] += f"/{extra[0]}"
                     elif kind == "accumulated":
                         c["accumulate"] = extra[0]
                         c["name"] += f"/accumulate{extra[0]}"
@@ -177,7 +190,7 @@ def main():
             r = run(c, a.steps, f"{root}/run{i}")
             rules = sorted({f["rule"] for f in r["findings"]})
             ok = True
-            if c["kind"] in ("healthy", "scaled", "accumulated"):
+            if c["kind"] in ("healthy", "scaled", "accumulated", "annealed"):
                 healthy += 1
                 ok = not r["findings"] and r["steps_run"] == a.steps
                 clean += ok

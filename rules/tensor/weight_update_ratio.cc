@@ -13,7 +13,10 @@
 //    captured for this) changed: the weight is not trained. At a step where
 //    none changed the optimizer did not step, which gradient accumulation
 //    does for several steps in a row: a finding only once
-//    `steps_without_update` (default 64) such steps came in a row.
+//    `steps_without_update` (default 64) such steps came in a row. Small
+//    ratios that a weight reached gradually (from below small_threshold *
+//    `anneal_factor`, default 100: a schedule annealing the learning rate
+//    towards 0) are not judged until the ratio recovers.
 // At every saved step where that holds. With `num_steps` > 0 a step is judged
 // only when the tensor's previous save (as seen by this rule) is at most
 // num_steps global steps earlier, so the delta spans few updates. A weight
@@ -46,6 +49,7 @@ struct UpdateRatioParams {
   double small_threshold = 1e-8;
   double epsilon = 1e-9;
   std::int64_t steps_without_update = 64;  // 0, 1: at once
+  double anneal_factor = 100.0;            // 0: every small ratio is judged
 };
 
 class WeightUpdateRatioRule final : public TensorRuleT<WeightUpdateRatioRule> {
@@ -115,9 +119,9 @@ class WeightUpdateRatioRule final : public TensorRuleT<WeightUpdateRatioRule> {
     const double large_ratio = previous_l2 > 0 ? r.delta->l2 / previous_l2 : 0.0;
     const double small_ratio = r.delta->l2 / (r.stats.l2 + p_.epsilon);
     const bool large = std::isfinite(large_ratio) && large_ratio > p_.large_threshold;
-    if (!large &&
-        (update_skipped_ || !(std::isfinite(small_ratio) && small_ratio < p_.small_threshold)))
-      return;
+    const bool small = std::isfinite(small_ratio) && small_ratio < p_.small_threshold;
+    const bool annealed = Annealed(&last, small, small_ratio);
+    if (!large && (update_skipped_ || !small || annealed)) return;
     const double ratio = large ? large_ratio : small_ratio;
     const double threshold = large ? p_.large_threshold : p_.small_threshold;
     const std::string msg =
@@ -246,10 +250,30 @@ class WeightUpdateRatioRule final : public TensorRuleT<WeightUpdateRatioRule> {
   bool changed_any_ = false;
   std::unordered_map<int, std::int64_t> steps_without_update_;  // by worker, in a row
 
+  // Where a weight's small ratios come from, decided when they begin: after
+  // a ratio already below small_threshold * anneal_factor the updates faded
+  // gradually - a learning-rate schedule annealing towards 0 at the end of
+  // training (OneCycle, cosine), or updates rounding away at a tiny
+  // learning rate - and are not judged; from a healthy ratio (a learning
+  // rate that dropped at once) or at the first judged step, they are.
+  enum class Small : std::uint8_t { kNo, kJudged, kAnnealed };
   struct Last {  // the tensor's previous judged save
     std::int64_t step = 0;
     double l2 = -1.0;
+    double ratio = -1.0;  // its small ratio; -1: none yet
+    Small small = Small::kNo;
   };
+  bool Annealed(Last* last, bool small, double ratio) const {
+    const double before = last->ratio;
+    if (std::isfinite(ratio)) last->ratio = ratio;
+    if (!small) {
+      last->small = Small::kNo;
+    } else if (last->small == Small::kNo) {
+      const bool faded = before >= 0 && before < p_.small_threshold * p_.anneal_factor;
+      last->small = faded ? Small::kAnnealed : Small::kJudged;
+    }
+    return last->small == Small::kAnnealed;
+  }
   UpdateRatioParams p_;
   PerTensor<Last> last_;
 };
@@ -266,6 +290,8 @@ Result<std::unique_ptr<Rule>> CreateWeightUpdateRatioRule(const RuleSpec& spec) 
   u.small_threshold = p.Double("small_threshold", 1e-8);
   u.epsilon = p.Double("epsilon", 1e-9);
   u.steps_without_update = p.Int("steps_without_update", u.steps_without_update);
+  u.anneal_factor = p.Double("anneal_factor", u.anneal_factor);
+  p.CheckRange("anneal_factor", u.anneal_factor, 0, kNoLimit);
   p.CheckRange("steps_without_update", static_cast<double>(u.steps_without_update), 0, 1e12);
   p.CheckRange("small_threshold", u.small_threshold, 0, kNoLimit);
   p.CheckRange("large_threshold", u.large_threshold, u.small_threshold, kNoLimit);

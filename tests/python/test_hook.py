@@ -412,12 +412,14 @@ def test_a_resumed_run_keeps_its_step_numbers_and_is_not_judged_from_its_start(t
 
 
 def teacher_run(tmp_path, name, opt_name, lr, warmup=1, steps=230, scaler=None, accumulate=1,
-                trained=None):
+                trained=None, schedule=None, layer_norm=False, config=None):
     """An MLP on classes drawn from a random linear teacher with label noise
     (harder than the digits), under a hook with the default rules; returns
     (the losses, the findings). `scaler(model)`: a LossScaler that makes the
     backward pass and the update; `accumulate`: micro-batches (hook steps)
-    per optimizer step; `trained(model)`: the parameters the optimizer gets."""
+    per optimizer step; `trained(model)`: the parameters the optimizer gets;
+    `schedule(opt)`: the learning-rate scheduler (default: the warmup);
+    `layer_norm`: a LayerNorm after the first layer (weights near 1)."""
     torch.manual_seed(0)
     g = torch.Generator().manual_seed(100)
     teacher = torch.randn(20, 10, generator=g)
@@ -425,13 +427,17 @@ def teacher_run(tmp_path, name, opt_name, lr, warmup=1, steps=230, scaler=None, 
     y_all = (x_all @ teacher + 2.0 * torch.randn(2000, 10, generator=g)).argmax(1)
     model = torch.nn.Sequential(torch.nn.Linear(20, 64), torch.nn.ReLU(), torch.nn.Linear(64, 64),
                                 torch.nn.ReLU(), torch.nn.Linear(64, 10))
+    if layer_norm:
+        model.insert(2, torch.nn.LayerNorm(64))
     params = list(trained(model) if trained else model.parameters())
-    opt = torch.optim.Adam(params, lr=lr) if opt_name == "adam" else torch.optim.SGD(params, lr=lr)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / warmup))
+    opt = torch.optim.Adam(params, lr=lr) if opt_name == "adam" else \
+        torch.optim.SGD(params, lr=lr, momentum=0.9 if opt_name == "momentum" else 0)
+    sched = schedule(opt) if schedule else \
+        torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / warmup))
     loss_fn = torch.nn.CrossEntropyLoss()
     losses = []
     scaling = scaler(model) if scaler else None  # its gradient hooks come first
-    with tstat.pytorch.Hook(out_dir=str(tmp_path / name)) as hook:
+    with tstat.pytorch.Hook(out_dir=str(tmp_path / name), config=config) as hook:
         hook.register_module(model)
         hook.register_loss(loss_fn)
         for step in range(steps):
@@ -484,6 +490,32 @@ def test_gradient_accumulation_is_not_a_finding_and_a_layer_left_untrained_is(tm
     wur = found[found["type"] == "weight_update_ratio"]
     assert set(wur["tensor"]) == {"2.weight"} and wur["first_step"].min() == 1, found
     assert "it is not trained" in wur["message"].iloc[0]
+
+
+def test_schedules_ending_near_zero_are_not_findings_and_a_sudden_drop_is(tmp_path):
+    lr_sched = torch.optim.lr_scheduler
+    # A learning rate annealed towards 0 at the end of training (as OneCycle
+    # and cosine schedules do), here by 0.85 a step from step 100: from about
+    # step 185 the updates fall through weight_update_ratio's threshold.
+    def fade(opt):
+        return lr_sched.LambdaLR(opt, lambda s: 1.0 if s < 100 else 0.85 ** (s - 100))
+
+    for opt_name, lr in (("adam", 1e-3), ("momentum", 0.02)):
+        losses, found = teacher_run(tmp_path, f"fade_{opt_name}", opt_name, lr, schedule=fade)
+        assert len(losses) == 230 and found.empty, (opt_name, found)
+        # Judging every small ratio (anneal_factor 0) shows those updates.
+        _, every = teacher_run(tmp_path, f"fade_{opt_name}_all", opt_name, lr, schedule=fade,
+                               config={"rules": {"enabled": True, "config": {
+                                   "defaults": True, "rules": [{"type": "weight_update_ratio",
+                                   "parameters": {"anneal_factor": 0}}]}}})
+        assert set(every["type"]) == {"weight_update_ratio"}, (opt_name, every)
+        assert every["first_step"].min() > 150, (opt_name, every)
+    # A learning rate that falls at once to 1e-6 of itself at step 150 (1e-9:
+    # most float32 updates round away, the ones of weights near 0 do not).
+    losses, found = teacher_run(tmp_path, "drop", "adam", 1e-3, schedule=lambda o: (
+        lr_sched.LambdaLR(o, lambda s: 1.0 if s < 150 else 1e-6)))
+    wur = found[found["type"] == "weight_update_ratio"]
+    assert len(wur) > 0 and wur["first_step"].min() in (150, 151), found
 
 
 def test_start_step_numbers_manual_steps_and_rejects_bad_values(tmp_path):

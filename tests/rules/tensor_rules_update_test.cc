@@ -231,6 +231,39 @@ TEST_F(WeightUpdateRatioTest, GradientAccumulationIsNotAFindingAndNoStepAtAllIs)
   EXPECT_FALSE(Create("weight_update_ratio", {{{"steps_without_update", "-1"}}, {}, "", {}}).ok());
 }
 
+TEST_F(WeightUpdateRatioTest, UpdatesFadingWithTheScheduleAreNotJudgedAndADropIs) {
+  auto rule = MustCreate("weight_update_ratio");
+  WeightSeries w(0);
+  double x = 3;  // |w| ~ 5: the ratio is about step / 5
+  auto step_by = [&](int s, double d) {
+    x += d;
+    return Feed(rule.get(), cat_, Batch(s, {w.Next({x, 4})}));
+  };
+  EXPECT_TRUE(step_by(0, 0).empty());
+  // A learning rate annealed towards 0 (OneCycle's end): the update shrinks
+  // by 0.7 a step, from 5e-3 to below 1e-14, through small_threshold.
+  double d = 5e-3;
+  for (int s = 1; s < 80; ++s, d *= 0.7) EXPECT_TRUE(step_by(s, d).empty()) << s << " " << d;
+  // Recovered (a new cycle), then a learning rate that drops at once by 1e8.
+  for (int s = 80; s < 85; ++s) EXPECT_TRUE(step_by(s, 5e-3).empty()) << s;
+  auto f = step_by(85, 5e-11);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_LT(Value(f[0], "small_ratio"), 1e-8);
+  EXPECT_EQ(step_by(86, 4e-11).size(), 1u);  // and it stays judged while small
+  // Off: the faded updates are judged too.
+  auto all = MustCreate("weight_update_ratio", {{{"anneal_factor", "0"}}, {}, "", {}});
+  WeightSeries w2(0);
+  x = 3;
+  d = 5e-3;
+  int found = 0;
+  EXPECT_TRUE(Feed(all.get(), cat_, Batch(0, {w2.Next({x, 4})})).empty());
+  for (int s = 1; s < 80; ++s, d *= 0.7) {
+    x += d;
+    found += static_cast<int>(Feed(all.get(), cat_, Batch(s, {w2.Next({x, 4})})).size());
+  }
+  EXPECT_GT(found, 20);
+}
+
 TEST_F(WeightUpdateRatioTest, NeedsDeltaAndValidParameters) {
   auto rule = MustCreate("weight_update_ratio");
   WeightSeries w(0);
