@@ -99,7 +99,9 @@ def test_mixed_precision_overflows_do_not_stop_training(tmp_path):
     assert trial.findings().empty, trial.findings()
     summary = json.load(open(tmp_path / "amp" / "rules-00000.json"))
     notes = "\n".join(summary.get("notes", []))
-    assert f"rule nan_origin: {len(skipped)} update(s) skipped" in notes, (skipped, notes)
+    # A skip at the last step is never known to be one: no step follows it.
+    known = len([s for s in skipped if s < 119])
+    assert f"rule nan_origin: {known} update(s) skipped" in notes, (skipped, notes)
 
 
 if __name__ == "__main__":

@@ -291,3 +291,33 @@ def test_series_are_downsampled_keeping_extremes_and_dead_layers_rank_high(tmp_p
     layers = {l["name"]: l for l in run["layers"]}
     assert layers["dead.weight"]["score"] == 30 and layers["dead.weight"]["gradient_l2"] == 0
     assert run["layers"][0]["name"] == "dead.weight" and layers["live.weight"]["score"] < 30
+
+
+def test_report_lists_what_the_rules_recognised_and_did_not_report(tmp_path):
+    # One update skipped for Inf gradients (as a loss scaler does at an
+    # overflow): a note, not an episode.
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 32), torch.nn.ReLU(), torch.nn.Linear(32, 3))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    loss_fn = torch.nn.CrossEntropyLoss()
+    overflow = [False]
+    model[2].weight.register_hook(lambda g: g * float("inf") if overflow[0] else g)
+    with tstat.pytorch.Hook(out_dir=str(tmp_path / "run")) as hook:
+        hook.register_module(model)
+        hook.register_loss(loss_fn)
+        for step in range(20):
+            overflow[0] = step == 5
+            x = torch.randn(16, 8)
+            opt.zero_grad()
+            loss_fn(model(x), (x[:, 0] > 0).long()).backward()
+            if not overflow[0]:
+                opt.step()
+    out = tmp_path / "report.html"
+    r = report(out, tmp_path / "run")
+    assert r.returncode == 0, r.stderr
+    text, data = page_data(out)
+    run = data["runs"][0]
+    assert run["episodes"] == []
+    assert any(n.startswith("rule nan_origin: 1 update(s) skipped") and n.endswith(": step 5")
+               for n in run["notes"]), run["notes"]
+    assert not any("skipped" in w for w in run["could_not_judge"])

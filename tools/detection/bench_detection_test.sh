@@ -33,6 +33,13 @@ if len(archs) < 4:
 resumed = [c["name"] for c in cases if c["pretrain_steps"] > 0]
 if len(resumed) != 2 or not all(n.startswith("resumed/") for n in resumed):
     errors.append(f"resumed cases {resumed}")
+# Updates left out on purpose: overflows under loss scaling (several, in a row
+# at the start) and accumulating micro-batches; the loop below wants them clean.
+scaled = [c for c in cases if c["loss_scale"] > 0]
+if len(scaled) != 1 or scaled[0]["updates_skipped"] < 3:
+    errors.append(f"loss-scaled cases {[(c['name'], c['updates_skipped']) for c in scaled]}")
+if [c["accumulate"] for c in cases if c["accumulate"] > 1] != [4]:
+    errors.append("no case with gradient accumulation")
 for c in cases:
     n = c["name"]
     if c["fault"] == "healthy":

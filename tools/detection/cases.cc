@@ -239,6 +239,18 @@ std::vector<Case> MakeMatrix(const MatrixOptions& options) {
     c.pretrain_steps = options.steps;
     if (Wanted(c, options.only)) out.push_back(c);
   }
+  // Healthy trainings that leave updates out on purpose: dynamic loss
+  // scaling from DeepSpeed's and Megatron's initial scale (overflows, in a
+  // row at the start), and gradient accumulation (seed 1; --quick: one each).
+  const std::size_t special = options.quick ? 1 : 2;
+  for (std::size_t h = 0; h < special; ++h) {
+    Case scaled = HealthyCase(kHealthy[2 * h + 1], "scaled/", 1, options);
+    scaled.loss_scale = 4294967296.0;  // 2^32
+    if (Wanted(scaled, options.only)) out.push_back(scaled);
+    Case accumulated = HealthyCase(kHealthy[2 * h + 1], "accumulated/", 1, options);
+    accumulated.accumulate = 4;
+    if (Wanted(accumulated, options.only)) out.push_back(accumulated);
+  }
   for (Fault f : AllFaults()) {
     const std::vector<Arch> archs = FaultArchs(f);
     for (int s = 1; s <= seeds; ++s) {

@@ -59,6 +59,13 @@ struct Case {
   // checkpoint): `steps` more are trained with it, numbered from 0, and the
   // learning-rate schedule spans both.
   std::int64_t pretrain_steps = 0;
+  // > 0: dynamic loss scaling from this scale, as torch.cuda.amp.GradScaler
+  // does it, with fp16's range emulated (a scaled gradient past 65504 is
+  // Inf; that update is skipped and the scale halved; it doubles after 100
+  // good updates).
+  double loss_scale = 0.0;
+  // Micro-batches (tstat steps) per optimizer step: gradient accumulation.
+  std::int64_t accumulate = 1;
 };
 
 struct MatrixOptions {

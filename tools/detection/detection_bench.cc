@@ -34,7 +34,10 @@ std::string CaseJson(const CaseResult& r) {
                   ",\"seed\":" + std::to_string(c.seed) +
                   ",\"intended_rule\":" + JsonString(IntendedRule(c.fault)) +
                   ",\"fault_step\":" + std::to_string(c.fault_step) +
-                  ",\"pretrain_steps\":" + std::to_string(c.pretrain_steps);
+                  ",\"pretrain_steps\":" + std::to_string(c.pretrain_steps) +
+                  ",\"loss_scale\":" + JsonNumber(c.loss_scale) +
+                  ",\"accumulate\":" + std::to_string(c.accumulate);
+  j += ",\"updates_skipped\":" + std::to_string(r.updates_skipped);
   j += ",\"manifest_step\":" +
        (r.manifest.step < 0 ? std::string("null") : std::to_string(r.manifest.step));
   j += ",\"manifest\":" + JsonString(r.manifest.detail);

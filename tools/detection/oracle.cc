@@ -49,7 +49,8 @@ bool Oracle::WantsFullTrainLoss(std::int64_t step) const {
 }
 
 void Oracle::ObserveTrainStep(std::int64_t step, Net& net, const torch::Tensor& logits,
-                              const torch::Tensor& log_probs, const torch::Tensor& labels) {
+                              const torch::Tensor& log_probs, const torch::Tensor& labels,
+                              Gradients gradients) {
   torch::NoGradGuard no_grad;
   // Non-finite values anywhere in the step.
   std::string bad;
@@ -66,9 +67,10 @@ void Oracle::ObserveTrainStep(std::int64_t step, Net& net, const torch::Tensor& 
   for (const auto& p : net.module().named_parameters()) {
     if (bad.empty() && !AllFinite(p.value())) bad = p.key();
     const torch::Tensor g = p.value().grad();
-    if (!g.defined()) continue;
+    // An overflow the loop skipped: its gradients are no measure of anything.
+    if (!g.defined() || gradients.update_skipped) continue;
     if (bad.empty() && !AllFinite(g)) bad = "gradient of " + p.key();
-    const torch::Tensor gd = D(g);
+    const torch::Tensor gd = D(g) / gradients.scale;
     grad_sq += gd.pow(2).sum().item<double>();
     if (p.key().find("weight") != std::string::npos) {
       const double mean_abs = gd.abs().mean().item<double>();
@@ -83,7 +85,9 @@ void Oracle::ObserveTrainStep(std::int64_t step, Net& net, const torch::Tensor& 
   }
 
   const double norm = std::sqrt(grad_sq);
-  if (!std::isfinite(norm)) {
+  if (gradients.update_skipped) {
+    // No gradient norm at a skipped overflow.
+  } else if (!std::isfinite(norm)) {
     Note(Fault::kExplodingGradient, step, "gradient norm is not finite");
   } else if (grad_norms_.size() >= 5) {
     std::vector<double> last(grad_norms_.end() - std::min<std::size_t>(10, grad_norms_.size()),
@@ -100,7 +104,7 @@ void Oracle::ObserveTrainStep(std::int64_t step, Net& net, const torch::Tensor& 
       grown_since_ = -1;
     }
   }
-  if (std::isfinite(norm)) grad_norms_.push_back(norm);
+  if (std::isfinite(norm) && !gradients.update_skipped) grad_norms_.push_back(norm);
 
   std::vector<std::pair<double, std::string>> input_vars;
   for (const Tap& t : net.taps()) {

@@ -38,8 +38,13 @@
 //   nan_from_op           a tensor of the step (inputs and outputs of the
 //                         nonlinearities, logits, log-probabilities,
 //                         parameters, gradients) holds a NaN or an Inf
+//                         (not the gradients of an overflow that dynamic
+//                         loss scaling skipped: the loop says which, and
+//                         such a step has no gradient norm either; gradients
+//                         are measured divided by the loss scale)
 //   tiny_update           some hidden weight's update has ||dw||/||w|| < 1e-8
-//                         at three steps in a row (manifest at the first: a
+//                         at three optimizer updates in a row (accumulating
+//                         micro-batches and skipped overflows make none) (manifest at the first: a
 //                         schedule that anneals to 0 at its last step is not
 //                         a fault)
 // Thread safety: one training thread.
@@ -70,11 +75,21 @@ inline constexpr std::int64_t kLossSampleEvery = 4;
 
 class Oracle {
  public:
+  // What the training loop knows of a step's gradients: they are the loss
+  // scale times the true ones, and an overflow's update was skipped (dynamic
+  // loss scaling: its non-finite gradients are no fault).
+  struct Gradients {
+    double scale = 1.0;
+    bool update_skipped = false;
+  };
   // After backward, before the update: the step's taps, logits,
   // log-probabilities, labels, parameters and their gradients.
   void ObserveTrainStep(std::int64_t step, Net& net, const torch::Tensor& logits,
-                        const torch::Tensor& log_probs, const torch::Tensor& labels);
-  // After the update: the hidden weights before (`before`) and now.
+                        const torch::Tensor& log_probs, const torch::Tensor& labels,
+                        Gradients gradients);
+  // After an optimizer update (not after a step that made none: an
+  // accumulating micro-batch, a skipped overflow): the hidden weights before
+  // (`before`) and now.
   void ObserveUpdate(std::int64_t step, const std::vector<torch::Tensor>& before, Net& net);
   // The loss over the whole training split with the weights of `step`, at
   // the steps where WantsFullTrainLoss() said so.

@@ -258,6 +258,44 @@ void Judge(CaseResult* r) {
                " step(s) after the fault manifested";
 }
 
+// Dynamic loss scaling as torch.cuda.amp.GradScaler does it, on fp32
+// tensors with fp16's range emulated: the loss times `scale`; a scaled
+// gradient past fp16's largest value is Inf, as an fp16 backward makes it; an
+// update whose gradients hold one is skipped and the scale halved; after 100
+// good updates the scale doubles.
+struct LossScaler {
+  double scale = 0.0;  // 0: off
+  std::int64_t good = 0;
+
+  bool on() const { return scale > 0; }
+  void OverflowAsFp16(Net& net) const {
+    torch::NoGradGuard no_grad;
+    for (const torch::Tensor& p : net.module().parameters()) {
+      torch::Tensor g = p.grad();
+      if (g.defined()) g.copy_(torch::where(g.abs() > 65504.0, g.sign() * INFINITY, g));
+    }
+  }
+  bool Finite(Net& net) const {
+    for (const torch::Tensor& p : net.module().parameters()) {
+      const torch::Tensor g = p.grad();
+      if (g.defined() && !torch::isfinite(g).all().item<bool>()) return false;
+    }
+    return true;
+  }
+  void Unscale(Net& net) {
+    torch::NoGradGuard no_grad;
+    for (const torch::Tensor& p : net.module().parameters()) {
+      torch::Tensor g = p.grad();
+      if (g.defined()) g.div_(scale);
+    }
+    if (++good % 100 == 0) scale *= 2;
+  }
+  void Skipped() {
+    scale /= 2;
+    good = 0;
+  }
+};
+
 }  // namespace
 
 Result<CaseResult> RunCase(const Case& c, const demo::Dataset& data, const std::string& run_dir) {
@@ -302,6 +340,7 @@ Result<CaseResult> RunCase(const Case& c, const demo::Dataset& data, const std::
   Slots slots(session.get(), *net);
 
   Oracle oracle;
+  LossScaler scaler{c.loss_scale};
   std::map<std::int64_t, std::int64_t> train_steps;  // global step -> TRAIN steps done
   std::int64_t step = 0;
   for (; step < c.steps; ++step) {
@@ -313,17 +352,29 @@ Result<CaseResult> RunCase(const Case& c, const demo::Dataset& data, const std::
     TSTAT_RETURN_IF_ERROR(session->BeginStep());
     train_steps[session->current_step().global_step] = step;
     optimizer->param_groups()[0].options().set_lr(LearningRate(c, c.pretrain_steps + step));
-    optimizer->zero_grad();
+    if (step % c.accumulate == 0) optimizer->zero_grad();
     const torch::Tensor logits = net->Forward(Pixels(c, step, x));
     torch::Tensor log_probs;
     const torch::Tensor loss = Loss(c, step, logits, y, &log_probs);
     TSTAT_RETURN_IF_ERROR(slots.Set(*net, y, logits, log_probs));
-    loss.backward();
-    oracle.ObserveTrainStep(step, *net, logits, log_probs, y);
+    torch::Tensor backward = loss / static_cast<double>(c.accumulate);
+    if (scaler.on()) backward = backward * scaler.scale;
+    backward.backward();
+    if (scaler.on()) scaler.OverflowAsFp16(*net);
+    const bool update = (step + 1) % c.accumulate == 0;
+    const bool skip = update && scaler.on() && !scaler.Finite(*net);
+    oracle.ObserveTrainStep(step, *net, logits, log_probs, y,
+                            {scaler.on() ? scaler.scale : 1.0, skip});
     std::vector<torch::Tensor> before;
     for (const torch::Tensor& w : net->hidden_weights()) before.push_back(w.detach().clone());
-    optimizer->step();
-    oracle.ObserveUpdate(step, before, *net);
+    if (skip) {
+      scaler.Skipped();
+      ++result.updates_skipped;
+    } else if (update) {
+      if (scaler.on()) scaler.Unscale(*net);
+      optimizer->step();
+      oracle.ObserveUpdate(step, before, *net);
+    }
     const double loss_value = loss.item<double>();
     if (step == 0) result.first_loss = loss_value;
     result.last_loss = loss_value;

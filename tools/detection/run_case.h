@@ -38,6 +38,7 @@ struct CaseResult {
   bool stopped = false;
   std::string stop_reason;
   double first_loss = 0.0, last_loss = 0.0;  // TRAIN minibatch losses
+  std::int64_t updates_skipped = 0;          // overflows under loss scaling
   double seconds = 0.0;
   bool passed = false;
   std::string verdict;  // why it passed or failed, one line
