@@ -36,10 +36,23 @@ namespace tstat {
 inline constexpr char kRulePluginEntryName[] = "tstat_register_rules";
 using RulePluginEntry = Status (*)(RuleRegistry* registry);
 
+// The version of the rule interface: tstat::Rule's virtual functions and the
+// types they pass. TSTAT_RULE_PLUGIN_ENTRY records in the plugin the version
+// it was built against (tstat_rule_plugin_abi()), and the loader refuses a
+// plugin built against another: its rules would lack functions tstat calls
+// (version 2 added Rule::Notes). Bumped whenever the interface changes.
+inline constexpr int kRulePluginAbi = 2;
+inline constexpr char kRulePluginAbiName[] = "tstat_rule_plugin_abi";
+using RulePluginAbi = int (*)();
+
 }  // namespace tstat
 
-// Defines the entry point with C linkage and default visibility (so it is
-// found even when the plugin is built with -fvisibility=hidden).
-#define TSTAT_RULE_PLUGIN_ENTRY(registry_param)                       \
-  extern "C" __attribute__((visibility("default"))) ::tstat::Status \
-  tstat_register_rules(::tstat::RuleRegistry* registry_param)
+// Defines the entry point, and the interface version the plugin is built
+// against, with C linkage and default visibility (so they are found even
+// when the plugin is built with -fvisibility=hidden).
+#define TSTAT_RULE_PLUGIN_ENTRY(registry_param)                                           \
+  extern "C" __attribute__((visibility("default"))) int tstat_rule_plugin_abi() {         \
+    return ::tstat::kRulePluginAbi;                                                       \
+  }                                                                                       \
+  extern "C" __attribute__((visibility("default"))) ::tstat::Status tstat_register_rules( \
+      ::tstat::RuleRegistry* registry_param)

@@ -32,6 +32,20 @@ Result<std::shared_ptr<RulePlugin>> RulePlugin::Load(const std::string& path,
         " (define it with TSTAT_RULE_PLUGIN_ENTRY from tstat/rule_plugin.h: extern \"C\", "
         "default visibility)");
   }
+  void* abi = ::dlsym(handle, kRulePluginAbiName);
+  const std::string rebuild = "; rebuild it against this tstat's tstat/rule_plugin.h";
+  if (abi == nullptr) {
+    return Status::InvalidArgument(what + ": has no " + kRulePluginAbiName +
+                                   ": it was built against a tstat whose rule interface had no "
+                                   "version, before version " +
+                                   std::to_string(kRulePluginAbi) + rebuild);
+  }
+  const int version = reinterpret_cast<RulePluginAbi>(abi)();
+  if (version != kRulePluginAbi) {
+    return Status::InvalidArgument(what + ": built against rule interface version " +
+                                   std::to_string(version) + ", this tstat's is " +
+                                   std::to_string(kRulePluginAbi) + rebuild);
+  }
   const auto entry = reinterpret_cast<RulePluginEntry>(symbol);
   RuleRegistry staging;
   Status registered;

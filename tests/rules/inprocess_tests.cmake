@@ -5,15 +5,19 @@ add_library(tstat_test_rule_plugin MODULE test_rule_plugin.cc)
 target_link_libraries(tstat_test_rule_plugin PRIVATE tstat_headers tstat_warnings)
 target_link_options(tstat_test_rule_plugin PRIVATE -Wl,--no-undefined)
 add_library(tstat_test_rule_plugin_noentry MODULE test_rule_plugin_noentry.cc)
+add_library(tstat_test_rule_plugin_unversioned MODULE test_rule_plugin_unversioned.cc)
+target_link_libraries(tstat_test_rule_plugin_unversioned PRIVATE tstat_headers tstat_warnings)
 set(TSTAT_TEST_PLUGIN_DEFS
     TSTAT_TEST_RULE_PLUGIN="$<TARGET_FILE:tstat_test_rule_plugin>"
-    TSTAT_TEST_RULE_PLUGIN_NOENTRY="$<TARGET_FILE:tstat_test_rule_plugin_noentry>")
+    TSTAT_TEST_RULE_PLUGIN_NOENTRY="$<TARGET_FILE:tstat_test_rule_plugin_noentry>"
+    TSTAT_TEST_RULE_PLUGIN_UNVERSIONED="$<TARGET_FILE:tstat_test_rule_plugin_unversioned>")
 
 tstat_add_test(rules inprocess SOURCES rules_inprocess_test.cc LIBS tstat_rules tstat_io_test_util)
 # What the default rules make a session capture, and its rules summary.
 tstat_add_test(rules needs SOURCES rules_needs_test.cc LIBS tstat_rules tstat_io_test_util)
 target_compile_definitions(tstat_test_rules_inprocess PRIVATE ${TSTAT_TEST_PLUGIN_DEFS})
-add_dependencies(tstat_test_rules_inprocess tstat_test_rule_plugin tstat_test_rule_plugin_noentry)
+add_dependencies(tstat_test_rules_inprocess tstat_test_rule_plugin tstat_test_rule_plugin_noentry
+                 tstat_test_rule_plugin_unversioned)
 # Under ThreadSanitizer too (tools/dev.sh test): the rules thread fed by the
 # pipeline, EndStep waiting for it, stop requests across threads.
 tstat_tsan_tests(rules inprocess)

@@ -375,6 +375,14 @@ TEST(InProcessRulesBadInputTest, BadPluginsAreClearErrors) {
   EXPECT_EQ(no_entry.status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(Contains(no_entry.status().message(), "rules.plugins[1]"), "");
   EXPECT_EQ(Contains(no_entry.status().message(), "tstat_register_rules"), "");
+  // A plugin built before the rule interface had a version: refused, never
+  // asked for rules whose vtables lack Rule::Notes.
+  c.rules.plugins = {TSTAT_TEST_RULE_PLUGIN_UNVERSIONED};
+  auto unversioned = Session::Create(c);
+  ASSERT_FALSE(unversioned.ok());
+  EXPECT_EQ(unversioned.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(Contains(unversioned.status().message(), "tstat_rule_plugin_abi"), "");
+  EXPECT_EQ(Contains(unversioned.status().message(), "rebuild it"), "");
   // The same plugin twice: its types are taken.
   c.rules.plugins = {TSTAT_TEST_RULE_PLUGIN, TSTAT_TEST_RULE_PLUGIN};
   auto twice = Session::Create(c);
