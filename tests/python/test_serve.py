@@ -70,11 +70,22 @@ def test_serve_paths_and_methods(tmp_path):
         status, ctype, body = request(host, port, "GET", "/data.json")
         data = json.loads(body)
         assert status == 200 and data["live"]["revision"] >= 1 and data["runs"][0]["name"] == "run"
+        assert data["runs"][0]["heatmaps"]  # the report's defaults: 6 tensors
         for path in ("/../../etc/passwd", "/etc/passwd", "/run/worker-00000", "/%2e%2e/%2e%2e/etc/passwd",
                      "/report.js"):
             assert request(host, port, "GET", path)[0] in (400, 404), path
         for method in ("POST", "PUT", "DELETE"):
             assert request(host, port, method, "/")[0] in (400, 405), method
+    finally:
+        stop(p)
+
+
+def test_serve_takes_the_reports_page_options(tmp_path):
+    write_run(tmp_path / "run")
+    p, host, port = start_serve(tmp_path / "run", "--port", 0, "--heatmaps", 0, "--max-points", 10)
+    try:
+        data = json.loads(request(host, port, "GET", "/data.json")[2])
+        assert data["runs"][0]["heatmaps"] == []
     finally:
         stop(p)
 

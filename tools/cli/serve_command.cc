@@ -1,4 +1,5 @@
-// `tstat serve RUN [RUN...] [--host 127.0.0.1] [--port 8080] [--interval S]`:
+// `tstat serve RUN [RUN...] [--host 127.0.0.1] [--port 8080] [--interval S]` and the
+// report's --max-points, --layers, --heatmaps:
 // the report's page as a live dashboard. A thread looks at the runs every
 // --interval seconds (0.5) and rebuilds their data (tools/report/
 // report_data.h; a run still being written is read as far as it is flushed)
@@ -26,6 +27,7 @@
 #include <vector>
 
 #include "tools/cli/command.h"
+#include "tools/cli/page_options.h"
 #include "tools/report/report_data.h"
 #include "tools/report/report_page.h"
 
@@ -37,7 +39,7 @@ struct ServeFlags {
   std::string host = "127.0.0.1";
   int port = 8080;
   double interval_s = 0.5;
-  std::size_t max_points = 2000;
+  PageFlags page;
 };
 
 // The latest data of the runs, rebuilt by a thread of its own.
@@ -168,13 +170,11 @@ int RunServe(const ServeFlags& f) {
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
-  report::ReportOptions options;
-  options.max_points = f.max_points;
+  report::ReportOptions options = PageReportOptions(f.page);
   options.live_interval_ms = static_cast<int>(f.interval_s * 1000);
   auto data = std::make_shared<LiveData>(f.runs, options);
   if (Status s = data->BuildOnce(); !s.ok()) return ReportError(s);
-  std::string title = "tstat serve: ";
-  for (std::size_t i = 0; i < f.runs.size(); ++i) title += (i ? ", " : "") + f.runs[i];
+  const std::string title = PageTitle("serve", f.runs);
 
   httplib::Server server;
   server.Get("/", [data, title](const httplib::Request&, httplib::Response& res) {
@@ -239,9 +239,7 @@ Command AddServeCommand(CLI::App& root) {
   app->add_option("--interval", flags->interval_s, "Seconds between data rebuilds and page polls")
       ->check(CLI::Range(0.1, 3600.0))
       ->default_str("0.5");
-  app->add_option("--max-points", flags->max_points, "Points per series (downsampled beyond)")
-      ->check(CLI::Range(std::size_t{10}, std::size_t{1000000}))
-      ->default_str("2000");
+  AddPageOptions(app, &flags->page);
   Command c;
   c.app = app;
   c.run = [flags]() { return RunServe(*flags); };
