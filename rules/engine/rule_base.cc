@@ -187,7 +187,7 @@ CaptureNeeds RuleBase::StatsIn(const TensorInfo& t, std::uint8_t modes) {
   CaptureNeeds n;
   n.stats = true;
   n.modes = modes;
-  if (std::find(t.collections.begin(), t.collections.end(), "gradients") != t.collections.end()) {
+  if (InCollection(t, "gradients")) {
     n.modes = static_cast<std::uint8_t>(n.modes & CaptureNeeds::TrainModes());
   }
   return n;

@@ -270,6 +270,15 @@ class RuleBase : public Rule {
   bool matched_any_ = false;
 };
 
+// Whether `t` is registered in collection `c`.
+inline bool InCollection(const TensorInfo& t, const char* c) {
+  return std::find(t.collections.begin(), t.collections.end(), c) != t.collections.end();
+}
+// Whether a record's stats count a NaN or an Inf.
+inline bool HoldsNonFinite(const TensorStatsRecord& r) {
+  return r.has_stats && (r.stats.nan_count > 0 || r.stats.inf_count() > 0);
+}
+
 // Formats a double for messages ("1e-07", "0.25").
 std::string Num(double v);
 // A step in messages, in the user's terms: "TRAIN step 12", or "step 12" for

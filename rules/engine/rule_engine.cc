@@ -14,6 +14,17 @@ std::map<std::string, int> ConfirmSteps(const std::vector<std::unique_ptr<Rule>>
   return out;
 }
 
+// The non-empty texts `text` (Rule::Diagnostics or Rule::Notes) of `rules`.
+std::vector<std::string> RuleTexts(const std::vector<std::unique_ptr<Rule>>& rules,
+                                   std::string (Rule::*text)() const) {
+  std::vector<std::string> out;
+  for (const auto& rule : rules) {
+    std::string t = ((*rule).*text)();
+    if (!t.empty()) out.push_back(std::move(t));
+  }
+  return out;
+}
+
 }  // namespace
 
 RuleEngine::RuleEngine(std::vector<std::unique_ptr<Rule>> rules, EngineOptions options)
@@ -101,21 +112,9 @@ void RuleEngine::Finish(std::vector<Finding>* out) {
 }
 
 std::vector<std::string> RuleEngine::Diagnostics() const {
-  std::vector<std::string> out;
-  for (const auto& rule : rules_) {
-    std::string d = rule->Diagnostics();
-    if (!d.empty()) out.push_back(std::move(d));
-  }
-  return out;
+  return RuleTexts(rules_, &Rule::Diagnostics);
 }
 
-std::vector<std::string> RuleEngine::Notes() const {
-  std::vector<std::string> out;
-  for (const auto& rule : rules_) {
-    std::string d = rule->Notes();
-    if (!d.empty()) out.push_back(std::move(d));
-  }
-  return out;
-}
+std::vector<std::string> RuleEngine::Notes() const { return RuleTexts(rules_, &Rule::Notes); }
 
 }  // namespace tstat::rules

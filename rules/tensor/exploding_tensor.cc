@@ -79,10 +79,7 @@ class ExplodingTensorRule final : public TensorRuleT<ExplodingTensorRule> {
         const bool again = std::any_of(nonfinite_.begin(), nonfinite_.end(),
                                        [&f](const TensorInfo* t) { return t->name == f.tensor; });
         if (again) continue;  // this step's finding about it says it
-        f.step = step.key;
-        f.wall_time = step.wall_time;
-        f.message += "; reported at " + StepText(step.key) +
-                     ", when the update was seen to have applied those gradients";
+        SkippedUpdates::ReportApplied(step, &f);
         findings->push_back(std::move(f));
       }
     }
@@ -90,13 +87,9 @@ class ExplodingTensorRule final : public TensorRuleT<ExplodingTensorRule> {
     if (skips_.Hold(step, nonfinite_)) {  // perhaps an update the optimizer skipped
       held = std::move(nonfinite_findings_);
     } else {
-      const std::int64_t in_row = skips_.InRow(step.worker);
+      const std::string in_row_note = skips_.InRowNote(step.worker);
       for (Finding& f : nonfinite_findings_) {
-        if (skips_.max_in_row() > 0 && in_row >= skips_.max_in_row()) {
-          f.message += "; the optimizer skipped the last " + std::to_string(in_row) +
-                       " updates in a row for NaN/Inf gradients (loss-scale overflows): the "
-                       "gradients overflow at any scale";
-        }
+        f.message += in_row_note;
         findings->push_back(std::move(f));
       }
     }
@@ -104,10 +97,7 @@ class ExplodingTensorRule final : public TensorRuleT<ExplodingTensorRule> {
     nonfinite_findings_.clear();
   }
 
-  std::string Notes() const override {
-    const std::string skipped = skips_.Summary();
-    return skipped.empty() ? std::string() : "rule " + spec().name + ": " + skipped;
-  }
+  std::string Notes() const override { return skips_.Note(spec().name); }
 
  private:
   // Whether `info` is in a growth collection (decided once per tensor).

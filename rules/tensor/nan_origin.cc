@@ -54,10 +54,7 @@ class NanOriginRule final : public TensorRuleT<NanOriginRule> {
     if (bad > 0) bad_.push_back({&info, &r});
   }
 
-  std::string Notes() const override {
-    const std::string skipped = skips_.Summary();
-    return skipped.empty() ? std::string() : "rule " + spec().name + ": " + skipped;
-  }
+  std::string Notes() const override { return skips_.Note(spec().name); }
 
   void EndStep(const StepView& step, std::vector<Finding>* findings) override {
     Worker& w = workers_[step.worker];
@@ -74,10 +71,7 @@ class NanOriginRule final : public TensorRuleT<NanOriginRule> {
     }
     if (!held.tensor.empty()) {
       if (bad_.empty()) {  // no selected tensor shows it now: as it was
-        held.step = step.key;
-        held.wall_time = step.wall_time;
-        held.message += "; reported at " + StepText(step.key) +
-                        ", when the update was seen to have applied those gradients";
+        SkippedUpdates::ReportApplied(step, &held);
         findings->push_back(std::move(held));
         return;
       }
@@ -132,14 +126,10 @@ class NanOriginRule final : public TensorRuleT<NanOriginRule> {
       others += " (+" + std::to_string(affected - listed - (count >= 0 ? 1 : 0)) + " more)";
     bad_.clear();
     const std::string kind = only_nan_ ? "NaN" : "NaN/Inf";
-    std::string note;
-    if (!held.tensor.empty()) {
-      note = "; the optimizer applied those gradients (the weights hold NaN/Inf since)";
-    } else if (skips_.max_in_row() > 0 && skips_.InRow(step.worker) >= skips_.max_in_row()) {
-      note = "; the optimizer skipped the last " + std::to_string(skips_.InRow(step.worker)) +
-             " updates in a row for NaN/Inf gradients (loss-scale overflows): the gradients "
-             "overflow at any scale";
-    }
+    const std::string note =
+        !held.tensor.empty()
+            ? "; the optimizer applied those gradients (the weights hold NaN/Inf since)"
+            : skips_.InRowNote(step.worker);
     Finding f = MakeFinding(step, origin,
                             kind + " first appeared in " + origin + " at " + StepText(origin_step) +
                                 counts + ", the first of " + std::to_string(affected) +

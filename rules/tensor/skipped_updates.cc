@@ -1,6 +1,5 @@
 #include "rules/tensor/skipped_updates.h"
 
-#include <algorithm>
 #include <unordered_set>
 
 #include "rules/engine/rule_base.h"
@@ -11,14 +10,6 @@ namespace {
 constexpr char kGradientPrefix[] = "gradient/";
 constexpr std::size_t kGradientPrefixLength = sizeof(kGradientPrefix) - 1;
 constexpr std::size_t kStepsListed = 8;
-
-bool InCollection(const TensorInfo& t, const char* c) {
-  return std::find(t.collections.begin(), t.collections.end(), c) != t.collections.end();
-}
-
-bool NonFinite(const TensorStatsRecord& r) {
-  return r.has_stats && (r.stats.nan_count > 0 || r.stats.inf_count() > 0);
-}
 
 // How the weights named in `weights` fared at a step: how many were captured
 // with stats and whether any of them held NaN/Inf. Walks the step's records
@@ -35,7 +26,7 @@ WeightsSeen SeeWeights(const StepView& step, const std::vector<std::string>& wei
     const TensorInfo* t = step.catalog->Find(r.tensor_id);
     if (t == nullptr || !r.has_stats || wanted.count(t->name) == 0) continue;
     ++seen.captured;
-    seen.nonfinite = seen.nonfinite || NonFinite(r);
+    seen.nonfinite = seen.nonfinite || HoldsNonFinite(r);
   }
   return seen;
 }
@@ -45,7 +36,7 @@ WeightsSeen SeeWeights(const StepView& step, const std::vector<std::string>& wei
 bool ForwardNonFinite(const StepView& step) {
   if (step.records == nullptr || step.catalog == nullptr) return false;
   for (const TensorStatsRecord& r : *step.records) {
-    if (!NonFinite(r)) continue;
+    if (!HoldsNonFinite(r)) continue;
     const TensorInfo* t = step.catalog->Find(r.tensor_id);
     if (t == nullptr || DataFlowRank(*t) == 0) return true;
   }
@@ -107,15 +98,32 @@ std::int64_t SkippedUpdates::InRow(int worker) const {
   return it == workers_.end() ? 0 : it->second.in_row;
 }
 
-std::string SkippedUpdates::Summary() const {
+std::string SkippedUpdates::InRowNote(int worker) const {
+  const std::int64_t in_row = InRow(worker);
+  if (max_in_row_ <= 0 || in_row < max_in_row_) return {};
+  return "; the optimizer skipped the last " + std::to_string(in_row) +
+         " updates in a row for NaN/Inf gradients (loss-scale overflows): the gradients "
+         "overflow at any scale";
+}
+
+void SkippedUpdates::ReportApplied(const StepView& step, Finding* held) {
+  held->step = step.key;
+  held->wall_time = step.wall_time;
+  held->message += "; reported at " + StepText(step.key) +
+                   ", when the update was seen to have applied those gradients";
+}
+
+std::string SkippedUpdates::Note(const std::string& rule) const {
   if (total_ == 0) return {};
   std::string steps;
   for (std::size_t i = 0; i < first_skipped_.size(); ++i) {
     steps += (i ? ", " : "") + StepText(first_skipped_[i]);
   }
   if (total_ > static_cast<std::int64_t>(first_skipped_.size())) steps += ", ...";
-  return std::to_string(total_) + " update(s) skipped by the optimizer with NaN/Inf gradients " +
-         "and finite weights (dynamic loss scaling; not findings): " + steps;
+  return "rule " + rule + ": " + std::to_string(total_) +
+         " update(s) skipped by the optimizer with NaN/Inf gradients and finite weights (dynamic "
+         "loss scaling; not findings): " +
+         steps;
 }
 
 }  // namespace tstat::rules

@@ -58,9 +58,14 @@ class SkippedUpdates {
 
   // Updates skipped in a row by the worker, up to its last training step.
   std::int64_t InRow(int worker) const;
-  // "3 updates skipped ... (TRAIN steps 0-2)", or empty when none was.
-  std::string Summary() const;
-  std::int64_t max_in_row() const { return max_in_row_; }
+  // "; the optimizer skipped the last N updates in a row ...": what a
+  // finding adds once the worker's skips reached max_in_row, else empty.
+  std::string InRowNote(int worker) const;
+  // A held finding, reported at `step` when Resolve() says kApplied.
+  static void ReportApplied(const StepView& step, Finding* held);
+  // "rule <rule>: 3 update(s) skipped ...: TRAIN step 0, ...", the rule's
+  // Notes(), or empty when none was.
+  std::string Note(const std::string& rule) const;
 
  private:
   struct Worker {

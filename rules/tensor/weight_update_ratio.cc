@@ -185,14 +185,11 @@ class WeightUpdateRatioRule final : public TensorRuleT<WeightUpdateRatioRule> {
   bool GradientsNonFinite(const StepView& step) const {
     for (std::uint32_t i : gradient_records_) {
       if (step.records == nullptr || i >= step.records->size()) break;
-      const TensorStatsRecord& g = (*step.records)[i];
-      if (g.has_stats && (g.stats.nan_count > 0 || g.stats.inf_count() > 0)) return true;
+      if (HoldsNonFinite((*step.records)[i])) return true;
     }
     return false;
   }
-  static bool IsBias(const TensorInfo& t) {
-    return std::find(t.collections.begin(), t.collections.end(), "biases") != t.collections.end();
-  }
+  static bool IsBias(const TensorInfo& t) { return InCollection(t, "biases"); }
   // Whether a bias of the step changed since its previous save.
   bool BiasesChanged(const StepView& step) const {
     for (std::uint32_t i : bias_records_) {

@@ -420,22 +420,21 @@ Result<std::string> RunJson(const std::string& path, const ReportOptions& o, Wal
   for (std::size_t i = 0; i < summary.episodes.size(); ++i) {
     j << (i ? "," : "") << cli::EpisodeJson(summary.episodes[i]);
   }
-  j << "],\"could_not_judge\":[";
   bool first = true;
-  for (const rules::RulesSummary& r : summary.rules) {
-    for (const std::string& w : r.diagnostics) {
-      j << (first ? "" : ",") << JsonString(w);
-      first = false;
+  // Every rules summary's texts of one kind, as a JSON array's items.
+  auto texts = [&](std::vector<std::string> rules::RulesSummary::*field) {
+    first = true;
+    for (const rules::RulesSummary& r : summary.rules) {
+      for (const std::string& t : r.*field) {
+        j << (first ? "" : ",") << JsonString(t);
+        first = false;
+      }
     }
-  }
+  };
+  j << "],\"could_not_judge\":[";
+  texts(&rules::RulesSummary::diagnostics);
   j << "],\"notes\":[";
-  first = true;
-  for (const rules::RulesSummary& r : summary.rules) {
-    for (const std::string& n : r.notes) {
-      j << (first ? "" : ",") << JsonString(n);
-      first = false;
-    }
-  }
+  texts(&rules::RulesSummary::notes);
   j << "],\"series\":[";
   std::size_t next_id = 0;
   first = true;
