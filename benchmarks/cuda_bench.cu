@@ -11,8 +11,8 @@
 
 namespace tstat::bench {
 
-Result<CaseTimings> TimeOnCuda(const HostBuffer& data, const std::vector<std::int64_t>& split,
-                               int repeats) {
+Result<CaseTimings> TimeOnCuda(const HostBuffer& data, const HostBuffer* previous,
+                               const std::vector<std::int64_t>& split, int repeats) {
   if (CudaDeviceCount() == 0) return Status::Unavailable("no CUDA device");
   TSTAT_ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend, CreateCudaBackend(0));
   TSTAT_BENCH_CUDA(cudaSetDevice(0));
@@ -22,6 +22,12 @@ Result<CaseTimings> TimeOnCuda(const HostBuffer& data, const std::vector<std::in
   TSTAT_BENCH_CUDA(cudaMalloc(&d_sink.ptr, sizeof(unsigned int)));
   TSTAT_BENCH_CUDA(cudaMemcpy(d_data.ptr, data.data(), data.bytes(), cudaMemcpyHostToDevice));
   TSTAT_BENCH_CUDA(cudaMemset(d_sink.ptr, 0, sizeof(unsigned int)));
+  DeviceMemory d_previous;
+  if (previous != nullptr) {
+    TSTAT_BENCH_CUDA(cudaMalloc(&d_previous.ptr, data.bytes() == 0 ? 16 : data.bytes()));
+    TSTAT_BENCH_CUDA(
+        cudaMemcpy(d_previous.ptr, previous->data(), data.bytes(), cudaMemcpyHostToDevice));
+  }
 
   std::vector<ReductionRequest> requests(split.size());
   const auto* base = static_cast<const unsigned char*>(d_data.ptr);
@@ -34,6 +40,12 @@ Result<CaseTimings> TimeOnCuda(const HostBuffer& data, const std::vector<std::in
     v.numel = split[i];
     v.space = MemorySpace::kCuda;
     v.device = 0;
+    if (previous != nullptr) {
+      requests[i].options.delta.previous =
+          static_cast<const unsigned char*>(d_previous.ptr) + offset * elem;
+      requests[i].options.delta.atol = 0.0;
+      requests[i].options.delta.rtol = 0.0;
+    }
     offset += split[i];
   }
 
@@ -53,14 +65,23 @@ Result<CaseTimings> TimeOnCuda(const HostBuffer& data, const std::vector<std::in
   CaseTimings t;
   t.backend_description = backend->description();
   t.threads = 0;
+  const auto* d_previous_vectors = static_cast<const uint4*>(d_previous.ptr);
+  // The read kernel reads what Reduce reads: the data, and with --delta the previous copy.
+  const auto read_all = [&]() -> Status {
+    XorReadKernel<<<blocks, kReadThreads, 0, stream.s>>>(d_vectors, vectors, d_out);
+    TSTAT_BENCH_CUDA(cudaPeekAtLastError());
+    if (previous != nullptr) {
+      XorReadKernel<<<blocks, kReadThreads, 0, stream.s>>>(d_previous_vectors, vectors, d_out);
+      TSTAT_BENCH_CUDA(cudaPeekAtLastError());
+    }
+    return Status::OK();
+  };
   // Warm-up: module load, first-touch of the backend's workspace.
-  XorReadKernel<<<blocks, kReadThreads, 0, stream.s>>>(d_vectors, vectors, d_out);
-  TSTAT_BENCH_CUDA(cudaPeekAtLastError());
+  TSTAT_RETURN_IF_ERROR(read_all());
   TSTAT_RETURN_IF_ERROR(backend->Reduce(requests, &t.results, stream.s));
   for (int r = 0; r < repeats; ++r) {
     TSTAT_BENCH_CUDA(cudaEventRecord(e0.e, stream.s));
-    XorReadKernel<<<blocks, kReadThreads, 0, stream.s>>>(d_vectors, vectors, d_out);
-    TSTAT_BENCH_CUDA(cudaPeekAtLastError());
+    TSTAT_RETURN_IF_ERROR(read_all());
     TSTAT_BENCH_CUDA(cudaEventRecord(e1.e, stream.s));
     // Reduce enqueues on the stream and waits for its results, so e2 lands
     // after the whole reduction including the copy of results to the host.

@@ -3,7 +3,7 @@
 
 namespace tstat::bench {
 
-Result<CaseTimings> TimeOnCuda(const HostBuffer& /*data*/,
+Result<CaseTimings> TimeOnCuda(const HostBuffer& /*data*/, const HostBuffer* /*previous*/,
                                const std::vector<std::int64_t>& /*split*/, int /*repeats*/) {
   return Status::NotSupported("tstat was built without CUDA: CUDA throughput not measured");
 }

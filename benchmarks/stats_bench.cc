@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <utility>
 
 #include "benchmarks/bench_timing.h"
@@ -25,8 +26,9 @@ std::string SizeLabel(std::uint64_t bytes) {
   return std::to_string(bytes) + "B";
 }
 
-std::string CaseName(DType dtype, std::uint64_t bytes, std::int64_t tensors) {
-  return std::string(DTypeName(dtype)) + "_" + SizeLabel(bytes) + "_x" + std::to_string(tensors);
+std::string CaseName(DType dtype, std::uint64_t bytes, std::int64_t tensors, bool delta) {
+  return std::string(DTypeName(dtype)) + "_" + SizeLabel(bytes) + "_x" + std::to_string(tensors) +
+         (delta ? "_delta" : "");
 }
 
 // Chan merge of two tensors' stats (same conventions as TensorStats).
@@ -68,6 +70,7 @@ Status CheckResults(const CaseTimings& t, const std::vector<std::int64_t>& split
   }
   TensorStats totals;
   ExponentHistogram hist;
+  std::uint64_t changed = 0;
   for (std::size_t i = 0; i < split.size(); ++i) {
     const ReductionResult& r = t.results[i];
     if (!r.status.ok()) return r.status.WithContext("tensor " + std::to_string(i));
@@ -80,6 +83,16 @@ Status CheckResults(const CaseTimings& t, const std::vector<std::int64_t>& split
     }
     for (int b = 0; b < kExpHistBins; ++b) hist.counts[b] += r.exponent_histogram->counts[b];
     totals = i == 0 ? r.stats : MergeStats(totals, r.stats);
+    if (out->spec.delta) {
+      if (!r.delta || r.delta->count != static_cast<std::uint64_t>(split[i])) {
+        return Status::Internal("tensor " + std::to_string(i) + ": no delta of every pair");
+      }
+      changed += r.delta->changed_count;
+    }
+  }
+  if (out->spec.delta && changed != t.changed_pairs) {
+    return Status::Internal("delta: " + std::to_string(changed) +
+                            " pairs changed, the copy changed " + std::to_string(t.changed_pairs));
   }
   out->totals = totals;
   out->exponent_histogram = hist;
@@ -119,8 +132,8 @@ std::vector<StatsBenchCase> DefaultCases() {
   cases.push_back({"", DType::kFloat16, elements_of(DType::kFloat16, 256), 1, ""});
   cases.push_back({"", DType::kBFloat16, elements_of(DType::kBFloat16, 256), 1, ""});
   for (StatsBenchCase& c : cases) {
-    c.name =
-        CaseName(c.dtype, static_cast<std::uint64_t>(c.elements) * DTypeSize(c.dtype), c.tensors);
+    c.name = CaseName(c.dtype, static_cast<std::uint64_t>(c.elements) * DTypeSize(c.dtype),
+                      c.tensors, false);
   }
   return cases;
 }
@@ -139,8 +152,22 @@ std::vector<std::int64_t> SplitElements(std::int64_t n, std::int64_t k) {
   return split;
 }
 
-Result<CaseTimings> TimeOnCpu(const HostBuffer& data, const std::vector<std::int64_t>& split,
-                              int threads, int repeats) {
+Result<HostBuffer> PreviousCopy(const HostBuffer& data, std::uint64_t* changed) {
+  TSTAT_ASSIGN_OR_RETURN(HostBuffer copy, HostBuffer::Allocate(data.dtype(), data.elements()));
+  std::memcpy(copy.mutable_data(), data.data(), data.bytes());
+  auto* bytes = static_cast<unsigned char*>(copy.mutable_data());
+  const std::size_t elem = DTypeSize(data.dtype());
+  std::uint64_t n = 0;
+  for (std::int64_t i = 0; i < data.elements(); i += 2) {
+    bytes[static_cast<std::size_t>(i) * elem] ^= 1;  // little-endian: the lowest mantissa bit
+    ++n;
+  }
+  *changed = n;
+  return copy;
+}
+
+Result<CaseTimings> TimeOnCpu(const HostBuffer& data, const HostBuffer* previous,
+                              const std::vector<std::int64_t>& split, int threads, int repeats) {
   CpuBackendOptions backend_options;
   backend_options.threads = threads;
   std::unique_ptr<Backend> backend = CreateCpuBackend(backend_options);
@@ -152,18 +179,28 @@ Result<CaseTimings> TimeOnCpu(const HostBuffer& data, const std::vector<std::int
   std::int64_t offset = 0;
   for (std::size_t i = 0; i < split.size(); ++i) {
     requests[i].tensor = TensorView::Host(base + offset * elem, data.dtype(), split[i]);
+    if (previous != nullptr) {
+      requests[i].options.delta.previous =
+          static_cast<const unsigned char*>(previous->data()) + offset * elem;
+      requests[i].options.delta.atol = 0.0;
+      requests[i].options.delta.rtol = 0.0;
+    }
     offset += split[i];
   }
+  const auto read_all = [&] {
+    XorReduce(data.data(), data.bytes(), threads);
+    if (previous != nullptr) XorReduce(previous->data(), previous->bytes(), threads);
+  };
 
   CaseTimings t;
   t.backend_description = backend->description();
   t.threads = ResolveThreads(threads);
   // Warm-up: starts the OpenMP pools and brings the buffer into the TLB.
-  XorReduce(data.data(), data.bytes(), threads);
+  read_all();
   TSTAT_RETURN_IF_ERROR(backend->Reduce(requests, &t.results));
   for (int r = 0; r < repeats; ++r) {
     const double t0 = NowSeconds();
-    XorReduce(data.data(), data.bytes(), threads);
+    read_all();
     const double t1 = NowSeconds();
     TSTAT_RETURN_IF_ERROR(backend->Reduce(requests, &t.results));
     const double t2 = NowSeconds();
@@ -187,16 +224,25 @@ Result<StatsBenchResult> RunCase(const StatsBenchCase& spec, BackendKind backend
                                    std::to_string(result.spec.elements));
   }
   const std::vector<std::int64_t> split = SplitElements(result.spec.elements, spec.tensors);
+  std::uint64_t changed = 0;
+  std::optional<HostBuffer> previous;
+  if (spec.delta) {
+    Result<HostBuffer> copy = PreviousCopy(*data, &changed);
+    if (!copy.ok()) return copy.status().WithContext(spec.name);
+    previous = std::move(*copy);
+  }
+  const HostBuffer* prev = previous ? &*previous : nullptr;
   Result<CaseTimings> timings = backend == BackendKind::kCuda
-                                    ? TimeOnCuda(*data, split, repeats)
-                                    : TimeOnCpu(*data, split, threads, repeats);
+                                    ? TimeOnCuda(*data, prev, split, repeats)
+                                    : TimeOnCpu(*data, prev, split, threads, repeats);
   if (!timings.ok()) return timings.status().WithContext(spec.name);
+  timings->changed_pairs = changed;
   TSTAT_RETURN_IF_ERROR(CheckResults(*timings, split, &result).WithContext(spec.name));
   result.backend = backend;
   result.backend_description = timings->backend_description;
   result.threads = timings->threads;
   result.repeats = repeats;
-  result.bytes = data->bytes();
+  result.bytes = data->bytes() * (spec.delta ? 2 : 1);
   result.stats_seconds = Summarize(timings->stats_seconds);
   result.read_seconds = Summarize(timings->read_seconds);
   return result;
@@ -224,13 +270,20 @@ Status RunStatsBench(const StatsBenchOptions& options, std::ostream& out, std::o
       c.elements = static_cast<std::int64_t>(options.size_mib.value_or(256.0) * kMiB) /
                    static_cast<std::int64_t>(elem);
       if (c.elements < 1) return Status::InvalidArgument("--size-mib is below one element");
-      c.name = CaseName(c.dtype, static_cast<std::uint64_t>(c.elements) * elem, c.tensors);
+      c.name = CaseName(c.dtype, static_cast<std::uint64_t>(c.elements) * elem, c.tensors,
+                        options.delta);
     } else {
-      c.name = std::string("input_") + DTypeName(c.dtype) + "_x" + std::to_string(c.tensors);
+      c.name = std::string("input_") + DTypeName(c.dtype) + "_x" + std::to_string(c.tensors) +
+               (options.delta ? "_delta" : "");
     }
+    c.delta = options.delta;
     cases.push_back(c);
   } else {
     cases = DefaultCases();
+    for (StatsBenchCase& c : cases) {
+      c.delta = options.delta;
+      if (c.delta) c.name += "_delta";
+    }
   }
   const int repeats = options.repeats > 0 ? options.repeats : kDefaultRepeats;
 

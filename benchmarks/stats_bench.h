@@ -7,7 +7,10 @@
 // noise from other work on the machine hits both alike. Reported: median and
 // best over the R repeats of each, in GB/s of input bytes (1 GB = 1e9 bytes),
 // and the ratio stats / read. A case of K tensors splits the same bytes into
-// K equal tensors reduced in one Reduce call.
+// K equal tensors reduced in one Reduce call. With `delta`, each tensor also
+// gets its delta against a previous copy (every second value differs in its
+// lowest bits; atol = rtol = 0), as the weights' deltas of the rules are
+// captured: the input bytes and the read loop then cover both copies.
 //
 // Thread safety: functions are reentrant; a run uses the whole machine.
 #pragma once
@@ -34,8 +37,9 @@ struct StatsBenchOptions {
   std::string input_path;               // raw little-endian values of dtype
   int threads = 0;                      // CPU threads (0: OpenMP default)
   BackendKind backend = BackendKind::kCpu;
-  int repeats = 0;    // 0: 5
-  bool json = false;  // one JSON object per line per case
+  int repeats = 0;     // 0: 5
+  bool json = false;   // one JSON object per line per case
+  bool delta = false;  // each tensor also gets its delta against a previous copy
 };
 
 // One benchmark case.
@@ -45,6 +49,7 @@ struct StatsBenchCase {
   std::int64_t elements = 0;  // total over all tensors
   std::int64_t tensors = 1;
   std::string input_path;  // empty: generated data
+  bool delta = false;      // the delta against a previous copy, too
 };
 
 // The cases of a plain `tstat bench stats`: f32 256 MiB as 1 tensor; f32 40 MB
@@ -58,7 +63,8 @@ struct CaseTimings {
   std::vector<double> stats_seconds;
   std::vector<ReductionResult> results;
   std::string backend_description;
-  int threads = 0;  // CPU threads; 0 for CUDA
+  std::uint64_t changed_pairs = 0;  // --delta: pairs the previous copy changed
+  int threads = 0;                  // CPU threads; 0 for CUDA
 };
 
 struct Summary {
@@ -90,15 +96,21 @@ struct StatsBenchResult {
 // Element counts of K near-equal tensors (the first n % K get one more).
 std::vector<std::int64_t> SplitElements(std::int64_t n, std::int64_t k);
 
-// CPU: interleaved timing of XorReduce and a CPU backend's Reduce.
-Result<CaseTimings> TimeOnCpu(const HostBuffer& data, const std::vector<std::int64_t>& split,
-                              int threads, int repeats);
+// `data` with the lowest byte of every even-indexed value flipped: the
+// previous copy of --delta. `changed` receives how many values differ.
+Result<HostBuffer> PreviousCopy(const HostBuffer& data, std::uint64_t* changed);
+
+// CPU: interleaved timing of XorReduce and a CPU backend's Reduce. With
+// `previous` (same size as data), each request also asks for its delta and
+// the read loop reads both buffers.
+Result<CaseTimings> TimeOnCpu(const HostBuffer& data, const HostBuffer* previous,
+                              const std::vector<std::int64_t>& split, int threads, int repeats);
 
 // CUDA: copies `data` to device 0 once, then times a device read kernel and
 // the CUDA backend's Reduce on one stream with events. kNotSupported in a
 // build without CUDA; kUnavailable without a device.
-Result<CaseTimings> TimeOnCuda(const HostBuffer& data, const std::vector<std::int64_t>& split,
-                               int repeats);
+Result<CaseTimings> TimeOnCuda(const HostBuffer& data, const HostBuffer* previous,
+                               const std::vector<std::int64_t>& split, int repeats);
 
 // Prepares the data of `spec`, times it and checks the results (every request
 // OK, counts adding up). Errors name the case.

@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <cstdlib>
-
 #include <string>
 #include <vector>
 
@@ -47,8 +46,8 @@ class CpuBackend final : public Backend {
     return "cpu (" + std::to_string(workers_) + " threads, " + tiles_->isa + ")";
   }
 
-  Status Reduce(const std::vector<ReductionRequest>& requests, std::vector<ReductionResult>* results,
-                CUstream_st* /*stream*/) override {
+  Status Reduce(const std::vector<ReductionRequest>& requests,
+                std::vector<ReductionResult>* results, CUstream_st* /*stream*/) override {
     if (results == nullptr) return Status::InvalidArgument("results is null");
     // Results from an earlier call are reset, not rebuilt: value-initialising
     // a ReductionResult zeroes all of it, the histogram's array included,
@@ -79,7 +78,8 @@ class CpuBackend final : public Backend {
         kernels::cpu::ComputeLabelCounts(r, workers_, &out.label_counts.emplace());
       } else {
         if (r.options.linear_histogram.bins > 0) {
-          kernels::cpu::ComputeLinearHistogram(r, out.stats, workers_, &out.linear_histogram.emplace());
+          kernels::cpu::ComputeLinearHistogram(r, out.stats, workers_,
+                                               &out.linear_histogram.emplace());
         }
         if (r.options.per_channel_axis >= 0) {
           kernels::cpu::ComputePerChannel(r, workers_, &out.per_channel.emplace());
@@ -87,7 +87,7 @@ class CpuBackend final : public Backend {
       }
       if (r.options.sample_count > 0) kernels::cpu::ComputeSample(r, &out.sample.emplace());
       if (r.options.delta.previous != nullptr) {
-        kernels::cpu::ComputeDelta(r, workers_, &out.delta.emplace());
+        kernels::cpu::ComputeDelta(r, workers_, *tiles_, &out.delta.emplace());
       }
       if (r.options.confusion.predictions != nullptr) {
         kernels::cpu::ComputeConfusion(r, workers_, &out.confusion.emplace());

@@ -1,54 +1,46 @@
 // Delta against the previously saved values on the CPU: a separate pass over
-// x and previous (the vectorized stat-set tiles are left untouched). The
-// tensor is cut into fixed blocks of kAuxBlockElems pairs; each block is
-// reduced serially with AddDeltaPair (kernels/aux_ops.h, the per-pair code of
-// every backend), blocks run in parallel for large tensors, and the block
-// partials merge in block order: the result does not depend on `workers`.
+// x and previous (the stat-set tiles are left untouched). The tensor is cut
+// into fixed blocks of kAuxBlockElems pairs; each block is reduced by this
+// CPU's copy of the delta block (cpu_delta_tile.h: AddDeltaPair's per-pair
+// rule in fixed lanes), blocks run in parallel for large tensors, and the
+// block partials merge in block order: the result depends neither on
+// `workers` nor on the ISA.
 #include <algorithm>
 #include <vector>
 
 #include "kernels/aux_ops.h"
 #include "kernels/cpu/cpu_aux.h"
 #include "kernels/cpu/cpu_passes.h"
+#include "kernels/cpu/cpu_tile_types.h"
 
 namespace tstat::kernels::cpu {
-namespace {
 
-template <DType D>
-DeltaPartial DeltaBlock(const unsigned char* x, const unsigned char* p, std::int64_t begin,
-                        std::int64_t end, const DeltaTolerance& tol) {
-  DeltaPartial acc = DeltaPartial::Identity();
-  for (std::int64_t i = begin; i < end; ++i) {
-    AddDeltaPair(static_cast<double>(LoadCompute<D>(x, i)),
-                 static_cast<double>(LoadCompute<D>(p, i)), tol, &acc);
-  }
-  return acc;
-}
-
-template <DType D>
-DeltaPartial DeltaTyped(const ReductionRequest& r, int workers) {
+void ComputeDelta(const ReductionRequest& r, int workers, const TileKernels& tiles,
+                  DeltaStats* out) {
   const auto* x = static_cast<const unsigned char*>(r.tensor.data);
   const auto* p = static_cast<const unsigned char*>(r.options.delta.previous);
   const DeltaTolerance tol{r.options.delta.atol, r.options.delta.rtol};
+  const DeltaBlockFn block_fn = tiles.delta_fn[static_cast<int>(r.tensor.dtype)];
+  const std::size_t elem = DTypeSize(r.tensor.dtype);
   const std::int64_t n = r.tensor.numel;
   const std::int64_t blocks = (n + kAuxBlockElems - 1) / kAuxBlockElems;
+  DeltaPartial total = DeltaPartial::Identity();
+  if (blocks <= 1) {
+    if (n > 0) total = block_fn(x, p, n, tol);
+    *out = ToDeltaStats(total);
+    return;
+  }
   std::vector<DeltaPartial> partials(static_cast<std::size_t>(blocks));
   const bool parallel = n >= kParallelMinElems && workers > 1;
 #pragma omp parallel for schedule(static) num_threads(workers) if (parallel)
   for (std::int64_t b = 0; b < blocks; ++b) {
     const std::int64_t begin = b * kAuxBlockElems;
-    partials[b] = DeltaBlock<D>(x, p, begin, std::min(n, begin + kAuxBlockElems), tol);
+    const std::size_t offset = static_cast<std::size_t>(begin) * elem;
+    partials[static_cast<std::size_t>(b)] =
+        block_fn(x + offset, p + offset, std::min(n - begin, kAuxBlockElems), tol);
   }
-  DeltaPartial total = DeltaPartial::Identity();
   for (const DeltaPartial& part : partials) total = MergeDelta(total, part);
-  return total;
-}
-
-}  // namespace
-
-void ComputeDelta(const ReductionRequest& r, int workers, DeltaStats* out) {
-  *out = ToDeltaStats(DispatchFloatDType(
-      r.tensor.dtype, [&](auto tag) { return DeltaTyped<decltype(tag)::value>(r, workers); }));
+  *out = ToDeltaStats(total);
 }
 
 }  // namespace tstat::kernels::cpu

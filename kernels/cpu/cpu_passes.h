@@ -12,6 +12,8 @@
 
 namespace tstat::kernels::cpu {
 
+struct TileKernels;  // cpu_tile_types.h
+
 void ComputePerChannel(const ReductionRequest& r, int workers, PerChannelStats* out);
 // `stats` (the tensor's stat set) supplies the automatic range.
 void ComputeLinearHistogram(const ReductionRequest& r, const TensorStats& stats, int workers,
@@ -21,7 +23,8 @@ void ComputeSample(const ReductionRequest& r, ElementSample* out);
 // Auxiliary passes (cpu_delta.cc, cpu_confusion.cc, cpu_value_counts.cc):
 // delta against options.delta.previous, confusion matrix against
 // options.confusion.predictions, counts of options.count_values.
-void ComputeDelta(const ReductionRequest& r, int workers, DeltaStats* out);
+void ComputeDelta(const ReductionRequest& r, int workers, const TileKernels& tiles,
+                  DeltaStats* out);
 void ComputeConfusion(const ReductionRequest& r, int workers, ConfusionMatrix* out);
 void ComputeValueCounts(const ReductionRequest& r, int workers, std::vector<std::uint64_t>* out);
 

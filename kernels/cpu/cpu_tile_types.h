@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "kernels/aux_ops.h"
 #include "kernels/dtype_decode.h"
 #include "kernels/stats_ops.h"
 #include "tstat/dtype.h"
@@ -14,8 +15,8 @@
 namespace tstat::kernels::cpu {
 
 inline constexpr std::int64_t kTileElems = 4096;  // 16 KiB of f32: the second read hits L1
-inline constexpr int kSubHists = 8;  // interleaved histogram copies
-inline constexpr int kSubBins = 280; // >= 256 exponent fields (float) and 279 bins (double)
+inline constexpr int kSubHists = 8;               // interleaved histogram copies
+inline constexpr int kSubBins = 280;  // >= 256 exponent fields (float) and 279 bins (double)
 
 // Scalar decode of element i, exactly, to float (float path) or double.
 template <DType D>
@@ -132,15 +133,21 @@ struct TileState {
   }
 };
 
-using FloatTileFn = void (*)(const unsigned char* base, std::int64_t n,
-                             const Thresholds<float>& th, TileState* st);
+using FloatTileFn = void (*)(const unsigned char* base, std::int64_t n, const Thresholds<float>& th,
+                             TileState* st);
 using DoubleTileFn = void (*)(const unsigned char* base, std::int64_t n,
                               const Thresholds<double>& th, TileState* st);
 
+// The delta of n (x, previous) pairs (cpu_delta_tile.h): bitwise the same in
+// every ISA's copy.
+using DeltaBlockFn = DeltaPartial (*)(const unsigned char* x, const unsigned char* previous,
+                                      std::int64_t n, const DeltaTolerance& tol);
+
 struct TileKernels {
   const char* isa;
-  FloatTileFn float_fn[kNumDTypes];   // null for double-path dtypes
-  DoubleTileFn double_fn[kNumDTypes]; // null for float-path dtypes
+  FloatTileFn float_fn[kNumDTypes];    // null for double-path dtypes
+  DoubleTileFn double_fn[kNumDTypes];  // null for float-path dtypes
+  DeltaBlockFn delta_fn[kNumDTypes];   // null for integer dtypes
 };
 
 const TileKernels& TileKernelsAvx512();

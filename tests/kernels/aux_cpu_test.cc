@@ -1,7 +1,8 @@
 // The CPU backend through the auxiliary-reduction suite (delta, confusion
-// matrix, value counts) with 1, 2 and 3 OpenMP workers, plus a CPU-only check:
-// the delta pass partitions by fixed blocks, so its norms are bitwise the same
-// for every worker count (and counts always are).
+// matrix, value counts) with 1, 2 and 3 OpenMP workers and each ISA's copy of
+// the kernels, plus a CPU-only check: the delta pass partitions by fixed
+// blocks and accumulates in fixed lanes, so its norms are bitwise the same for
+// every worker count and ISA (and counts always are).
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -17,12 +18,28 @@
 namespace tstat::testing {
 namespace {
 
-BackendUnderTest CpuBackend(int threads) {
+const char* IsaLabel(CpuIsa isa) {
+  switch (isa) {
+    case CpuIsa::kBaseline:
+      return "Baseline";
+    case CpuIsa::kAvx2:
+      return "Avx2";
+    case CpuIsa::kAvx512:
+      return "Avx512";
+    case CpuIsa::kAuto:
+      break;
+  }
+  return "";
+}
+
+// A CPU without the ISA gets the widest it has: the case then repeats another.
+BackendUnderTest CpuBackend(int threads, CpuIsa isa = CpuIsa::kAuto) {
   BackendUnderTest b;
-  b.name = "Cpu" + std::to_string(threads) + "Threads";
-  b.make = [threads]() {
+  b.name = "Cpu" + std::to_string(threads) + "Threads" + IsaLabel(isa);
+  b.make = [threads, isa]() {
     CpuBackendOptions o;
     o.threads = threads;
+    o.isa = isa;
     return CreateCpuBackend(o);
   };
   b.place = PlaceOnHost;
@@ -30,7 +47,9 @@ BackendUnderTest CpuBackend(int threads) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Cpu, AuxReductionTest,
-                         ::testing::Values(CpuBackend(1), CpuBackend(2), CpuBackend(3)),
+                         ::testing::Values(CpuBackend(1), CpuBackend(2), CpuBackend(3),
+                                           CpuBackend(2, CpuIsa::kAvx2),
+                                           CpuBackend(2, CpuIsa::kBaseline)),
                          BackendName);
 
 bool SameBits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
@@ -69,6 +88,63 @@ TEST(CpuAuxTest, ResultsDoNotDependOnTheWorkerCount) {
     EXPECT_EQ(runs[0][1].confusion->counts, runs[k][1].confusion->counts);
     EXPECT_EQ(runs[0][1].confusion->invalid, runs[k][1].confusion->invalid);
     EXPECT_EQ(runs[0][1].value_counts, runs[k][1].value_counts);
+  }
+}
+
+// previous = x with every third value replaced by another tensor's (which
+// holds NaN and Inf among ordinary values), so the pairs are a mix of
+// unchanged, changed and non-finite ones.
+HostTensor PartlyChanged(const HostTensor& x, std::uint64_t seed) {
+  const HostTensor other = GenerateDefaultTensor(x.dtype(), x.numel(), seed);
+  HostTensor p(x.dtype(), x.numel());
+  const std::size_t elem = DTypeSize(x.dtype());
+  std::memcpy(p.data(), x.data(), x.bytes());
+  for (std::int64_t i = 0; i < x.numel(); i += 3) {
+    std::memcpy(
+        static_cast<unsigned char*>(p.data()) + static_cast<std::size_t>(i) * elem,
+        static_cast<const unsigned char*>(other.data()) + static_cast<std::size_t>(i) * elem, elem);
+  }
+  return p;
+}
+
+TEST(CpuAuxTest, DeltaIsBitwiseTheSameForEveryIsaAndWorkerCount) {
+  // One block, several blocks with a tail, and sizes around the 8-pair lanes.
+  for (DType dtype :
+       {DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kFloat64, DType::kFloat8E4M3}) {
+    for (std::int64_t n :
+         {std::int64_t{7}, std::int64_t{8}, std::int64_t{4099}, std::int64_t{200003}}) {
+      SCOPED_TRACE(std::string(DTypeName(dtype)) + " numel " + std::to_string(n));
+      const HostTensor x = GenerateDefaultTensor(dtype, n, 11 + static_cast<std::uint64_t>(n));
+      const HostTensor p = PartlyChanged(x, 12 + static_cast<std::uint64_t>(n));
+      ReductionRequest r;
+      r.tensor = x.View();
+      r.options.delta.previous = p.data();
+      r.options.delta.atol = 1e-8;
+      r.options.delta.rtol = 1e-5;
+      std::vector<DeltaStats> deltas;
+      for (CpuIsa isa : {CpuIsa::kAuto, CpuIsa::kAvx2, CpuIsa::kBaseline}) {
+        for (int threads : {1, 2, 3}) {
+          CpuBackendOptions o;
+          o.threads = threads;
+          o.isa = isa;
+          std::vector<ReductionResult> results;
+          ASSERT_TRUE(CreateCpuBackend(o)->Reduce({r}, &results).ok());
+          ASSERT_TRUE(results[0].delta.has_value());
+          deltas.push_back(*results[0].delta);
+        }
+      }
+      const DeltaStats& a = deltas[0];
+      EXPECT_EQ(a.count, static_cast<std::uint64_t>(n));
+      EXPECT_GT(a.changed_count, 0u);
+      EXPECT_LT(a.changed_count, a.count);  // two thirds of the pairs are equal
+      for (std::size_t k = 1; k < deltas.size(); ++k) {
+        SCOPED_TRACE("run " + std::to_string(k));
+        const DeltaStats& b = deltas[k];
+        EXPECT_EQ(a.changed_count, b.changed_count);
+        EXPECT_EQ(a.nonfinite_pairs, b.nonfinite_pairs);
+        EXPECT_TRUE(SameBits(a.l1, b.l1) && SameBits(a.l2, b.l2) && SameBits(a.amax, b.amax));
+      }
+    }
   }
 }
 

@@ -30,6 +30,7 @@ struct StatsFlags {
   int repeats = 5;
   std::string input;
   bool json = false;
+  bool delta = false;
   // Set by CLI11; a flag given on the command line selects the single case.
   CLI::Option* size_opt = nullptr;
   CLI::Option* dtype_opt = nullptr;
@@ -60,6 +61,7 @@ int RunStats(const StatsFlags& f) {
   o.threads = f.threads;
   o.backend = f.backend == "cuda" ? BackendKind::kCuda : BackendKind::kCpu;
   o.json = f.json;
+  o.delta = f.delta;
   return ReportError(bench::RunStatsBench(o, std::cout, std::cerr));
 }
 
@@ -199,6 +201,9 @@ Command AddBenchCommand(CLI::App& root) {
       ->check(CLI::ExistingFile)
       ->excludes(flags->size_opt);
   stats->add_flag("--json", flags->json, "One JSON object per line per case");
+  stats->add_flag("--delta", flags->delta,
+                  "Each tensor also gets its delta against a previous copy (the weights' deltas "
+                  "of weight_update_ratio); the bytes and the read loop cover both copies");
 
   auto rules_flags = std::make_shared<bench::RulesBenchOptions>();
   CLI::App* rules = bench->add_subcommand(

@@ -1,0 +1,91 @@
+// The CPU delta pass's hot loop: one block of (x, previous) pairs reduced with
+// the per-pair rule of AddDeltaPair (kernels/aux_ops.h), eight pairs at a
+// time, without branches.
+//
+// Pair i goes to lane i % 8 of eight fixed accumulator lanes, whatever the
+// ISA's vector width (a 64-byte vector of doubles is split by the compiler
+// where the ISA is narrower); the lanes fold in lane order, then the last
+// n % 8 pairs are added one by one. With -ffp-contract=off every ISA's copy
+// therefore gives the same bits, and the serial loop this replaced cost about
+// six times as much per pair (a dependent chain of double adds per pair).
+//
+// Included inside a per-ISA namespace by cpu_tile_isa.inc, like cpu_tile.h:
+// the block function is flattened so that no inline helper is emitted out of
+// line with this ISA's instructions.
+
+// (no #pragma once: included once per ISA namespace)
+
+typedef double DeltaVecD __attribute__((vector_size(64)));
+typedef std::int64_t DeltaVecL __attribute__((vector_size(64)));
+typedef float DeltaVecF __attribute__((vector_size(32)));
+inline constexpr int kDeltaLanes = 8;
+
+// Pairs [i, i + 8) of a tensor, decoded exactly to double.
+template <DType D>
+static inline DeltaVecD LoadDelta8(const unsigned char* base, std::int64_t i) {
+  if constexpr (D == DType::kFloat64) {
+    DeltaVecD v;
+    std::memcpy(&v, base + i * 8, sizeof v);
+    return v;
+  } else {
+    DeltaVecF f;
+    if constexpr (D == DType::kFloat32) {
+      std::memcpy(&f, base + i * 4, sizeof f);
+    } else {
+      for (int l = 0; l < kDeltaLanes; ++l) f[l] = DecodeScalarF<D>(base, i + l);
+    }
+    return __builtin_convertvector(f, DeltaVecD);
+  }
+}
+
+template <DType D>
+static inline double LoadDeltaScalar(const unsigned char* base, std::int64_t i) {
+  if constexpr (D == DType::kFloat64) {
+    return DecodeScalarD<D>(base, i);
+  } else {
+    return static_cast<double>(DecodeScalarF<D>(base, i));
+  }
+}
+
+template <DType D>
+__attribute__((flatten)) static DeltaPartial DeltaBlockVec(const unsigned char* x,
+                                                           const unsigned char* p, std::int64_t n,
+                                                           const DeltaTolerance& tol) {
+  const DeltaVecD zero = {};
+  const DeltaVecD atol = zero + tol.atol;
+  const DeltaVecD rtol = zero + tol.rtol;
+  const DeltaVecL abs_mask = (DeltaVecL){} + static_cast<std::int64_t>(0x7fffffffffffffffLL);
+  DeltaVecD l1 = zero, l2sq = zero, amax = zero;
+  DeltaVecL changed = {}, nonfinite = {};  // -1 per counted pair, negated at the end
+  const std::int64_t whole = n - n % kDeltaLanes;
+  for (std::int64_t i = 0; i < whole; i += kDeltaLanes) {
+    const DeltaVecD xv = LoadDelta8<D>(x, i);
+    const DeltaVecD pv = LoadDelta8<D>(p, i);
+    const DeltaVecL fin = (xv - xv == zero) & (pv - pv == zero);
+    // d of a pair with a non-finite side is +0: it adds nothing below.
+    const DeltaVecD d = (DeltaVecD)((DeltaVecL)(xv - pv) & fin);
+    const DeltaVecD ad = (DeltaVecD)((DeltaVecL)d & abs_mask);
+    const DeltaVecD ap = (DeltaVecD)((DeltaVecL)pv & abs_mask);
+    const DeltaVecD limit = atol + rtol * ap;
+    changed += (fin & (ad > limit)) | (~fin & (xv != pv));
+    nonfinite += ~fin;
+    l1 += ad;
+    l2sq += d * d;
+    amax = ad > amax ? ad : amax;
+  }
+  DeltaPartial acc = DeltaPartial::Identity();
+  for (int l = 0; l < kDeltaLanes; ++l) {
+    DeltaPartial lane;
+    lane.count = static_cast<std::uint64_t>(whole / kDeltaLanes);
+    lane.changed = static_cast<std::uint64_t>(-changed[l]);
+    lane.nonfinite = static_cast<std::uint64_t>(-nonfinite[l]);
+    lane.l1 = l1[l];
+    lane.l2sq = l2sq[l];
+    lane.amax = amax[l];
+    acc = MergeDelta(acc, lane);
+  }
+  for (std::int64_t i = whole; i < n; ++i) {
+    AddDeltaPair(LoadDeltaScalar<D>(x, i), LoadDeltaScalar<D>(p, i), tol, &acc);
+  }
+  return acc;
+}
