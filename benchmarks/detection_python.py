@@ -5,15 +5,22 @@ teacher, optionally with label noise, on a finite training set), SGD without
 momentum, small learning rates, long learning-rate warmups, Adam and momentum;
 healthy, healthy with gradient accumulation, with learning rates annealed to ~0 at the end, healthy under dynamic loss scaling (as torch.cuda.amp.GradScaler
 does it, with fp16's range emulated on the CPU: updates whose gradients
-overflow are skipped), and with the learning rate 0 (nothing learns) and
-shuffled labels (nothing to learn but memorizing). Every run attaches tstat.pytorch.Hook with
-the default configuration, as a user who writes no rules config would.
+overflow are skipped), fine-tuned (trained on after 1,500 steps without the
+hook: a fresh hook on a model at its plateau, as a job restarted from its
+checkpoint numbers its steps from 0), and with the learning rate 0 (nothing
+learns) and shuffled labels (nothing to learn but memorizing). Every run
+attaches tstat.pytorch.Hook with the default configuration, as a user who
+writes no rules config would; "labelled" runs also give it their labels
+(Hook(num_classes=), save_labels).
 
 Target: no finding on any healthy run (a critical one would stop it), slow
-ones included; the runs with learning rate 0 stopped by loss_not_decreasing
-after its horizon. Shuffled labels are shown, not judged: a network memorizes
-them, so their training loss falls (overfit needs a validation loss, which
-these runs do not save).
+ones included; fine-tuned runs without labels not stopped (loss_not_decreasing
+may report their plateau as an error: nothing tells it from a network that
+learns nothing); the runs with learning rate 0 found by loss_not_decreasing
+after its horizon, and stopped when their labels show the loss began at
+chance. Shuffled labels are shown, not judged: a network memorizes them, so
+their training loss falls (overfit needs a validation loss, which these runs
+do not save).
 
 Usage: detection_python.py [--steps N] [--seeds K] [--only SUBSTRING] [--json]
 Prints one line per run (or one JSON object) and a summary; exit 0 when the
@@ -61,6 +68,10 @@ ACCUMULATED = [("adam", 1e-3, 1, 8), ("momentum", 0.01, 1, 16)]
 # Schedules that end with a learning rate near 0 (OneCycle ends at 1/250,000 of
 # its peak; "fade" decays by 0.85 a step): updates fade in the last steps.
 ANNEALED = [("adam", 1e-3, 1, "fade"), ("momentum", 0.02, 1, "fade"), ("adam", 3e-4, 1, "onecycle")]
+# Trained on from a plateau (without and with labels): 1,500 steps before the hook.
+FINETUNE_PRETRAIN = 1500
+FINETUNED = [("adam", 1e-3, 1, False), ("adam", 1e-3, 1, True), ("momentum", 0.01, 1, False),
+             ("momentum", 0.01, 1, True)]
 
 
 def make_task(task, shuffled, g):
@@ -104,8 +115,17 @@ def run(case, steps, out_dir):
         for p in model.parameters():
             p.register_hook(lambda gr: torch.where(gr.abs() > FP16_MAX, gr.sign() * float("inf"), gr))
     perm, cursor = torch.randperm(ROWS, generator=g), 0
+    for _ in range(case.get("pretrain", 0)):  # to the plateau, before any hook
+        if cursor + BATCH > ROWS:
+            perm, cursor = torch.randperm(ROWS, generator=g), 0
+        idx = perm[cursor:cursor + BATCH]
+        cursor += BATCH
+        opt.zero_grad()
+        loss_fn(model(x_all[idx]), y_all[idx]).backward()
+        opt.step()
+    labelled = case.get("labels", False)
     t0 = time.perf_counter()
-    with tstat.pytorch.Hook(out_dir=out_dir) as hook:
+    with tstat.pytorch.Hook(out_dir=out_dir, num_classes=CLASSES if labelled else 0) as hook:
         hook.register_module(model)
         hook.register_loss(loss_fn)
         for step in range(steps):
@@ -116,7 +136,10 @@ def run(case, steps, out_dir):
             micro = case.get("accumulate", 1)
             if step % micro == 0:
                 opt.zero_grad()
-            loss = loss_fn(model(x_all[idx]), y_all[idx])
+            logits = model(x_all[idx])
+            if labelled:
+                hook.save_labels(y_all[idx], logits)
+            loss = loss_fn(logits, y_all[idx])
             if micro > 1:
                 (loss / micro).backward()
                 if (step + 1) % micro == 0:
@@ -146,6 +169,7 @@ def run(case, steps, out_dir):
     findings = [] if found.empty else [
         {"rule": r.type, "severity": r.severity, "first_step": int(r.first_step),
          "tensor": r.tensor} for r in found.itertuples()]
+    findings.sort(key=lambda f: f["first_step"])
     return {"steps_run": len(losses), "first_loss": sum(losses[:20]) / 20,
             "last_loss": sum(losses[-20:]) / 20, "findings": findings, "skipped": skipped,
             "seconds": time.perf_counter() - t0}
@@ -165,12 +189,17 @@ def main():
     for task in ("teacher", "noisy"):
         for kind, configs in (("healthy", HEALTHY), ("scaled", LOSS_SCALING),
                               ("accumulated", ACCUMULATED), ("annealed", ANNEALED),
-                              ("shuffled", SHUFFLED), ("lr0", [("sgd", 0.01, 1)])):
+                              ("finetuned", FINETUNED), ("shuffled", SHUFFLED),
+                              ("lr0", [("sgd", 0.01, 1, False), ("sgd", 0.01, 1, True)])):
             for opt, lr, warm, *extra in configs:
                 for seed in range(a.seeds):
                     c = {"kind": kind, "task": task, "opt": opt, "lr": lr, "warm": warm,
                          "seed": seed}
                     c["name"] = f"{kind}/{task}/{opt}-lr{lr:g}-warmup{warm}/s{seed}"
+                    if kind in ("finetuned", "lr0"):
+                        c["labels"] = extra[-1]
+                        c["pretrain"] = FINETUNE_PRETRAIN if kind == "finetuned" else 0
+                        c["name"] += "/labelled" if extra[-1] else "/unlabelled"
                     if kind == "scaled":
                         c["scale"] = extra[0]
                         c["name"] += f"/scale2^{int(math.log2(extra[0]))}"
@@ -184,7 +213,8 @@ def main():
                         cases.append(c)
     root = tempfile.mkdtemp(prefix="tstat-detection-python-")
     failed = []
-    healthy = clean = stopped_lr0 = lr0 = 0
+    healthy = clean = stopped_lr0 = lr0 = found_lr0 = finetuned = finetuned_clean = 0
+    finetuned_not_stopped = 0
     try:
         for i, c in enumerate(cases):
             r = run(c, a.steps, f"{root}/run{i}")
@@ -194,12 +224,24 @@ def main():
                 healthy += 1
                 ok = not r["findings"] and r["steps_run"] == a.steps
                 clean += ok
+            elif c["kind"] == "finetuned":
+                finetuned += 1
+                finetuned_clean += not r["findings"]
+                stopped = any(f["severity"] == "critical" for f in r["findings"])
+                finetuned_not_stopped += not stopped and r["steps_run"] == a.steps
+                # Labelled: the labels show the plateau began learned, so no
+                # finding; unlabelled: at most loss_not_decreasing's error.
+                ok = not r["findings"] if c["labels"] else (
+                    not stopped and r["steps_run"] == a.steps and
+                    {f["rule"] for f in r["findings"]} <= {"loss_not_decreasing"})
             elif c["kind"] == "lr0":
                 lr0 += 1
                 ldn = [f for f in r["findings"] if f["rule"] == "loss_not_decreasing"]
-                ok = bool(ldn) and ldn[0]["severity"] == "critical" and \
+                stopped = bool(ldn) and ldn[0]["severity"] == "critical" and \
                     r["steps_run"] <= ldn[0]["first_step"] + 2
-                stopped_lr0 += ok
+                found_lr0 += bool(ldn)
+                stopped_lr0 += stopped
+                ok = stopped if c["labels"] else bool(ldn) and r["steps_run"] == a.steps
             if not ok:
                 failed.append(c["name"])
             row = dict(c, **r, passed=ok)
@@ -215,13 +257,17 @@ def main():
                       flush=True)
     finally:
         shutil.rmtree(root, ignore_errors=True)
-    summary = {"kind": "summary", "healthy": healthy, "healthy_clean": clean, "lr0": lr0,
-               "lr0_stopped": stopped_lr0, "passed": not failed}
+    summary = {"kind": "summary", "healthy": healthy, "healthy_clean": clean,
+               "finetuned": finetuned, "finetuned_clean": finetuned_clean,
+               "finetuned_not_stopped": finetuned_not_stopped, "lr0": lr0,
+               "lr0_found": found_lr0, "lr0_stopped": stopped_lr0, "passed": not failed}
     if a.json:
         print(json.dumps(summary))
     else:
-        print(f"\nhealthy runs without findings: {clean}/{healthy}; learning rate 0 stopped by "
-              f"loss_not_decreasing: {stopped_lr0}/{lr0}")
+        print(f"\nhealthy runs without findings: {clean}/{healthy}; fine-tuned runs not stopped: "
+              f"{finetuned_not_stopped}/{finetuned} (without findings: {finetuned_clean}); "
+              f"learning rate 0 found by loss_not_decreasing: {found_lr0}/{lr0}, stopped (the "
+              f"labelled ones): {stopped_lr0}")
         for n in failed:
             print(f"  FAILED {n}")
     return 0 if not failed else 1

@@ -40,6 +40,15 @@
 //     learning rate of 0) and near where a fresh one starts.
 //   Such a series is named in Diagnostics() (the rules summary); NaN/Inf
 //   losses are still findings.
+//   A series that began at its run's first steps with no training labels
+//   to compare its start with (or chance_fraction 0) may have begun
+//   learned too: a model fine-tuned, or a run resumed from a checkpoint
+//   whose steps are numbered from 0 again, which is what a preempted job
+//   restarted by a scheduler does. Its findings are judged as above but
+//   get at most `unknown_start_severity` (default error): reported, never
+//   stopping training, which would kill such a job at every restart. A
+//   series whose labels show it began at or above the chance level keeps
+//   the rule's severity (critical by default).
 // "previous" (smdebug's; the default when num_steps or
 //   increase_threshold_percent is given): the first saved step f starts the
 //   series and is the first check; a saved step s is a check step when
@@ -90,6 +99,13 @@ class LossNotDecreasing final : public LossRuleBase {
     chance_fraction_ = p->Double("chance_fraction", 0.75);
     p->CheckRange("chance_fraction", chance_fraction_, 0.0, 1.0);
     labels_regex_text_ = p->String("labels_regex", ".*labels");
+    const std::string unknown = p->String("unknown_start_severity", "error");
+    if (!ParseSeverity(unknown, &unknown_start_severity_) && error->ok()) {
+      *error = Status::InvalidArgument(
+          "rule " + spec.type +
+          ": parameter unknown_start_severity must be info, warning, error or critical, got \"" +
+          unknown + "\"");
+    }
     increase_percent_ = p->Double("increase_threshold_percent", -1.0);
     if (p->Has("increase_threshold_percent")) {
       p->CheckRange("increase_threshold_percent", increase_percent_, 0.0, 1e300);
@@ -145,7 +161,9 @@ class LossNotDecreasing final : public LossRuleBase {
   static constexpr std::size_t kTrendValues = 512;
 
   // How a "start" series began (decided at its first judgement).
-  enum class Start { kUndecided, kFresh, kResumed, kLearned };
+  // kUnknown: began at the run's start, with no labels to tell a fresh
+  // network from a learned one.
+  enum class Start { kUndecided, kFresh, kUnknown, kResumed, kLearned };
 
   struct Series {
     bool seen = false;
@@ -188,7 +206,7 @@ class LossNotDecreasing final : public LossRuleBase {
     if (++s->values < 2 * window_ || step.key.mode_step - s->first_step < horizon_ - 1) return;
     const double start = Median(s->first.begin(), s->first.end());
     if (s->start == Start::kUndecided) Decide(step, name, start, s);
-    if (s->start != Start::kFresh) return;
+    if (s->start != Start::kFresh && s->start != Start::kUnknown) return;
     const double now = Median(s->last.begin(), s->last.end());
     const double decrease = Percent(start - now, start);
     if (now < start - std::fabs(start) * diff_percent_ / 100.0) return;
@@ -207,7 +225,13 @@ class LossNotDecreasing final : public LossRuleBase {
                                   " values have no downward trend (Mann-Kendall z = " + Num(z) + ")"
                             : std::string()) +
             "; the network is not learning: check the learning rate, that the "
-            "optimizer steps the model's parameters and that the labels match the inputs",
+            "optimizer steps the model's parameters and that the labels match the inputs" +
+            (s->start == Start::kUnknown
+                 ? " (or it began trained: a fine-tuned model, or a resumed run numbered from "
+                   "step 0, sits on its plateau; this finding does not stop training because "
+                   "no training labels show where the loss began - capture them (save_labels) "
+                   "or number a resumed run's steps on (start_step) to let the rule tell)"
+                 : std::string()),
         {{"decrease_percent", decrease},
          {"loss_median", now},
          {"start_median", start},
@@ -215,6 +239,9 @@ class LossNotDecreasing final : public LossRuleBase {
          {"window", static_cast<double>(window_)},
          {"trend_z", z}});
     f.lower_is_worse = true;
+    if (s->start == Start::kUnknown && f.severity > unknown_start_severity_) {
+      f.severity = unknown_start_severity_;
+    }
     findings->push_back(std::move(f));
   }
 
@@ -261,7 +288,7 @@ class LossNotDecreasing final : public LossRuleBase {
   }
 
   void Decide(const StepView& step, const std::string& name, double start, Series* s) {
-    s->start = Start::kFresh;
+    s->start = Start::kUnknown;
     const std::int64_t spacing = std::max<std::int64_t>(1, s->second_step - s->first_step);
     std::string why;
     if (s->first_step >= 2 * window_ * spacing) {
@@ -270,6 +297,7 @@ class LossNotDecreasing final : public LossRuleBase {
             " (a run resumed from a checkpoint)";
     } else if (JudgesChance()) {
       const double chance = LabelEntropy(step.worker);
+      if (std::isfinite(chance)) s->start = Start::kFresh;
       if (std::isfinite(chance) && start < chance_fraction_ * chance) {
         s->start = Start::kLearned;
         why = "began learned: the median of its first " + std::to_string(window_) + " values, " +
@@ -278,7 +306,7 @@ class LossNotDecreasing final : public LossRuleBase {
               " nats) - a model resumed or fine-tuned";
       }
     }
-    if (s->start == Start::kFresh) return;
+    if (s->start == Start::kFresh || s->start == Start::kUnknown) return;
     ++not_judged_;
     if (not_judged_note_.empty()) {
       not_judged_note_ = "loss '" + name + "' (worker " + std::to_string(step.worker) + ", " +
@@ -376,8 +404,9 @@ class LossNotDecreasing final : public LossRuleBase {
   double trend_z_ = 2.0;        // 0: no trend test
   std::int64_t num_steps_ = 10;
   double diff_percent_ = 2.0;
-  double increase_percent_ = -1.0;  // < 0: off
-  double chance_fraction_ = 0.75;   // 0: the chance level is not judged
+  double increase_percent_ = -1.0;                      // < 0: off
+  double chance_fraction_ = 0.75;                       // 0: the chance level is not judged
+  Severity unknown_start_severity_ = Severity::kError;  // cap for Start::kUnknown
   std::string labels_regex_text_;
   LabelsFinder labels_finder_;
   struct Labels {

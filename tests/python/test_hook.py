@@ -402,24 +402,27 @@ def test_a_resumed_run_keeps_its_step_numbers_and_is_not_judged_from_its_start(t
     entropy = -(q[q > 0] * q[q > 0].log()).sum().item()
     notes = "\n".join(summary.get("diagnostics", []))
     assert "began learned" in notes and f"(their entropy, {entropy:.6g} nats)" in notes, notes
-    # Neither: the same plateau read as a network that learns nothing (what
-    # the runs above are protected from).
+    # Neither (a job restarted from its checkpoint with its steps numbered
+    # from 0): the rule cannot tell the plateau from a network that learns
+    # nothing, so it reports it as an error and does not stop the run.
     trial, summary, losses, _ = resume(tmp_path, "fresh")
     found = trial.findings()
     assert list(found["type"]) == ["loss_not_decreasing"], found
-    first = int(found["first_step"].iloc[0])
-    assert first >= 199 and len(losses) <= first + 2  # critical: stopped
+    assert int(found["first_step"].iloc[0]) >= 199 and len(losses) == 240
+    assert list(found["severity"]) == ["error"], found
+    assert "does not stop training" in found["message"].iloc[0]
 
 
 def teacher_run(tmp_path, name, opt_name, lr, warmup=1, steps=230, scaler=None, accumulate=1,
-                trained=None, schedule=None, layer_norm=False, config=None):
+                trained=None, schedule=None, layer_norm=False, config=None, labels=False):
     """An MLP on classes drawn from a random linear teacher with label noise
     (harder than the digits), under a hook with the default rules; returns
     (the losses, the findings). `scaler(model)`: a LossScaler that makes the
     backward pass and the update; `accumulate`: micro-batches (hook steps)
     per optimizer step; `trained(model)`: the parameters the optimizer gets;
     `schedule(opt)`: the learning-rate scheduler (default: the warmup);
-    `layer_norm`: a LayerNorm after the first layer (weights near 1)."""
+    `layer_norm`: a LayerNorm after the first layer (weights near 1);
+    `labels`: the labels and logits given to save_labels."""
     torch.manual_seed(0)
     g = torch.Generator().manual_seed(100)
     teacher = torch.randn(20, 10, generator=g)
@@ -437,14 +440,18 @@ def teacher_run(tmp_path, name, opt_name, lr, warmup=1, steps=230, scaler=None, 
     loss_fn = torch.nn.CrossEntropyLoss()
     losses = []
     scaling = scaler(model) if scaler else None  # its gradient hooks come first
-    with tstat.pytorch.Hook(out_dir=str(tmp_path / name), config=config) as hook:
+    with tstat.pytorch.Hook(out_dir=str(tmp_path / name), config=config,
+                            num_classes=10 if labels else 0) as hook:
         hook.register_module(model)
         hook.register_loss(loss_fn)
         for step in range(steps):
             idx = torch.arange(step * 64, step * 64 + 64) % 2000
             if step % accumulate == 0:
                 opt.zero_grad()
-            loss = loss_fn(model(x_all[idx]), y_all[idx])
+            logits = model(x_all[idx])
+            if labels:
+                hook.save_labels(y_all[idx], logits)
+            loss = loss_fn(logits, y_all[idx])
             if scaling:
                 scaling.step(step, loss, opt, list(model.parameters()))
             else:
@@ -469,12 +476,18 @@ def test_slow_healthy_trainings_are_not_stopped_and_a_learning_rate_of_0_is(tmp_
         assert len(losses) == 230 and found.empty, (name, found)
         assert np.median(losses[-20:]) < 0.99 * np.median(losses[:20]), name
     # Nothing learns: weight_update_ratio after 64 steps without any weight
-    # changing, loss_not_decreasing at the horizon (200 steps), critical: the
-    # run stops.
-    losses, found = teacher_run(tmp_path, "lr0", "sgd", 0.0)
+    # changing, loss_not_decreasing at the horizon (200 steps). With the
+    # labels captured, which show the loss began at chance, it is critical:
+    # the run stops. Without them it is an error (it could be a plateau the
+    # run began on) and the run goes on.
+    losses, found = teacher_run(tmp_path, "lr0", "sgd", 0.0, labels=True)
     rules = found.groupby("type")["first_step"].min().to_dict()
     assert set(rules) == {"weight_update_ratio", "loss_not_decreasing"}, found
     assert rules["loss_not_decreasing"] == 199 and len(losses) <= 201
+    losses, found = teacher_run(tmp_path, "lr0_unlabelled", "sgd", 0.0)
+    ld = found[found["type"] == "loss_not_decreasing"]
+    assert list(ld["first_step"]) == [199] and list(ld["severity"]) == ["error"], found
+    assert len(losses) == 230
 
 
 def test_gradient_accumulation_is_not_a_finding_and_a_layer_left_untrained_is(tmp_path):

@@ -51,7 +51,10 @@ TEST(LossNotDecreasingTest, ByDefaultANetworkThatLearnsNothingFiresAtTheHorizon)
   // is compared with the median of the first 20 at every value.
   ASSERT_EQ(d.Run(points, Mode::kTrain), (Steps{199, 200, 201, 202, 203, 204}));
   const Finding& f = d.findings[0];
-  EXPECT_EQ(f.severity, Severity::kCritical);
+  // No labels show whether it began fresh or trained (a fine-tuned model, a
+  // restarted job numbered from 0): reported, at most error, never a stop.
+  EXPECT_EQ(f.severity, Severity::kError);
+  EXPECT_NE(f.message.find("does not stop training"), std::string::npos) << f.message;
   EXPECT_TRUE(f.lower_is_worse);
   EXPECT_EQ(f.values[0].first, "decrease_percent");
   EXPECT_NEAR(Value(f, "decrease_percent"), 0.0, 1e-9);
@@ -223,6 +226,7 @@ struct LabelledLossDriver {
            loss.d.Step(Key(s, Mode::kTrain, s), {{loss.loss, level + Noise(s, 0.05 * level), 0.0}},
                        records)) {
         fired.push_back(f.step.global_step);
+        found.push_back(f);
       }
     }
     return fired;
@@ -230,6 +234,7 @@ struct LabelledLossDriver {
   LossDriver loss;
   std::uint32_t labels = 0;
   int classes = 0;
+  std::vector<Finding> found;  // what Flat() fired
 };
 
 TEST(LossNotDecreasingTest, ALossThatBeganBelowItsLabelsChanceLevelIsNotJudged) {
@@ -268,6 +273,39 @@ TEST(LossNotDecreasingTest, ALossThatBeganBelowItsLabelsChanceLevelIsNotJudged) 
   LabelledLossDriver nan(Spec("loss_not_decreasing"), 10);
   nan.Flat(0.2, 210);
   EXPECT_EQ(nan.loss.d.Step(Key(210, Mode::kTrain, 210), {{nan.loss.loss, NAN, 0.0}}).size(), 1u);
+}
+
+TEST(LossNotDecreasingTest, ItStopsTrainingOnlyWhenTheLabelsShowItBeganAtChance) {
+  // Labels at chance: a fresh network that learns nothing keeps the rule's
+  // severity (critical by default: the run stops).
+  LabelledLossDriver fresh(Spec("loss_not_decreasing"), 10);
+  ASSERT_EQ(fresh.Flat(2.35).size(), 6u);
+  ASSERT_FALSE(fresh.found.empty());
+  EXPECT_EQ(fresh.found[0].severity, Severity::kCritical);
+  EXPECT_EQ(fresh.found[0].message.find("does not stop training"), std::string::npos);
+  // Without labels the same series gets unknown_start_severity.
+  LabelledLossDriver unlabelled(Spec("loss_not_decreasing"), 10);
+  ASSERT_EQ(unlabelled.Flat(2.35, 205, false).size(), 6u);
+  EXPECT_EQ(unlabelled.found[0].severity, Severity::kError);
+  LabelledLossDriver stops(Spec("loss_not_decreasing", {{"unknown_start_severity", "critical"}}),
+                           10);
+  ASSERT_EQ(stops.Flat(2.35, 205, false).size(), 6u);
+  EXPECT_EQ(stops.found[0].severity, Severity::kCritical);
+  // The cap never raises a severity the user lowered.
+  RuleSpec warning = Spec("loss_not_decreasing", {{"unknown_start_severity", "critical"}});
+  warning.severity = Severity::kWarning;
+  LabelledLossDriver low(warning, 10);
+  ASSERT_EQ(low.Flat(2.35, 205, false).size(), 6u);
+  EXPECT_EQ(low.found[0].severity, Severity::kWarning);
+  // A NaN loss is critical whatever the start.
+  EXPECT_EQ(unlabelled.loss.d.Step(Key(205, Mode::kTrain, 205), {{unlabelled.loss.loss, NAN, 0.0}})
+                .at(0)
+                .severity,
+            Severity::kCritical);
+  const Status bad =
+      MakeRule(Spec("loss_not_decreasing", {{"unknown_start_severity", "stop"}})).status();
+  EXPECT_EQ(bad.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.message().find("unknown_start_severity"), std::string::npos) << bad.message();
 }
 
 TEST(LossNotDecreasingTest, TheLabelsEntropyIsTheirFrequenciesChanceLevel) {

@@ -296,19 +296,23 @@ class PoorWeightInitializationTest : public ::testing::Test {
 
 TEST_F(PoorWeightInitializationTest, LayerVarianceRatioIsJudgedAtTheFirstStepOnly) {
   auto rule = MustCreate("poor_weight_initialization");
-  auto f = Feed(rule.get(), cat_, Step(0, 1, 4));  // 16 > 10
+  auto f = Feed(rule.get(), cat_, Step(0, 1, 4));  // 16 > 15
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].step.global_step, 0);
   EXPECT_EQ(f[0].tensor, "layer2_relu_input");
   EXPECT_DOUBLE_EQ(Value(f[0], "variance_ratio"), 16);
-  EXPECT_DOUBLE_EQ(Value(f[0], "threshold"), 10);
+  EXPECT_DOUBLE_EQ(Value(f[0], "max_variance"), 16);
+  EXPECT_DOUBLE_EQ(Value(f[0], "min_variance"), 1);
+  EXPECT_DOUBLE_EQ(Value(f[0], "threshold"), 15);
+  EXPECT_TRUE(Contains(f[0].message, "from one layer to the next")) << f[0].message;
   // Later steps measure the optimizer (a diverging step 1), not the start.
   EXPECT_TRUE(Feed(rule.get(), cat_, Step(1, 1, 100)).empty());
   EXPECT_TRUE(rule->Diagnostics().empty()) << rule->Diagnostics();
 
+  // 12.25x from one layer to the next: within what default initializers do.
   auto healthy_start = MustCreate("poor_weight_initialization");
-  EXPECT_TRUE(Feed(healthy_start.get(), cat_, Step(0, 1, 3)).empty());  // ratio 9
-  EXPECT_TRUE(Feed(healthy_start.get(), cat_, Step(1, 1, 4)).empty());
+  EXPECT_TRUE(Feed(healthy_start.get(), cat_, Step(0, 1, 3.5)).empty());
+  EXPECT_TRUE(Feed(healthy_start.get(), cat_, Step(1, 1, 6)).empty());
 
   // Steps numbered from 1: the first one seen is the start.
   auto from_one = MustCreate("poor_weight_initialization");
@@ -317,6 +321,61 @@ TEST_F(PoorWeightInitializationTest, LayerVarianceRatioIsJudgedAtTheFirstStepOnl
   // A run resumed past `steps` is not judged.
   auto resumed = MustCreate("poor_weight_initialization", {{{"steps", "3"}}, {}, "", {}});
   EXPECT_TRUE(Feed(resumed.get(), cat_, Step(3, 1, 100)).empty());
+}
+
+// Four nonlinearity inputs; records in the order given, variances var[i] for
+// tensor id order[i].
+StepBatch Layers(const std::vector<std::uint32_t>& order, const std::vector<double>& var) {
+  std::vector<TensorStatsRecord> records;
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    const double a = std::sqrt(var[i]);
+    records.push_back(RecordOf(order[i], {-a, a}));
+  }
+  return Batch(0, std::move(records));
+}
+
+MapCatalog FourLayers() {
+  MapCatalog cat;
+  for (std::uint32_t i = 0; i < 4; ++i) cat.Add(i, "net." + std::to_string(i) + ".GELU_input", {});
+  return cat;
+}
+
+TEST(PoorWeightInitializationLayersTest, ADefaultInitShrinkingEveryLayerIsNotPoor) {
+  // PyTorch's default init shrinks each GELU layer's input variance by up to
+  // 12x: 1728x from the first to the fourth layer.
+  const MapCatalog cat = FourLayers();
+  const StepBatch shrink = Layers({0, 1, 2, 3}, {1.0, 1.0 / 12, 1.0 / 144, 1.0 / 1728});
+  auto rule = MustCreate("poor_weight_initialization");
+  EXPECT_TRUE(Feed(rule.get(), cat, shrink).empty());
+  // smdebug's comparison of every layer with every other reports it.
+  auto all = MustCreate("poor_weight_initialization", {{{"compare", "all"}}, {}, "", {}});
+  auto f = Feed(all.get(), cat, shrink);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_NEAR(Value(f[0], "variance_ratio"), 1728, 1e-6);
+  EXPECT_DOUBLE_EQ(Value(f[0], "threshold"), 10);
+  EXPECT_EQ(f[0].tensor, "net.0.GELU_input");
+  EXPECT_TRUE(Contains(f[0].message, "across layers")) << f[0].message;
+}
+
+TEST(PoorWeightInitializationLayersTest, ThePairOfLayersIsTheWorstConsecutiveOne) {
+  const MapCatalog cat = FourLayers();
+  // One layer initialized 10x too wide in std: 100x between layers 1 and 2.
+  auto rule = MustCreate("poor_weight_initialization");
+  auto f = Feed(rule.get(), cat, Layers({0, 1, 2, 3}, {1.0, 0.5, 50.0, 40.0}));
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].tensor, "net.2.GELU_input");
+  EXPECT_DOUBLE_EQ(Value(f[0], "variance_ratio"), 100);
+  EXPECT_TRUE(Contains(f[0].message, "net.1.GELU_input: 0.5")) << f[0].message;
+  // Registration order, not the order of the step's records: the
+  // neighbours of {1, 0.1, 0.01, 0.001} are 10x apart, whatever the records.
+  auto shuffled = MustCreate("poor_weight_initialization");
+  EXPECT_TRUE(Feed(shuffled.get(), cat, Layers({0, 3, 1, 2}, {1.0, 0.001, 0.1, 0.01})).empty());
+  // A layer whose input is constant (every unit off) is unbounded.
+  auto dead = MustCreate("poor_weight_initialization");
+  f = Feed(dead.get(), cat, Layers({0, 1, 2, 3}, {1.0, 1.0, 0.0, 0.0}));
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_TRUE(std::isinf(Value(f[0], "variance_ratio")));
+  EXPECT_TRUE(Contains(f[0].message, "a constant input")) << f[0].message;
 }
 
 TEST_F(PoorWeightInitializationTest, NarrowGradientsOnlyWhenDistributionRangeIsSet) {
@@ -380,6 +439,10 @@ TEST_F(PoorWeightInitializationTest, ParameterErrorsAndDiagnostics) {
   r = Create("poor_weight_initialization", {{{"steps", "0"}}, {}, "", {}});
   ASSERT_FALSE(r.ok());
   EXPECT_TRUE(Contains(r.status().message(), "steps")) << r.status().message();
+  r = Create("poor_weight_initialization", {{{"compare", "pairs"}}, {}, "", {}});
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(Contains(r.status().message(), "compare must be consecutive or all"))
+      << r.status().message();
   auto rule = MustCreate("poor_weight_initialization",
                          {{{"activation_inputs_regex", "tanh_input"}}, {}, "", {}});
   EXPECT_TRUE(Feed(rule.get(), cat_, Step(0, 1, 1)).empty());
