@@ -52,7 +52,32 @@ struct Slot {
   bool failed = false;
   std::uint32_t id = 0;          // the session's, once registered
   py::object keep = py::none();  // a contiguous copy for this step's capture
+  // torch's version counter of `source` when it was set and left for
+  // EndStep to read (-1: not left, or no counter); EndStep compares.
+  std::int64_t version = -1;
+  // Its tensor was changed in place after it was set (x += y, an activation
+  // with inplace=True): it is read when set from then on.
+  bool early = false;
 };
+
+// torch's version counter of `t` (bumped by every in-place change), or -1
+// for a tensor without one (created under torch.inference_mode()).
+// (The C API directly: it is read twice per held tensor per step.)
+std::int64_t VersionOf(const py::object& t) {
+  static PyObject* const name = PyUnicode_InternFromString("_version");
+  PyObject* v = PyObject_GetAttr(t.ptr(), name);
+  if (v == nullptr) {
+    PyErr_Clear();
+    return -1;
+  }
+  const long long version = PyLong_AsLongLong(v);
+  Py_DECREF(v);
+  if (version == -1 && PyErr_Occurred()) {
+    PyErr_Clear();
+    return -1;
+  }
+  return version;
+}
 
 // Status for a Python exception raised while reading a tensor.
 Status FromPython(const std::string& name, py::error_already_set& e) {
@@ -110,15 +135,24 @@ class PySession {
   // held: holding every layer's output until the backward pass ends keeps
   // the allocator from reusing their memory (on the benchmark CNN, ~2x the
   // page faults and 15% of the step). Small ones wait for EndStep's one
-  // batched reduction.
-  void set(int slot, py::object tensor) {
+  // batched reduction, and CUDA ones for its launch on the stream, unless
+  // `now` (the input of an activation with inplace=True, which the module
+  // is about to overwrite) or the slot's tensor was seen changed in place
+  // after an earlier step's set: then a CPU tensor is reduced at once and a
+  // CUDA one copied (on the current stream, no synchronisation). What is
+  // left for EndStep keeps its version counter, checked there.
+  void set(int slot, py::object tensor, bool now) {
     Slot& s = At(slot);
     s.source = std::move(tensor);
+    s.version = -1;
     if (!s.registered && !s.failed) Register(s);
     if (!s.registered || s.source.is_none()) return;
     const py::object numel = py::getattr(s.source, "numel", py::none());
-    if (numel.is_none() || numel().cast<std::int64_t>() < kSmallTensorElements) return;
-    if (!s.source.attr("is_cuda").cast<bool>()) {
+    if (numel.is_none()) return;  // not a tensor: EndStep's view says so
+    const bool read_now = now || s.early;
+    if (s.source.attr("is_cuda").cast<bool>()) {
+      if (read_now) s.source = s.source.attr("detach")().attr("clone")();
+    } else if (read_now || numel().cast<std::int64_t>() >= kSmallTensorElements) {
       Result<EarlyCapture> early = [&] {
         py::gil_scoped_release release;
         return session_->CaptureEarly(s.id);
@@ -126,9 +160,24 @@ class PySession {
       if (early.ok() && *early != EarlyCapture::kAtEndStep) {
         s.source = py::none();
         s.keep = py::none();
+        return;
+      }
+    }
+    s.version = VersionOf(s.source);
+  }
+  // `tensor` is about to be changed in place (the input of an activation
+  // with inplace=True): the slots that hold it for EndStep read it now.
+  void settle(py::object tensor) {
+    for (auto& s : slots_) {
+      if (s->kind != SlotKind::kTensor || s->version < 0 || !s->source.is(tensor)) continue;
+      if (VersionOf(s->source) != s->version) {
+        DropChanged(*s);  // already changed (x += y before the activation)
+      } else {
+        set(static_cast<int>(&s - slots_.data()), tensor, true);
       }
     }
   }
+
   void mark_fresh(int slot) { At(slot).fresh = true; }
 
   void begin_step() { Check(session_->BeginStep()); }
@@ -140,6 +189,7 @@ class PySession {
 
   void end_step(std::uintptr_t stream) {
     RegisterPending();
+    DropChangedInPlace();
     Status s;
     {
       py::gil_scoped_release release;
@@ -150,6 +200,7 @@ class PySession {
   }
 
   void close() {
+    DropChangedInPlace();  // Close ends the open step
     Status s;
     {
       py::gil_scoped_release release;
@@ -174,6 +225,7 @@ class PySession {
     const PipelineCounters c = session_->counters();
     py::dict d = CountersDict(c);
     d["rules_waits"] = c.rules_waits;
+    d["changed_in_place"] = changed_in_place_;
     d["capture_seconds"] = session_->capture_totals().capture_seconds;
     return d;
   }
@@ -275,6 +327,30 @@ class PySession {
     }
   }
 
+  // Tensors left for EndStep whose values changed since they were set: what
+  // EndStep would read is not what the layer produced, so it is not read
+  // (counted, and said once per tensor); later steps read it when it is set.
+  void DropChangedInPlace() {
+    for (auto& s : slots_) {
+      if (s->kind != SlotKind::kTensor || s->source.is_none() || s->version < 0) continue;
+      if (VersionOf(s->source) != s->version) DropChanged(*s);
+    }
+  }
+
+  void DropChanged(Slot& s) {
+    s.source = py::none();
+    s.keep = py::none();
+    s.version = -1;
+    s.early = true;
+    ++changed_in_place_;
+    warnings_.push_back(
+        s.name +
+        " was changed in place after the hook read it (an in-place op on it later in the "
+        "step, such as x += y or an activation with inplace=True): its values at this step "
+        "are not captured (counters()['changed_in_place']); from the next step on it is read "
+        "when it is produced");
+  }
+
   void RegisterPending() {
     for (auto& s : slots_) {
       if (!s->registered && !s->failed) Register(*s);
@@ -326,7 +402,8 @@ class PySession {
   py::dict dtypes_;  // torch dtype -> tstat::DType
   std::vector<std::unique_ptr<Slot>> slots_;
   std::vector<std::string> warnings_;
-  std::unique_ptr<Session> session_;  // last: closed (view callbacks run) before the slots go
+  std::uint64_t changed_in_place_ = 0;  // tensors not captured: changed after set
+  std::unique_ptr<Session> session_;    // last: closed (view callbacks run) before the slots go
 };
 
 }  // namespace
@@ -340,7 +417,8 @@ void BindSession(py::module_& m) {
            py::arg("world_size"), py::arg("dry_run"), py::arg("dtypes"), py::arg("num_classes"),
            py::arg("predictions_name"))
       .def("add_slot", &PySession::add_slot)
-      .def("set", &PySession::set)
+      .def("set", &PySession::set, py::arg("slot"), py::arg("tensor"), py::arg("now") = false)
+      .def("settle", &PySession::settle)
       .def("mark_fresh", &PySession::mark_fresh)
       .def("begin_step", &PySession::begin_step)
       .def("begin_step_at", &PySession::begin_step_at)

@@ -21,11 +21,18 @@ What is read, and when. Parameters and their gradients ("gradient/<name>"),
 the outputs of the module's leaf modules ("<path>_output"; a numbered
 path gets the module's class, "features.1.ReLU_output"; a module called
 again in the same step "<path>#1_output"), the inputs of activation
-functions ("<path>_input"), the module's input ("<name>_input") and the loss are registered with the session the first time
+functions ("<path>_input", as they enter the function), the module's input
+("<name>_input") and the loss are registered with the session the first time
 they exist; each is read when its collections' schedules say it is due, in
 place (CPU tensors: no copy; CUDA tensors: reduced on the current CUDA stream,
 with no host synchronisation). A gradient counts only when a backward in this
-step produced it. Tensors given to the hook are held until the step ends.
+step produced it. Tensors given to the hook are held until the step ends,
+except large CPU ones (read when given) and the inputs of activations with
+inplace=True (read before the activation overwrites them). A held tensor
+changed in place before the step ends (x += y on a layer's output) is not
+read at that step, since its values are no longer the layer's: a warning
+names it, counters()["changed_in_place"] counts it, and from the next step on
+it is read when it is given.
 
 Errors. Calls you make (save_tensor with something that is not a tensor, any
 call after close()) raise tstat.Error. What goes wrong inside the module's
@@ -177,9 +184,10 @@ class Hook:
             kind = type(sub).__name__
             if path.rsplit(".", 1)[-1].isdigit():
                 path = f"{path}.{kind}"  # "features.1.ReLU": what the rules' regexes look for
-            inputs = _ACTIVATION_FUNCTION.search(kind) is not None
-            self._handles.append(sub.register_forward_hook(
-                self._output_hook(prefix + path, inputs)))
+            if _ACTIVATION_FUNCTION.search(kind) is not None:
+                self._handles.append(sub.register_forward_pre_hook(
+                    self._input_hook(prefix + path, bool(getattr(sub, "inplace", False)))))
+            self._handles.append(sub.register_forward_hook(self._output_hook(prefix + path)))
         if self._top is None:
             self._top = weakref.ref(module)
             self._top_name = name
@@ -389,8 +397,28 @@ class Hook:
         if tensors and not self._closed:
             self._set(f"{self._top_name}_input", [], tensors[0])
 
-    def _output_hook(self, path, capture_inputs):
-        def on_output(_module, inputs, output):
+    def _input_hook(self, path, in_place):
+        """The inputs of an activation function, before it runs. One with
+        inplace=True overwrites them: they are read at once, and so is any
+        other captured tensor that is the same one (the layer output it
+        rectifies)."""
+        def on_input(_module, inputs):
+            if self._closed:
+                return
+            calls = self._calls.get(path, 0)
+            base = path if calls == 0 else f"{path}#{calls}"
+            with self._lock:
+                if self._closed:
+                    return
+                for i, t in enumerate(_tensors_of(inputs)):
+                    if in_place:
+                        self._session.settle(t)
+                    name = f"{base}_input" if i == 0 else f"{base}_input_{i}"
+                    self._session.set(self._slot(name, [], _TENSOR), t, in_place)
+        return on_input
+
+    def _output_hook(self, path):
+        def on_output(_module, _inputs, output):
             if self._closed:
                 return
             calls = self._calls.get(path, 0)
@@ -398,9 +426,6 @@ class Hook:
             base = path if calls == 0 else f"{path}#{calls}"
             for i, t in enumerate(_tensors_of(output)):
                 self._set(f"{base}_output" if i == 0 else f"{base}_output_{i}", [], t)
-            if capture_inputs:
-                for i, t in enumerate(_tensors_of(inputs)):
-                    self._set(f"{base}_input" if i == 0 else f"{base}_input_{i}", [], t)
         return on_output
 
     def _begin_step(self):

@@ -768,6 +768,72 @@ def test_large_outputs_are_read_at_once_and_not_held(tmp_path):
             assert_stats(trial, "fc_output", step, stats[step])
 
 
+class InPlaceBlock(torch.nn.Module):
+    """torchvision's residual pattern: BatchNorm, an in-place residual add on
+    its output, then ReLU(inplace=True)."""
+
+    def __init__(self, n):
+        super().__init__()
+        self.fc = torch.nn.Linear(n, n)
+        self.bn = torch.nn.BatchNorm1d(n)
+        self.relu = torch.nn.ReLU(inplace=True)
+
+    def forward(self, x):
+        h = self.bn(self.fc(x))
+        h += x
+        return self.relu(h)
+
+
+def test_tensors_changed_in_place_are_read_before_the_change_or_not_at_all(tmp_path):
+    """An activation with inplace=True overwrites its input: the hook reads
+    the input as it enters. A layer output changed in place later in the step
+    (h += x) is not read with the changed values: at the first step it is
+    dropped, with a warning and a counter; from then on it is read when the
+    layer returns. Small (batched at the step's end) and large (read at once)
+    tensors alike."""
+    for n, batch in ((16, 8), (128, 128)):  # 128 and 16,384 values
+        torch.manual_seed(3)
+        model = InPlaceBlock(n)
+        ref = {}
+
+        def pre_relu(_m, inputs):
+            ref.setdefault("relu_input", []).append(torch_stats(inputs[0]))
+
+        def post_bn(_m, _i, out):
+            ref.setdefault("bn_output", []).append(torch_stats(out))
+
+        def post_relu(_m, _i, out):
+            ref.setdefault("relu_output", []).append(torch_stats(out))
+
+        model.relu.register_forward_pre_hook(pre_relu)
+        model.bn.register_forward_hook(post_bn)
+        model.relu.register_forward_hook(post_relu)
+        out_dir = str(tmp_path / f"n{n}")
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            with tstat.pytorch.Hook(out_dir=out_dir, config=EVERY_STEP, rules=False) as hook:
+                hook.register_module(model)
+                for _ in range(3):
+                    model(torch.randn(batch, n)).sum().backward()
+                changed = hook.counters()["changed_in_place"]
+        trial = trials.create_trial(out_dir)
+        for step in range(3):
+            assert_stats(trial, "relu_input", step, ref["relu_input"][step])
+            assert_stats(trial, "relu_output", step, ref["relu_output"][step])
+            assert trial.tensor("relu_input").stats(step)["min"] < 0  # not the rectified values
+        messages = [str(w.message) for w in caught if "changed in place" in str(w.message)]
+        if n * batch < 8192:  # held for the step's end, then changed by h += x
+            assert changed == 1 and len(messages) == 1, (changed, messages)
+            assert "bn_output was changed in place" in messages[0], messages
+            assert list(trial.tensor("bn_output").steps()) == [1, 2]
+        else:  # read when the layer returned
+            assert changed == 0 and not messages, messages
+            assert list(trial.tensor("bn_output").steps()) == [0, 1, 2]
+            assert_stats(trial, "bn_output", 0, ref["bn_output"][0])
+        for step in (1, 2):
+            assert_stats(trial, "bn_output", step, ref["bn_output"][step])
+
+
 class LossScaler:
     """Dynamic loss scaling as torch.cuda.amp.GradScaler does it (scale the
     loss; at a step whose gradients hold Inf/NaN skip the optimizer step and
