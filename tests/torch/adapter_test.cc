@@ -225,6 +225,43 @@ TEST(TorchAdapterTest, FrozenParametersAreSkippedWhileFrozen) {
   ExpectStatsMatch(s.value(), net->fc1->weight.detach(), "fc1.weight at step 3");
 }
 
+TEST(TorchAdapterTest, ATensorChangedInPlaceAfterCaptureIsADropNotWrongStats) {
+  testing::TempDir dir;
+  SessionConfig config;
+  config.out_dir = dir.path() + "/run";
+  config.save_config = SaveConfig::Every(1);
+  auto created = Session::Create(config);
+  ASSERT_TRUE(created.ok()) << created.status().ToString();
+  std::unique_ptr<Session> session = std::move(created).value();
+  ModuleCapture block(session.get(), "block", ModuleCapture::kOutputs);
+  std::vector<torch::Tensor> captured;
+  for (int step = 0; step < 2; ++step) {
+    ASSERT_TRUE(session->BeginStep().ok());
+    torch::Tensor h = torch::randn({8, 4}) - 3.0;
+    ASSERT_TRUE(block.Capture(torch::Tensor(), h).ok());
+    captured.push_back(h.clone());
+    if (step == 0) h.add_(10.0);  // a residual add on the captured output
+    const Status s = EndStep(*session);
+    if (step == 0) {
+      EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition) << s.ToString();
+      EXPECT_NE(s.message().find("block_output"), std::string::npos) << s.message();
+      EXPECT_NE(s.message().find("changed in place"), std::string::npos) << s.message();
+    } else {
+      EXPECT_TRUE(s.ok()) << s.ToString();
+    }
+  }
+  ASSERT_TRUE(session->Close().ok());
+  auto trial = Trial::Open(config.out_dir);
+  ASSERT_TRUE(trial.ok()) << trial.status().ToString();
+  EXPECT_FALSE((*trial)->stats("block_output", 0).ok());  // not the changed values
+  ASSERT_EQ((*trial)->drops().size(), 1u);
+  EXPECT_NE((*trial)->drops()[0].reason.find("changed in place"), std::string::npos)
+      << (*trial)->drops()[0].reason;
+  Result<TensorStats> s = (*trial)->stats("block_output", 1);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  ExpectStatsMatch(s.value(), captured[1], "block_output at step 1");
+}
+
 TEST(TorchAdapterTest, ClassificationCaptureRejectsBadLabels) {
   ClassificationCapture c(nullptr);
   Status s = c.Capture(torch::zeros({4}), torch::zeros({4, 3}));

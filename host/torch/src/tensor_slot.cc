@@ -11,9 +11,24 @@ namespace tstat::torch_adapter {
 
 struct TensorSlot::State {
   std::mutex mu;
-  torch::Tensor latest;  // detached; undefined until Set (or after the slot died)
-  torch::Tensor keep;    // contiguous copy of a non-contiguous `latest`
+  torch::Tensor latest;       // detached; undefined until Set (or after the slot died)
+  torch::Tensor keep;         // contiguous copy of a non-contiguous `latest`
+  std::int64_t version = -1;  // latest's version counter at Set (-1: none)
 };
+
+namespace {
+
+// torch's version counter of `t` (bumped by every in-place change; a
+// detached tensor shares it), or -1 for one without (inference tensors).
+std::int64_t VersionOf(const torch::Tensor& t) {
+  try {
+    return static_cast<std::int64_t>(t._version());
+  } catch (const std::exception&) {
+    return -1;
+  }
+}
+
+}  // namespace
 
 TensorSlot::TensorSlot(Session* session, std::string name, std::vector<std::string> collections)
     : session_(session),
@@ -43,6 +58,14 @@ Status TensorSlot::Set(const torch::Tensor& t) {
       std::shared_ptr<State> state = state_;
       spec.view_fn = [state](TensorView* v) {
         std::lock_guard<std::mutex> lock(state->mu);
+        // Changed since Capture: its values are not the ones captured.
+        if (state->latest.defined() && state->version >= 0 &&
+            VersionOf(state->latest) != state->version) {
+          return Status::FailedPrecondition(
+              "changed in place after it was captured (an in-place op on it later in the step, "
+              "such as x += y or an activation with inplace=True): not read at this step; "
+              "capture a copy (t.clone()) or capture it after the last in-place op");
+        }
         return internal::CaptureView(state->latest, &state->keep, v);
       };
       Result<std::uint32_t> id = session_->RegisterTensor(spec);
@@ -58,6 +81,7 @@ Status TensorSlot::Set(const torch::Tensor& t) {
   if (!registered_) return first_error_;
   std::lock_guard<std::mutex> lock(state_->mu);
   state_->latest = t.detach();
+  state_->version = VersionOf(state_->latest);
   return Status::OK();
 }
 
@@ -97,8 +121,8 @@ Status ClassificationCapture::Capture(const torch::Tensor& labels,
   }
   const c10::ScalarType t = labels.scalar_type();
   if (t != torch::kLong && t != torch::kInt && t != torch::kByte) {
-    return Status::InvalidArgument(std::string("labels must be int64, int32 or uint8 class ids, got ") +
-                                   c10::toString(t));
+    return Status::InvalidArgument(
+        std::string("labels must be int64, int32 or uint8 class ids, got ") + c10::toString(t));
   }
   if (labels.dim() != 1 || predictions.dim() < 1 || predictions.size(0) != labels.size(0)) {
     return Status::InvalidArgument("labels must be [n] and predictions [n] or [n, classes]; got " +

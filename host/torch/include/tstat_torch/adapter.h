@@ -23,7 +23,9 @@
 // current .grad(), or data == nullptr (skipped) while it is undefined.
 // Activation/input/label slots keep the latest tensor (detached: the autograd
 // graph is not kept alive) until the next Capture; what is saved is that
-// tensor's content at EndStep (an in-place op on it after Capture shows).
+// tensor's content at EndStep. A tensor changed in place after Capture (its
+// version counter moved) is not read: EndStep records a drop naming it and
+// returns kFailedPrecondition; capture a copy, or after the last in-place op.
 // Non-contiguous tensors are copied to a contiguous one at capture time only.
 //
 // CUDA: tensors on a GPU are viewed as MemorySpace::kCuda and EndStep(session,
@@ -122,11 +124,14 @@ class ModuleCapture {
 
   Status Capture(const torch::Tensor& input, const torch::Tensor& output);
   // Runs module->forward(input) and captures both. Capture errors are kept in
-  // status(), never thrown: training goes on.
+  // status(), never thrown: training goes on. The input is captured before
+  // the module runs, so a module that changes it in place makes it a drop at
+  // EndStep, never stats of the changed values.
   template <typename ModuleHolder>
   torch::Tensor Forward(ModuleHolder& module, const torch::Tensor& input) {
+    if (which_ & kInputs) (void)input_.Set(input);
     torch::Tensor output = module->forward(input);
-    (void)Capture(input, output);
+    if (which_ & kOutputs) (void)output_.Set(output);
     return output;
   }
   Status status() const;
