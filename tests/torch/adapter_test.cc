@@ -194,6 +194,21 @@ TEST(TorchAdapterTest, TrainsAndReadsBackAgainstTorch) {
   EXPECT_EQ(labels->confusion->invalid, 0u);
 }
 
+// A run in `dir` saving stats at every step.
+SessionConfig EveryStep(const testing::TempDir& dir) {
+  SessionConfig config;
+  config.out_dir = dir.path() + "/run";
+  config.save_config = SaveConfig::Every(1);
+  return config;
+}
+
+// The session of `config`, or null (the failure reported).
+std::unique_ptr<Session> MustCreate(const SessionConfig& config) {
+  auto created = Session::Create(config);
+  EXPECT_TRUE(created.ok()) << created.status().ToString();
+  return created.ok() ? std::move(created).value() : nullptr;
+}
+
 // A frozen parameter (requires_grad false: fine-tuning a pretrained layer)
 // is not captured while frozen - nothing trains it, and weight_update_ratio
 // would read its update of 0 as a fault - and is again once unfrozen.
@@ -201,12 +216,9 @@ TEST(TorchAdapterTest, FrozenParametersAreSkippedWhileFrozen) {
   testing::TempDir dir;
   torch::manual_seed(3);
   Net net;
-  SessionConfig config;
-  config.out_dir = dir.path() + "/run";
-  config.save_config = SaveConfig::Every(1);
-  auto created = Session::Create(config);
-  ASSERT_TRUE(created.ok()) << created.status().ToString();
-  std::unique_ptr<Session> session = std::move(created).value();
+  SessionConfig config = EveryStep(dir);
+  std::unique_ptr<Session> session = MustCreate(config);
+  ASSERT_TRUE(session);
   ASSERT_TRUE(RegisterParameters(*session, *net).ok());
   for (int step = 0; step < 4; ++step) {
     net->fc1->weight.set_requires_grad(step == 0 || step == 3);
@@ -227,12 +239,9 @@ TEST(TorchAdapterTest, FrozenParametersAreSkippedWhileFrozen) {
 
 TEST(TorchAdapterTest, ATensorChangedInPlaceAfterCaptureIsADropNotWrongStats) {
   testing::TempDir dir;
-  SessionConfig config;
-  config.out_dir = dir.path() + "/run";
-  config.save_config = SaveConfig::Every(1);
-  auto created = Session::Create(config);
-  ASSERT_TRUE(created.ok()) << created.status().ToString();
-  std::unique_ptr<Session> session = std::move(created).value();
+  SessionConfig config = EveryStep(dir);
+  std::unique_ptr<Session> session = MustCreate(config);
+  ASSERT_TRUE(session);
   ModuleCapture block(session.get(), "block", ModuleCapture::kOutputs);
   std::vector<torch::Tensor> captured;
   for (int step = 0; step < 2; ++step) {
