@@ -82,6 +82,19 @@ std::string ParamReader::String(const std::string& key, const std::string& def) 
   return v == nullptr ? def : *v;
 }
 
+std::string ParamReader::OneOf(const std::string& key, const std::string& def,
+                               const std::vector<std::string>& options) {
+  const std::string* v = Raw(key);
+  if (v == nullptr) return def;
+  std::string names;
+  for (std::size_t i = 0; i < options.size(); ++i) {
+    if (*v == options[i]) return *v;
+    names += (i == 0 ? "" : i + 1 == options.size() ? " or " : ", ") + options[i];
+  }
+  Fail(key, "must be " + names + ", got \"" + *v + "\"");
+  return def;
+}
+
 std::vector<std::string> ParamReader::List(const std::string& key,
                                            const std::vector<std::string>& def) {
   const std::string* v = Raw(key);

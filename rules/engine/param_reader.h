@@ -26,6 +26,9 @@ class ParamReader {
   std::int64_t Int(const std::string& key, std::int64_t def);
   bool Bool(const std::string& key, bool def);
   std::string String(const std::string& key, const std::string& def);
+  // One of `options` ("must be a, b or c, got ..." otherwise; `def` then).
+  std::string OneOf(const std::string& key, const std::string& def,
+                    const std::vector<std::string>& options);
   // "a,b,c" -> {"a","b","c"} (spaces trimmed, empty items dropped).
   std::vector<std::string> List(const std::string& key, const std::vector<std::string>& def);
   std::vector<double> DoubleList(const std::string& key, const std::vector<double>& def);

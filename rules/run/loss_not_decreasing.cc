@@ -79,13 +79,8 @@ class LossNotDecreasing final : public LossRuleBase {
  public:
   LossNotDecreasing(const RuleSpec& spec, ParamReader* p, Status* error) : LossRuleBase(spec, p) {
     const bool smdebug = p->Has("num_steps") || p->Has("increase_threshold_percent");
-    const std::string baseline = p->String("baseline", smdebug ? "previous" : "start");
-    if (baseline != "start" && baseline != "previous" && error->ok()) {
-      *error = Status::InvalidArgument("rule " + spec.type +
-                                       ": parameter baseline must be start or previous, got \"" +
-                                       baseline + "\"");
-    }
-    from_start_ = baseline == "start";
+    from_start_ =
+        p->OneOf("baseline", smdebug ? "previous" : "start", {"start", "previous"}) == "start";
     window_ = p->Int("window", 20);
     p->CheckRange("window", static_cast<double>(window_), 1, 1e6);
     horizon_ = p->Int("horizon", 200);
@@ -99,13 +94,9 @@ class LossNotDecreasing final : public LossRuleBase {
     chance_fraction_ = p->Double("chance_fraction", 0.75);
     p->CheckRange("chance_fraction", chance_fraction_, 0.0, 1.0);
     labels_regex_text_ = p->String("labels_regex", ".*labels");
-    const std::string unknown = p->String("unknown_start_severity", "error");
-    if (!ParseSeverity(unknown, &unknown_start_severity_) && error->ok()) {
-      *error = Status::InvalidArgument(
-          "rule " + spec.type +
-          ": parameter unknown_start_severity must be info, warning, error or critical, got \"" +
-          unknown + "\"");
-    }
+    (void)ParseSeverity(
+        p->OneOf("unknown_start_severity", "error", {"info", "warning", "error", "critical"}),
+        &unknown_start_severity_);
     increase_percent_ = p->Double("increase_threshold_percent", -1.0);
     if (p->Has("increase_threshold_percent")) {
       p->CheckRange("increase_threshold_percent", increase_percent_, 0.0, 1e300);

@@ -53,10 +53,14 @@ namespace {
 // p95 - p5 of a normal distribution, in standard deviations.
 constexpr double kNormalP5P95Width = 2 * 1.6448536269514722;
 
+// Default thresholds of `compare` consecutive and all (why: the header).
+constexpr double kConsecutiveThreshold = 15.0;
+constexpr double kAllThreshold = 10.0;
+
 struct PoorInitParams {
   std::string activation_regex = "(?i)(relu|tanh|sigmoid|gelu|elu|silu)[^/]*_input(_\\d+)?$";
-  bool consecutive = true;  // compare: consecutive layers, or all of them
-  double threshold = 15.0;
+  bool consecutive = true;        // compare: consecutive layers, or all of them
+  double threshold = 0;           // kConsecutiveThreshold or kAllThreshold by default
   double distribution_range = 0;  // 0: check (b) is off
   std::int64_t patience = 0;      // 0: the loss check is off
   std::int64_t steps = 10;
@@ -250,14 +254,8 @@ Result<std::unique_ptr<Rule>> CreatePoorWeightInitializationRule(const RuleSpec&
   ParamReader p(label, spec.parameters);
   PoorInitParams q;
   q.activation_regex = p.String("activation_inputs_regex", q.activation_regex);
-  const std::string compare = p.String("compare", "consecutive");
-  if (compare != "consecutive" && compare != "all") {
-    return Status::InvalidArgument("rule " + label +
-                                   ": parameter compare must be consecutive or all, got \"" +
-                                   compare + "\"");
-  }
-  q.consecutive = compare == "consecutive";
-  q.threshold = p.Double("threshold", q.consecutive ? 15.0 : 10.0);
+  q.consecutive = p.OneOf("compare", "consecutive", {"consecutive", "all"}) == "consecutive";
+  q.threshold = p.Double("threshold", q.consecutive ? kConsecutiveThreshold : kAllThreshold);
   p.CheckRange("threshold", q.threshold, 1, kNoLimit);
   q.distribution_range = p.Double("distribution_range", q.distribution_range);
   p.CheckRange("distribution_range", q.distribution_range, 0, kNoLimit);

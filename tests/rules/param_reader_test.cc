@@ -54,5 +54,20 @@ TEST(ParamReaderTest, IntegerRejectsFractionAndBoolRejectsWords) {
   EXPECT_NE(r3.Finish().message().find("b must be true or false"), std::string::npos);
 }
 
+TEST(ParamReaderTest, OneOfNamesTheChoices) {
+  ParamReader ok("x", {{"mode", "b"}});
+  EXPECT_EQ(ok.OneOf("mode", "a", {"a", "b", "c"}), "b");
+  EXPECT_EQ(ok.OneOf("absent", "a", {"a", "b"}), "a");
+  EXPECT_TRUE(ok.Finish().ok());
+  ParamReader bad("x", {{"mode", "d"}});
+  EXPECT_EQ(bad.OneOf("mode", "a", {"a", "b", "c"}), "a");
+  EXPECT_NE(bad.Finish().message().find("rule x: parameter mode must be a, b or c, got \"d\""),
+            std::string::npos)
+      << bad.Finish().message();
+  ParamReader two("x", {{"mode", "d"}});
+  two.OneOf("mode", "a", {"a", "b"});
+  EXPECT_NE(two.Finish().message().find("must be a or b, got"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace tstat::rules
