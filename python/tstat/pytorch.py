@@ -338,11 +338,15 @@ class Hook:
             self._slots[name] = slot
         return slot
 
-    def _set(self, name, collections, tensor):
+    def _set(self, name, collections, tensor, about_to_change=False):
+        """`about_to_change`: an in-place op is about to overwrite `tensor`,
+        so it is read now, and so is any other held tensor that is it."""
         with self._lock:
             if self._closed:
                 return
-            self._session.set(self._slot(name, collections, _TENSOR), tensor)
+            if about_to_change:
+                self._session.settle(tensor)
+            self._session.set(self._slot(name, collections, _TENSOR), tensor, about_to_change)
 
     def _gradient_hook(self, slot):
         def on_gradient(_grad):
@@ -407,14 +411,9 @@ class Hook:
                 return
             calls = self._calls.get(path, 0)
             base = path if calls == 0 else f"{path}#{calls}"
-            with self._lock:
-                if self._closed:
-                    return
-                for i, t in enumerate(_tensors_of(inputs)):
-                    if in_place:
-                        self._session.settle(t)
-                    name = f"{base}_input" if i == 0 else f"{base}_input_{i}"
-                    self._session.set(self._slot(name, [], _TENSOR), t, in_place)
+            for i, t in enumerate(_tensors_of(inputs)):
+                self._set(f"{base}_input" if i == 0 else f"{base}_input_{i}", [], t,
+                          about_to_change=in_place)
         return on_input
 
     def _output_hook(self, path):
