@@ -2,7 +2,7 @@
 # findings log, the actions, the trial runner and the `tstat rules` / `tstat
 # check` commands (docs/rules.md).
 tstat_add_test(rules run_rules
-               SOURCES loss_rules_test.cc label_rules_test.cc run_level_rules_test.cc
+               SOURCES loss_rules_test.cc fit_rules_test.cc label_rules_test.cc run_level_rules_test.cc
                LIBS tstat_rules tstat_io_test_util)
 tstat_add_test(rules rules_config
                SOURCES rules_config_test.cc findings_actions_test.cc episodes_test.cc
