@@ -237,19 +237,27 @@ TEST(TorchAdapterTest, FrozenParametersAreSkippedWhileFrozen) {
   ExpectStatsMatch(s.value(), net->fc1->weight.detach(), "fc1.weight at step 3");
 }
 
-TEST(TorchAdapterTest, ATensorChangedInPlaceAfterCaptureIsADropNotWrongStats) {
+TEST(TorchAdapterTest, ATensorChangedInPlaceIsADropOnceThenReadWhenCaptured) {
   testing::TempDir dir;
   SessionConfig config = EveryStep(dir);
   std::unique_ptr<Session> session = MustCreate(config);
   ASSERT_TRUE(session);
   ModuleCapture block(session.get(), "block", ModuleCapture::kOutputs);
-  std::vector<torch::Tensor> captured;
-  for (int step = 0; step < 2; ++step) {
+  // An activation with inplace=True overwrites the input captured before it.
+  ModuleCapture relu(session.get(), "relu", ModuleCapture::kInputs);
+  torch::nn::ReLU inplace_relu(torch::nn::ReLUOptions().inplace(true));
+  std::vector<torch::Tensor> outputs, inputs;
+  constexpr int kSteps = 3;
+  for (int step = 0; step < kSteps; ++step) {
     ASSERT_TRUE(session->BeginStep().ok());
     torch::Tensor h = torch::randn({8, 4}) - 3.0;
     ASSERT_TRUE(block.Capture(torch::Tensor(), h).ok());
-    captured.push_back(h.clone());
-    if (step == 0) h.add_(10.0);  // a residual add on the captured output
+    outputs.push_back(h.clone());
+    h.add_(10.0);  // a residual add on the captured output, at every step
+    torch::Tensor x = torch::randn({6, 5});
+    inputs.push_back(x.clone());
+    (void)relu.Forward(inplace_relu, x);
+    EXPECT_GE(x.min().item<float>(), 0.0f);  // it did run in place
     const Status s = EndStep(*session);
     if (step == 0) {
       EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition) << s.ToString();
@@ -259,16 +267,28 @@ TEST(TorchAdapterTest, ATensorChangedInPlaceAfterCaptureIsADropNotWrongStats) {
       EXPECT_TRUE(s.ok()) << s.ToString();
     }
   }
+  EXPECT_TRUE(block.status().ok()) << block.status().ToString();
+  EXPECT_TRUE(relu.status().ok()) << relu.status().ToString();
   ASSERT_TRUE(session->Close().ok());
   auto trial = Trial::Open(config.out_dir);
   ASSERT_TRUE(trial.ok()) << trial.status().ToString();
-  EXPECT_FALSE((*trial)->stats("block_output", 0).ok());  // not the changed values
-  ASSERT_EQ((*trial)->drops().size(), 1u);
-  EXPECT_NE((*trial)->drops()[0].reason.find("changed in place"), std::string::npos)
-      << (*trial)->drops()[0].reason;
-  Result<TensorStats> s = (*trial)->stats("block_output", 1);
-  ASSERT_TRUE(s.ok()) << s.status().ToString();
-  ExpectStatsMatch(s.value(), captured[1], "block_output at step 1");
+  // Step 0: not the changed values; two drops (step 0 only), saying why.
+  EXPECT_FALSE((*trial)->stats("block_output", 0).ok());
+  EXPECT_FALSE((*trial)->stats("relu_input", 0).ok());
+  ASSERT_EQ((*trial)->drops().size(), 2u);
+  for (const auto& drop : (*trial)->drops()) {
+    EXPECT_NE(drop.reason.find("changed in place"), std::string::npos) << drop.reason;
+  }
+  // Then read when captured: the values the layer produced.
+  for (int step = 1; step < kSteps; ++step) {
+    Result<TensorStats> out = (*trial)->stats("block_output", step);
+    ASSERT_TRUE(out.ok()) << out.status().ToString();
+    ExpectStatsMatch(out.value(), outputs[step], "block_output at step " + std::to_string(step));
+    Result<TensorStats> in = (*trial)->stats("relu_input", step);
+    ASSERT_TRUE(in.ok()) << in.status().ToString();
+    ExpectStatsMatch(in.value(), inputs[step], "relu_input at step " + std::to_string(step));
+    EXPECT_LT(in->min, 0.0);
+  }
 }
 
 TEST(TorchAdapterTest, ClassificationCaptureRejectsBadLabels) {

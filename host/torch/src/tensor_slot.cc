@@ -14,6 +14,9 @@ struct TensorSlot::State {
   torch::Tensor latest;       // detached; undefined until Set (or after the slot died)
   torch::Tensor keep;         // contiguous copy of a non-contiguous `latest`
   std::int64_t version = -1;  // latest's version counter at Set (-1: none)
+  // `latest` was once changed in place before EndStep read it: from then on
+  // each tensor is read when it is set (or copied, when it must wait).
+  bool read_at_set = false;
 };
 
 namespace {
@@ -61,16 +64,18 @@ Status TensorSlot::Set(const torch::Tensor& t) {
         // Changed since Capture: its values are not the ones captured.
         if (state->latest.defined() && state->version >= 0 &&
             VersionOf(state->latest) != state->version) {
+          state->read_at_set = true;
           return Status::FailedPrecondition(
               "changed in place after it was captured (an in-place op on it later in the step, "
-              "such as x += y or an activation with inplace=True): not read at this step; "
-              "capture a copy (t.clone()) or capture it after the last in-place op");
+              "such as x += y or an activation with inplace=True): not read at this step; from "
+              "the next step on it is read when it is captured");
         }
         return internal::CaptureView(state->latest, &state->keep, v);
       };
       Result<std::uint32_t> id = session_->RegisterTensor(spec);
       s = id.status();
       registered_ = id.ok();
+      if (id.ok()) id_ = *id;
     }
   }
   if (!s.ok()) {
@@ -79,9 +84,31 @@ Status TensorSlot::Set(const torch::Tensor& t) {
     return s;
   }
   if (!registered_) return first_error_;
+  bool read_now;
+  {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    state_->latest = t.detach();
+    state_->version = VersionOf(state_->latest);
+    read_now = state_->read_at_set;
+  }
+  return read_now ? ReadNow() : Status::OK();
+}
+
+Status TensorSlot::ReadNow() {
+  // The view callback takes the state's lock: not held here.
+  Result<EarlyCapture> early = session_->CaptureEarly(id_);
+  if (!early.ok()) return early.status().WithContext("tensor \"" + name_ + "\"");
   std::lock_guard<std::mutex> lock(state_->mu);
-  state_->latest = t.detach();
-  state_->version = VersionOf(state_->latest);
+  if (*early == EarlyCapture::kAtEndStep) {
+    // A CUDA tensor, or a raw snapshot is due: EndStep reads a copy that
+    // nothing changes (on the current stream for a CUDA one).
+    state_->latest = state_->latest.clone();
+    state_->version = VersionOf(state_->latest);
+  } else {  // read now, or not due at this step
+    state_->latest = torch::Tensor();
+    state_->keep = torch::Tensor();
+    state_->version = -1;
+  }
   return Status::OK();
 }
 

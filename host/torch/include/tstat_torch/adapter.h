@@ -74,8 +74,8 @@ Status EndStep(Session& session, const torch::Device& device = torch::kCPU);
 Status SaveLoss(Session& session, const std::string& name, const torch::Tensor& loss);
 
 struct ParameterOptions {
-  std::string prefix;      // prepended to every parameter name ("model.")
-  bool gradients = true;   // also register "gradient/<name>" (collection gradients)
+  std::string prefix;     // prepended to every parameter name ("model.")
+  bool gradients = true;  // also register "gradient/<name>" (collection gradients)
 };
 
 // Registers every parameter of `module` (named_parameters(), recursive) as
@@ -91,7 +91,11 @@ Result<std::vector<std::uint32_t>> RegisterParameters(Session& session,
 // One captured tensor: keeps the latest tensor given to Set and registers it
 // with the session on the first Set (its dtype and device fix the
 // registration), with a view callback reading the latest tensor. Errors do
-// not throw: Set returns them and status() keeps the first one.
+// not throw: Set returns them and status() keeps the first one. A tensor
+// changed in place after Set and before EndStep is not read at that step
+// (EndStep's status and a drop record say so); from then on the slot reads
+// each tensor when it is set (Session::CaptureEarly), or keeps a copy of
+// it when EndStep must read it (a CUDA tensor, a raw snapshot due).
 class TensorSlot {
  public:
   TensorSlot(Session* session, std::string name, std::vector<std::string> collections = {});
@@ -106,11 +110,15 @@ class TensorSlot {
 
  private:
   struct State;
+  // Set's tensor read at once (the slot's tensors are changed in place).
+  Status ReadNow();
+
   Session* session_;
   std::string name_;
   std::vector<std::string> collections_;
   std::shared_ptr<State> state_;  // shared with the view callback
   bool registered_ = false;
+  std::uint32_t id_ = 0;  // the session's, once registered
   Status first_error_;
 };
 
@@ -126,7 +134,8 @@ class ModuleCapture {
   // Runs module->forward(input) and captures both. Capture errors are kept in
   // status(), never thrown: training goes on. The input is captured before
   // the module runs, so a module that changes it in place makes it a drop at
-  // EndStep, never stats of the changed values.
+  // the first EndStep, never stats of the changed values; from then on it is
+  // read before the module runs (TensorSlot).
   template <typename ModuleHolder>
   torch::Tensor Forward(ModuleHolder& module, const torch::Tensor& input) {
     if (which_ & kInputs) (void)input_.Set(input);
@@ -145,7 +154,8 @@ class ModuleCapture {
 // The `labels` collection with label counts and a confusion matrix against
 // the registered tensor `predictions_name` (argmax over logits [n, classes]
 // when `argmax`). Put it in SessionConfig::collections before Create.
-CollectionConfig LabelsCollection(int num_classes, const std::string& predictions_name = "predictions",
+CollectionConfig LabelsCollection(int num_classes,
+                                  const std::string& predictions_name = "predictions",
                                   bool argmax = true);
 
 // Labels (integer class ids, shape [n]) as "labels" and predictions (logits
