@@ -8,7 +8,12 @@ does it, with fp16's range emulated on the CPU: updates whose gradients
 overflow are skipped), fine-tuned (trained on after 1,500 steps without the
 hook: a fresh hook on a model at its plateau, as a job restarted from its
 checkpoint numbers its steps from 0), and with the learning rate 0 (nothing
-learns) and shuffled labels (nothing to learn but memorizing). Every run
+learns) and shuffled labels (nothing to learn but memorizing); and faults
+with the rule expected to find each (a learning rate that diverges, a deep
+sigmoid net whose gradients vanish, ReLUs killed by their biases, tanh units
+saturated by a large initialization, a deep ReLU net initialized with 5.6x
+He's standard deviation, a NaN in the input, 95% of the labels one class).
+Every run
 attaches tstat.pytorch.Hook with the default configuration, as a user who
 writes no rules config would; "labelled" runs also give it their labels
 (Hook(num_classes=), save_labels).
@@ -20,7 +25,8 @@ learns nothing); the runs with learning rate 0 found by loss_not_decreasing
 after its horizon, and stopped when their labels show the loss began at
 chance. Shuffled labels are shown, not judged: a network memorizes them, so
 their training loss falls (overfit needs a validation loss, which these runs
-do not save).
+do not save). Every fault found by its rule (critical ones stopped within 3
+steps).
 
 Usage: detection_python.py [--steps N] [--seeds K] [--only SUBSTRING] [--json]
 Prints one line per run (or one JSON object) and a summary; exit 0 when the
@@ -72,6 +78,25 @@ ANNEALED = [("adam", 1e-3, 1, "fade"), ("momentum", 0.02, 1, "fade"), ("adam", 3
 FINETUNE_PRETRAIN = 1500
 FINETUNED = [("adam", 1e-3, 1, False), ("adam", 1e-3, 1, True), ("momentum", 0.01, 1, False),
              ("momentum", 0.01, 1, True)]
+# Faults: (optimizer, learning rate, warmup, fault, the rule that must find it,
+# whether it must stop the run). The model changes with the fault (FAULT_MODELS).
+FAULTS = [
+    ("sgd", 50.0, 1, "diverging", "exploding_tensor", True),
+    ("sgd", 0.01, 1, "vanishing", "vanishing_gradient", False),
+    ("momentum", 0.01, 1, "dead_relu", "dead_relu", False),
+    ("sgd", 0.01, 1, "saturated", "saturated_activation", False),
+    ("adam", 1e-4, 1, "too_wide_init", "poor_weight_initialization", False),
+    ("adam", 1e-3, 1, "nan_input", "nan_origin", True),
+    ("adam", 1e-3, 1, "imbalanced", "class_imbalance", False),
+]
+# fault -> (activation, hidden layers, weight std (None: torch's default), bias (None: default))
+FAULT_MODELS = {
+    "vanishing": (torch.nn.Sigmoid, 12, None, None),
+    "dead_relu": (torch.nn.ReLU, 2, None, -20.0),
+    "saturated": (torch.nn.Tanh, 2, 30.0, None),
+    "too_wide_init": (torch.nn.ReLU, 6, 1.0, None),  # He's std for 64 inputs is 0.18
+}
+NAN_STEP = 50
 
 
 def make_task(task, shuffled, g):
@@ -86,13 +111,29 @@ def make_task(task, shuffled, g):
     return x, y
 
 
+def make_model(activation, hidden, weight_std, bias):
+    layers, width = [], D_IN
+    for _ in range(hidden):
+        layers += [torch.nn.Linear(width, 64), activation()]
+        width = 64
+    model = torch.nn.Sequential(*layers, torch.nn.Linear(width, CLASSES))
+    for m in model:
+        if isinstance(m, torch.nn.Linear) and weight_std is not None:
+            torch.nn.init.normal_(m.weight, 0.0, weight_std)
+        if isinstance(m, torch.nn.Linear) and bias is not None and m is not model[-1]:
+            torch.nn.init.constant_(m.bias, bias)
+    return model
+
+
 def run(case, steps, out_dir):
     torch.manual_seed(case["seed"])
     g = torch.Generator().manual_seed(case["seed"] + 100)
     x_all, y_all = make_task(case["task"], case["kind"] == "shuffled", g)
-    model = torch.nn.Sequential(
-        torch.nn.Linear(D_IN, 64), torch.nn.ReLU(), torch.nn.Linear(64, 64), torch.nn.ReLU(),
-        torch.nn.Linear(64, CLASSES))
+    fault = case.get("fault")
+    if fault == "imbalanced":  # 95% of the rows class 0
+        rare = torch.rand(ROWS, generator=g) >= 0.95
+        y_all = torch.where(rare, y_all, torch.zeros_like(y_all))
+    model = make_model(*FAULT_MODELS.get(fault, (torch.nn.ReLU, 2, None, None)))
     lr = 0.0 if case["kind"] == "lr0" else case["lr"]
     if case["opt"] == "adam":
         opt = torch.optim.Adam(model.parameters(), lr=lr)
@@ -136,7 +177,11 @@ def run(case, steps, out_dir):
             micro = case.get("accumulate", 1)
             if step % micro == 0:
                 opt.zero_grad()
-            logits = model(x_all[idx])
+            x = x_all[idx]
+            if fault == "nan_input" and step == NAN_STEP:
+                x = x.clone()
+                x[3, 5] = float("nan")
+            logits = model(x)
             if labelled:
                 hook.save_labels(y_all[idx], logits)
             loss = loss_fn(logits, y_all[idx])
@@ -170,8 +215,9 @@ def run(case, steps, out_dir):
         {"rule": r.type, "severity": r.severity, "first_step": int(r.first_step),
          "tensor": r.tensor} for r in found.itertuples()]
     findings.sort(key=lambda f: f["first_step"])
-    return {"steps_run": len(losses), "first_loss": sum(losses[:20]) / 20,
-            "last_loss": sum(losses[-20:]) / 20, "findings": findings, "skipped": skipped,
+    head, tail = losses[:20], losses[-20:]
+    return {"steps_run": len(losses), "first_loss": sum(head) / max(1, len(head)),
+            "last_loss": sum(tail) / max(1, len(tail)), "findings": findings, "skipped": skipped,
             "seconds": time.perf_counter() - t0}
 
 
@@ -190,12 +236,17 @@ def main():
         for kind, configs in (("healthy", HEALTHY), ("scaled", LOSS_SCALING),
                               ("accumulated", ACCUMULATED), ("annealed", ANNEALED),
                               ("finetuned", FINETUNED), ("shuffled", SHUFFLED),
-                              ("lr0", [("sgd", 0.01, 1, False), ("sgd", 0.01, 1, True)])):
+                              ("lr0", [("sgd", 0.01, 1, False), ("sgd", 0.01, 1, True)]),
+                              ("fault", FAULTS)):
             for opt, lr, warm, *extra in configs:
                 for seed in range(a.seeds):
                     c = {"kind": kind, "task": task, "opt": opt, "lr": lr, "warm": warm,
                          "seed": seed}
                     c["name"] = f"{kind}/{task}/{opt}-lr{lr:g}-warmup{warm}/s{seed}"
+                    if kind == "fault":
+                        c["fault"], c["expect"], c["must_stop"] = extra
+                        c["labels"] = extra[0] == "imbalanced"
+                        c["name"] = f"fault/{task}/{extra[0]}/s{seed}"
                     if kind in ("finetuned", "lr0"):
                         c["labels"] = extra[-1]
                         c["pretrain"] = FINETUNE_PRETRAIN if kind == "finetuned" else 0
@@ -214,7 +265,7 @@ def main():
     root = tempfile.mkdtemp(prefix="tstat-detection-python-")
     failed = []
     healthy = clean = stopped_lr0 = lr0 = found_lr0 = finetuned = finetuned_clean = 0
-    finetuned_not_stopped = 0
+    finetuned_not_stopped = faults = faults_found = 0
     try:
         for i, c in enumerate(cases):
             r = run(c, a.steps, f"{root}/run{i}")
@@ -242,6 +293,14 @@ def main():
                 found_lr0 += bool(ldn)
                 stopped_lr0 += stopped
                 ok = stopped if c["labels"] else bool(ldn) and r["steps_run"] == a.steps
+            elif c["kind"] == "fault":
+                faults += 1
+                hits = [f for f in r["findings"] if f["rule"] == c["expect"]]
+                ok = bool(hits)
+                if ok and c["must_stop"]:
+                    ok = hits[0]["severity"] == "critical" and \
+                        r["steps_run"] <= hits[0]["first_step"] + 3
+                faults_found += ok
             if not ok:
                 failed.append(c["name"])
             row = dict(c, **r, passed=ok)
@@ -260,14 +319,15 @@ def main():
     summary = {"kind": "summary", "healthy": healthy, "healthy_clean": clean,
                "finetuned": finetuned, "finetuned_clean": finetuned_clean,
                "finetuned_not_stopped": finetuned_not_stopped, "lr0": lr0,
-               "lr0_found": found_lr0, "lr0_stopped": stopped_lr0, "passed": not failed}
+               "lr0_found": found_lr0, "lr0_stopped": stopped_lr0, "faults": faults,
+               "faults_found": faults_found, "passed": not failed}
     if a.json:
         print(json.dumps(summary))
     else:
         print(f"\nhealthy runs without findings: {clean}/{healthy}; fine-tuned runs not stopped: "
               f"{finetuned_not_stopped}/{finetuned} (without findings: {finetuned_clean}); "
               f"learning rate 0 found by loss_not_decreasing: {found_lr0}/{lr0}, stopped (the "
-              f"labelled ones): {stopped_lr0}")
+              f"labelled ones): {stopped_lr0}; faults found by their rule: {faults_found}/{faults}")
         for n in failed:
             print(f"  FAILED {n}")
     return 0 if not failed else 1
