@@ -2,7 +2,8 @@
 # ctest tstat.tools.gpu_bundle: the GPU bundle needs nothing from this machine.
 #   gpu_bundle_test.sh BUILD_DIR
 # 1. tools/gpu-bundle.sh packs the built binaries (--no-build) within its size
-#    limit, every ELF file with an $ORIGIN run path.
+#    limits, every ELF file with an $ORIGIN run path, and the same folder as
+#    a .tar.gz (what travels to a GPU machine).
 # 2. In a chroot that holds only the bundle and the C library (as a bare GPU
 #    machine has it, minus the driver), the CLI runs a CPU benchmark, the CUDA
 #    entry tests pass, the GPU tests report SKIPPED, and the GPU benchmarks
@@ -22,6 +23,11 @@ for f in gpu-check.sh gpu_check_summary.py MANIFEST units.txt bin/tstat bin/test
   [[ -e "$bundle/$f" ]] || fail "the bundle lacks $f"
 done
 grep -q "^gpu_vs_cpu " "$bundle/units.txt" || fail "units.txt lacks gpu_vs_cpu"
+[[ -f "$bundle.tar.gz" ]] || fail "gpu-bundle.sh wrote no $bundle.tar.gz"
+# It holds exactly the folder's files and links.
+diff <(cd "$T/root" && find bundle \( -type f -o -type l \) | sort) \
+     <(tar -tzf "$bundle.tar.gz" | grep -v '/$' | sort) > "$T/packed.diff" 2>&1 ||
+  fail "the .tar.gz does not hold the bundle's files: $(head -20 "$T/packed.diff")"
 for f in "$bundle"/bin/tstat "$bundle"/bin/tests/* "$bundle"/lib/*; do
   [[ -L "$f" ]] && continue
   rpath="$(patchelf --print-rpath "$f")" || fail "$f is not an ELF file"
