@@ -15,15 +15,17 @@ saturated by a large initialization, a deep ReLU net initialized with 5.6x
 He's standard deviation, a NaN in the input, 95% of the labels one class).
 Every run
 attaches tstat.pytorch.Hook with the default configuration, as a user who
-writes no rules config would; "labelled" runs also give it their labels
-(Hook(num_classes=), save_labels).
+writes no rules config would, and register_loss(nn.CrossEntropyLoss()),
+which gives the hook the labels too; fine-tuned and learning-rate-0 runs
+also without labels (register_loss(..., labels=False)) and with them given
+by save_labels (Hook(num_classes=)).
 
 Target: no finding on any healthy run (a critical one would stop it), slow
-ones included; fine-tuned runs without labels not stopped (loss_not_decreasing
-may report their plateau as an error: nothing tells it from a network that
-learns nothing); the runs with learning rate 0 found by loss_not_decreasing
-after its horizon, and stopped when their labels show the loss began at
-chance. Shuffled labels are shown, not judged: a network memorizes them, so
+ones included; fine-tuned runs with labels without a finding, and without
+labels not stopped (loss_not_decreasing may report their plateau as an
+error: nothing tells it from a network that learns nothing); the runs with
+learning rate 0 found by loss_not_decreasing after its horizon, and stopped
+when their labels show the loss began at chance. Shuffled labels are shown, not judged: a network memorizes them, so
 their training loss falls (overfit needs a validation loss, which these runs
 do not save). Every fault found by its rule (critical ones stopped within 3
 steps).
@@ -74,10 +76,12 @@ ACCUMULATED = [("adam", 1e-3, 1, 8), ("momentum", 0.01, 1, 16)]
 # Schedules that end with a learning rate near 0 (OneCycle ends at 1/250,000 of
 # its peak; "fade" decays by 0.85 a step): updates fade in the last steps.
 ANNEALED = [("adam", 1e-3, 1, "fade"), ("momentum", 0.02, 1, "fade"), ("adam", 3e-4, 1, "onecycle")]
-# Trained on from a plateau (without and with labels): 1,500 steps before the hook.
+# Trained on from a plateau: 1,500 steps before the hook. Labels: "loss"
+# (register_loss's own), "save" (save_labels), "none" (labels=False).
 FINETUNE_PRETRAIN = 1500
-FINETUNED = [("adam", 1e-3, 1, False), ("adam", 1e-3, 1, True), ("momentum", 0.01, 1, False),
-             ("momentum", 0.01, 1, True)]
+LABELLING = ("none", "save", "loss")
+FINETUNED = [(opt, lr, 1, how) for opt, lr in (("adam", 1e-3), ("momentum", 0.01))
+             for how in LABELLING]
 # Faults: (optimizer, learning rate, warmup, fault, the rule that must find it,
 # whether it must stop the run). The model changes with the fault (FAULT_MODELS).
 FAULTS = [
@@ -164,11 +168,11 @@ def run(case, steps, out_dir):
         opt.zero_grad()
         loss_fn(model(x_all[idx]), y_all[idx]).backward()
         opt.step()
-    labelled = case.get("labels", False)
+    labels = case.get("labels", "loss")
     t0 = time.perf_counter()
-    with tstat.pytorch.Hook(out_dir=out_dir, num_classes=CLASSES if labelled else 0) as hook:
+    with tstat.pytorch.Hook(out_dir=out_dir, num_classes=CLASSES if labels == "save" else 0) as hook:
         hook.register_module(model)
-        hook.register_loss(loss_fn)
+        hook.register_loss(loss_fn, labels=labels == "loss")
         for step in range(steps):
             if cursor + BATCH > ROWS:
                 perm, cursor = torch.randperm(ROWS, generator=g), 0
@@ -182,7 +186,7 @@ def run(case, steps, out_dir):
                 x = x.clone()
                 x[3, 5] = float("nan")
             logits = model(x)
-            if labelled:
+            if labels == "save":
                 hook.save_labels(y_all[idx], logits)
             loss = loss_fn(logits, y_all[idx])
             if micro > 1:
@@ -236,7 +240,7 @@ def main():
         for kind, configs in (("healthy", HEALTHY), ("scaled", LOSS_SCALING),
                               ("accumulated", ACCUMULATED), ("annealed", ANNEALED),
                               ("finetuned", FINETUNED), ("shuffled", SHUFFLED),
-                              ("lr0", [("sgd", 0.01, 1, False), ("sgd", 0.01, 1, True)]),
+                              ("lr0", [("sgd", 0.01, 1, how) for how in LABELLING]),
                               ("fault", FAULTS)):
             for opt, lr, warm, *extra in configs:
                 for seed in range(a.seeds):
@@ -245,12 +249,12 @@ def main():
                     c["name"] = f"{kind}/{task}/{opt}-lr{lr:g}-warmup{warm}/s{seed}"
                     if kind == "fault":
                         c["fault"], c["expect"], c["must_stop"] = extra
-                        c["labels"] = extra[0] == "imbalanced"
                         c["name"] = f"fault/{task}/{extra[0]}/s{seed}"
                     if kind in ("finetuned", "lr0"):
                         c["labels"] = extra[-1]
                         c["pretrain"] = FINETUNE_PRETRAIN if kind == "finetuned" else 0
-                        c["name"] += "/labelled" if extra[-1] else "/unlabelled"
+                        c["name"] += {"none": "/unlabelled", "save": "/save_labels",
+                                      "loss": "/loss_labels"}[extra[-1]]
                     if kind == "scaled":
                         c["scale"] = extra[0]
                         c["name"] += f"/scale2^{int(math.log2(extra[0]))}"
@@ -282,7 +286,7 @@ def main():
                 finetuned_not_stopped += not stopped and r["steps_run"] == a.steps
                 # Labelled: the labels show the plateau began learned, so no
                 # finding; unlabelled: at most loss_not_decreasing's error.
-                ok = not r["findings"] if c["labels"] else (
+                ok = not r["findings"] if c["labels"] != "none" else (
                     not stopped and r["steps_run"] == a.steps and
                     {f["rule"] for f in r["findings"]} <= {"loss_not_decreasing"})
             elif c["kind"] == "lr0":
@@ -292,7 +296,8 @@ def main():
                     r["steps_run"] <= ldn[0]["first_step"] + 2
                 found_lr0 += bool(ldn)
                 stopped_lr0 += stopped
-                ok = stopped if c["labels"] else bool(ldn) and r["steps_run"] == a.steps
+                ok = stopped if c["labels"] != "none" else \
+                    bool(ldn) and r["steps_run"] == a.steps
             elif c["kind"] == "fault":
                 faults += 1
                 hits = [f for f in r["findings"] if f["rule"] == c["expect"]]

@@ -65,6 +65,10 @@ for _name, _code in (("float8_e4m3fn", 4), ("float8_e5m2", 5)):
 
 _TENSOR, _PARAMETER, _GRADIENT = 0, 1, 2
 
+# register_loss gives a classification loss's targets as labels up to this
+# many classes: the session stops counting labels past 1,024 (token ids).
+_MAX_LOSS_CLASSES = 1024
+
 # Leaf modules whose inputs are captured too: the saturation and
 # initialization rules judge what goes into an activation function.
 _ACTIVATION_FUNCTION = re.compile(
@@ -144,6 +148,7 @@ class Hook:
         self._mode = _modes.TRAIN
         self._mode_set = False    # set_mode() called: steps are in self._mode, not GLOBAL
         self._warned = set()
+        self._labels_given = False  # save_labels called: register_loss gives none
         atexit.register(_close_at_exit, weakref.ref(self))
 
     @classmethod
@@ -193,20 +198,31 @@ class Hook:
             self._top_name = name
             self._handles.append(module.register_forward_pre_hook(self._top_forward_pre))
 
-    def register_loss(self, loss_module, name="loss"):
+    def register_loss(self, loss_module, name="loss", labels=True):
         """Captures the output of `loss_module` (an nn.Module such as
         nn.CrossEntropyLoss()) as `name` in collection losses, read by the
-        loss rules (on the device for a CUDA loss: no .item())."""
+        loss rules (on the device for a CUDA loss: no .item()).
+
+        labels: a classification loss (nn.CrossEntropyLoss, nn.NLLLoss)
+        called with scores [n, classes] (2 to 1,024 classes) and class ids
+        [n] also gives those, as save_labels would, unless save_labels is
+        called: the label rules judge the class counts, and
+        loss_not_decreasing tells a run that began learned (a fine-tuned or
+        resumed model) from one that learns nothing. labels=False: not."""
         self._check_open()
         if not isinstance(loss_module, torch.nn.Module):
             raise Error("invalid_argument",
                         "register_loss takes a torch.nn.Module (for a loss computed by a "
                         "function, call hook.save_tensor(name, loss, 'losses'))")
+        classifies = labels and isinstance(loss_module, (torch.nn.CrossEntropyLoss,
+                                                         torch.nn.NLLLoss))
 
-        def on_loss(_module, _inputs, output):
+        def on_loss(_module, inputs, output):
             tensors = _tensors_of(output)
             if tensors:
                 self._set(name, ["losses"], tensors[0])
+            if classifies and not self._labels_given and len(inputs) >= 2:
+                self._loss_labels(inputs[0], inputs[1])
 
         self._handles.append(loss_module.register_forward_hook(on_loss))
 
@@ -256,6 +272,7 @@ class Hook:
             raise Error("invalid_argument",
                         f"predictions must have {labels.shape[0]} rows like the labels, got "
                         f"shape {tuple(predictions.shape)}")
+        self._labels_given = True
         self._set("labels", ["labels"], labels)
         self._set("predictions", [], predictions.detach())
 
@@ -347,6 +364,20 @@ class Hook:
             if about_to_change:
                 self._session.settle(tensor)
             self._session.set(self._slot(name, collections, _TENSOR), tensor, about_to_change)
+
+    def _loss_labels(self, scores, targets):
+        """A classification loss's scores and class ids as the step's labels
+        and predictions, when they have the shapes of one example per row;
+        anything else (per-token or per-pixel losses, class probabilities as
+        targets, more classes than labels have) is left alone."""
+        if not isinstance(scores, torch.Tensor) or not isinstance(targets, torch.Tensor):
+            return
+        if targets.dtype not in (torch.int64, torch.int32, torch.uint8) or targets.dim() != 1 \
+                or scores.dim() != 2 or scores.shape[0] != targets.shape[0] \
+                or not 2 <= scores.shape[1] <= _MAX_LOSS_CLASSES:
+            return
+        self._set("labels", ["labels"], targets)
+        self._set("predictions", [], scores.detach())
 
     def _gradient_hook(self, slot):
         def on_gradient(_grad):

@@ -349,9 +349,10 @@ def pretrained_mlp():
     return model, batch
 
 
-def resume(tmp_path, name, steps=240, labels=False, set_train=False, **hook_args):
+def resume(tmp_path, name, steps=240, labels=None, set_train=False, **hook_args):
     """Trains pretrained_mlp() on for `steps` steps under a hook with the
-    default rules; returns (run, findings, rules summary, the losses)."""
+    default rules; returns (run, findings, rules summary, the losses).
+    labels: "save" (save_labels), "loss" (register_loss's own), None (neither)."""
     model, batch = pretrained_mlp()
     # A small learning rate: the loss stays on its plateau, where the
     # minibatches' noise moves its window medians by +-30%.
@@ -359,9 +360,10 @@ def resume(tmp_path, name, steps=240, labels=False, set_train=False, **hook_args
     loss_fn = torch.nn.CrossEntropyLoss()
     run = str(tmp_path / name)
     losses, seen = [], []
-    with tstat.pytorch.Hook(out_dir=run, num_classes=4 if labels else 0, **hook_args) as hook:
+    with tstat.pytorch.Hook(out_dir=run, num_classes=4 if labels == "save" else 0,
+                            **hook_args) as hook:
         hook.register_module(model)
-        hook.register_loss(loss_fn)
+        hook.register_loss(loss_fn, labels=labels == "loss")
         if set_train:
             hook.set_mode(modes.TRAIN)
         for _ in range(steps):
@@ -369,7 +371,7 @@ def resume(tmp_path, name, steps=240, labels=False, set_train=False, **hook_args
             seen.append(y)
             opt.zero_grad()
             out = model(x)
-            if labels:
+            if labels == "save":
                 hook.save_labels(y, out)
             loss = loss_fn(out, y)
             loss.backward()
@@ -396,15 +398,21 @@ def test_a_resumed_run_keeps_its_step_numbers_and_is_not_judged_from_its_start(t
     assert trial.findings().empty
     # Its training labels tell the rule the same without the step numbers:
     # the chance level is their entropy (the test's own count of them).
-    trial, summary, losses, labels = resume(tmp_path, "labels", labels=True)
-    assert trial.steps() == list(range(240)) and trial.findings().empty
-    q = torch.bincount(labels[:20 * 2 * 32]).double() / (20 * 2 * 32)
-    entropy = -(q[q > 0] * q[q > 0].log()).sum().item()
-    notes = "\n".join(summary.get("diagnostics", []))
-    assert "began learned" in notes and f"(their entropy, {entropy:.6g} nats)" in notes, notes
+    # register_loss gives them by itself (a CrossEntropyLoss called with
+    # scores [n, 4] and class ids [n]), save_labels explicitly.
+    for how in ("save", "loss"):
+        trial, summary, losses, labels = resume(tmp_path, f"labels_{how}", labels=how)
+        assert trial.steps() == list(range(240)) and trial.findings().empty, how
+        q = torch.bincount(labels[:20 * 2 * 32]).double() / (20 * 2 * 32)
+        entropy = -(q[q > 0] * q[q > 0].log()).sum().item()
+        notes = "\n".join(summary.get("diagnostics", []))
+        assert "began learned" in notes and f"(their entropy, {entropy:.6g} nats)" in notes, notes
+        counts, _ = trial.tensor("labels").label_counts(0)
+        assert list(counts) == torch.bincount(labels[:32], minlength=4).tolist(), how
     # Neither (a job restarted from its checkpoint with its steps numbered
-    # from 0): the rule cannot tell the plateau from a network that learns
-    # nothing, so it reports it as an error and does not stop the run.
+    # from 0, a loss without labels): the rule cannot tell the plateau from
+    # a network that learns nothing, so it reports it as an error and does
+    # not stop the run.
     trial, summary, losses, _ = resume(tmp_path, "fresh")
     found = trial.findings()
     assert list(found["type"]) == ["loss_not_decreasing"], found
@@ -414,7 +422,7 @@ def test_a_resumed_run_keeps_its_step_numbers_and_is_not_judged_from_its_start(t
 
 
 def teacher_run(tmp_path, name, opt_name, lr, warmup=1, steps=230, scaler=None, accumulate=1,
-                trained=None, schedule=None, layer_norm=False, config=None, labels=False):
+                trained=None, schedule=None, layer_norm=False, config=None, labels="loss"):
     """An MLP on classes drawn from a random linear teacher with label noise
     (harder than the digits), under a hook with the default rules; returns
     (the losses, the findings). `scaler(model)`: a LossScaler that makes the
@@ -422,7 +430,8 @@ def teacher_run(tmp_path, name, opt_name, lr, warmup=1, steps=230, scaler=None, 
     per optimizer step; `trained(model)`: the parameters the optimizer gets;
     `schedule(opt)`: the learning-rate scheduler (default: the warmup);
     `layer_norm`: a LayerNorm after the first layer (weights near 1);
-    `labels`: the labels and logits given to save_labels."""
+    `labels`: "loss" (register_loss gives them), "save" (save_labels) or
+    None (no labels)."""
     torch.manual_seed(0)
     g = torch.Generator().manual_seed(100)
     teacher = torch.randn(20, 10, generator=g)
@@ -441,15 +450,15 @@ def teacher_run(tmp_path, name, opt_name, lr, warmup=1, steps=230, scaler=None, 
     losses = []
     scaling = scaler(model) if scaler else None  # its gradient hooks come first
     with tstat.pytorch.Hook(out_dir=str(tmp_path / name), config=config,
-                            num_classes=10 if labels else 0) as hook:
+                            num_classes=10 if labels == "save" else 0) as hook:
         hook.register_module(model)
-        hook.register_loss(loss_fn)
+        hook.register_loss(loss_fn, labels=labels == "loss")
         for step in range(steps):
             idx = torch.arange(step * 64, step * 64 + 64) % 2000
             if step % accumulate == 0:
                 opt.zero_grad()
             logits = model(x_all[idx])
-            if labels:
+            if labels == "save":
                 hook.save_labels(y_all[idx], logits)
             loss = loss_fn(logits, y_all[idx])
             if scaling:
@@ -480,11 +489,12 @@ def test_slow_healthy_trainings_are_not_stopped_and_a_learning_rate_of_0_is(tmp_
     # labels captured, which show the loss began at chance, it is critical:
     # the run stops. Without them it is an error (it could be a plateau the
     # run began on) and the run goes on.
-    losses, found = teacher_run(tmp_path, "lr0", "sgd", 0.0, labels=True)
-    rules = found.groupby("type")["first_step"].min().to_dict()
-    assert set(rules) == {"weight_update_ratio", "loss_not_decreasing"}, found
-    assert rules["loss_not_decreasing"] == 199 and len(losses) <= 201
-    losses, found = teacher_run(tmp_path, "lr0_unlabelled", "sgd", 0.0)
+    for how in ("save", "loss"):  # save_labels, or register_loss's own
+        losses, found = teacher_run(tmp_path, f"lr0_{how}", "sgd", 0.0, labels=how)
+        rules = found.groupby("type")["first_step"].min().to_dict()
+        assert set(rules) == {"weight_update_ratio", "loss_not_decreasing"}, (how, found)
+        assert rules["loss_not_decreasing"] == 199 and len(losses) <= 201, how
+    losses, found = teacher_run(tmp_path, "lr0_unlabelled", "sgd", 0.0, labels=None)
     ld = found[found["type"] == "loss_not_decreasing"]
     assert list(ld["first_step"]) == [199] and list(ld["severity"]) == ["error"], found
     assert len(losses) == 230
