@@ -3,7 +3,7 @@
     import tstat.pytorch
     hook = tstat.pytorch.Hook(out_dir="runs/exp1")
     hook.register_module(model)          # weights, biases, gradients, activations
-    hook.register_loss(criterion)        # the loss, for the loss rules
+    hook.register_loss(criterion)        # the loss and its labels, for the rules
     for x, y in loader:
         loss = criterion(model(x), y)    # a forward of the model begins a step
         optimizer.zero_grad(); loss.backward(); optimizer.step()
