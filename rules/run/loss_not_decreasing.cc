@@ -220,7 +220,8 @@ class LossNotDecreasing final : public LossRuleBase {
             (s->start == Start::kUnknown
                  ? " (or it began trained: a fine-tuned model, or a resumed run numbered from "
                    "step 0, sits on its plateau; this finding does not stop training because "
-                   "no training labels show where the loss began - capture them (save_labels) "
+                   "no training labels show where the loss began - capture them (Python: "
+                   "register_loss with a CrossEntropyLoss, or save_labels) "
                    "or number a resumed run's steps on (start_step) to let the rule tell)"
                  : std::string()),
         {{"decrease_percent", decrease},

@@ -25,7 +25,8 @@
 // graph is not kept alive) until the next Capture; what is saved is that
 // tensor's content at EndStep. A tensor changed in place after Capture (its
 // version counter moved) is not read: EndStep records a drop naming it and
-// returns kFailedPrecondition; capture a copy, or after the last in-place op.
+// returns kFailedPrecondition, and from then on that slot reads its tensor
+// when it is captured (TensorSlot).
 // Non-contiguous tensors are copied to a contiguous one at capture time only.
 //
 // CUDA: tensors on a GPU are viewed as MemorySpace::kCuda and EndStep(session,
