@@ -3,13 +3,14 @@
 // ReduceTileF serves as the exact fallback.
 //
 // Pass 1 reads the tile once for the moments (double), min/max and all counts,
-// with no masking: it only records whether any non-finite value was present.
+// with no masking: a non-finite value shows as a non-finite sum of |x|.
 // Such tiles (rare) are redone by the fully-masked ReduceTileF. Pass 2 reads
 // the tile again (from L1) for the exponent histogram: the exponent fields of
 // 64 values are packed into one vector of bytes, each holding the value's
-// octave below the tile's largest one, and counted with byte compares for the
-// top kWindow octaves. Values further down (and float subnormals) are binned by
-// an exact scalar fix-up that runs only when the counts say there are some.
+// octave below the tile's largest one, turned into one-hot bits for the top
+// kWindow octaves and counted by bit position (CountWindowOctaves). Values
+// further down (and float subnormals) are binned by an exact scalar fix-up
+// that runs only when the counts say there are some.
 
 #include <immintrin.h>
 
@@ -23,16 +24,117 @@ static inline __m512 LoadF16Lanes(const unsigned char* p) {
     return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
   } else {
     static_assert(D == DType::kBFloat16, "fast path covers f32, f16, bf16");
-    const __m512i w = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+    const __m512i w =
+        _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
     return _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
   }
 }
 
 static inline double HSumPd(__m512d v) { return _mm512_reduce_add_pd(v); }
 
+// Per-bit counts of a stream of 512-bit vectors: how many of the vectors
+// added have bit j of byte b set, summed over b, for each j in 0..7. Vectors
+// are added 16 at a time through a carry-save adder tree (Harley-Seal): the
+// running ones/twos/fours/eights planes hold each bit position's count in
+// binary, and only every sixteenth carry is counted out with popcounts.
+struct BitPlaneCounter {
+  __m512i ones = _mm512_setzero_si512(), twos = ones, fours = ones, eights = ones;
+  std::uint64_t counts[8] = {};
+};
+
+// (high, low) = the two-bit sum a + b + c of each bit position.
+static inline void CarrySave(__m512i* high, __m512i* low, __m512i a, __m512i b, __m512i c) {
+  *low = _mm512_ternarylogic_epi32(a, b, c, 0x96);   // a ^ b ^ c
+  *high = _mm512_ternarylogic_epi32(a, b, c, 0xe8);  // majority
+}
+
+// counts[j] += weight * (bytes of v with bit j set).
+static inline void AddBitCounts(__m512i v, std::uint64_t weight, std::uint64_t* counts) {
+  for (int j = 0; j < 8; ++j) {
+    const __mmask64 m = _mm512_test_epi8_mask(v, _mm512_set1_epi8(static_cast<char>(1 << j)));
+    counts[j] += weight * static_cast<std::uint64_t>(_mm_popcnt_u64(m));
+  }
+}
+
+// Adds 16 vectors, d(0) .. d(15), to c.
+template <class Next>
+static inline void AddSixteen(BitPlaneCounter* c, Next&& d) {
+  __m512i twos_a, twos_b, fours_a, fours_b, eights_a, eights_b, sixteens;
+  auto fours_of_four = [&](__m512i* fours_out) {
+    CarrySave(&twos_a, &c->ones, c->ones, d(), d());
+    CarrySave(&twos_b, &c->ones, c->ones, d(), d());
+    CarrySave(fours_out, &c->twos, c->twos, twos_a, twos_b);
+  };
+  fours_of_four(&fours_a);
+  fours_of_four(&fours_b);
+  CarrySave(&eights_a, &c->fours, c->fours, fours_a, fours_b);
+  fours_of_four(&fours_a);
+  fours_of_four(&fours_b);
+  CarrySave(&eights_b, &c->fours, c->fours, fours_a, fours_b);
+  CarrySave(&sixteens, &c->eights, c->eights, eights_a, eights_b);
+  AddBitCounts(sixteens, 16, c->counts);
+}
+
+static inline void FinishBitCounts(BitPlaneCounter* c) {
+  AddBitCounts(c->eights, 8, c->counts);
+  AddBitCounts(c->fours, 4, c->counts);
+  AddBitCounts(c->twos, 2, c->counts);
+  AddBitCounts(c->ones, 1, c->counts);
+}
+
+// bins[k] = the number of the first nv * 16 values whose exponent field is
+// window_base + k (0 <= k < kWindow = 16). Each value's key, field -
+// window_base, is packed to a signed byte (negative below the window: its
+// top bit set), and one byte shuffle per half of the window turns 64 keys into
+// one-hot bits (bit k of `low` for keys 0..7, bit k - 8 of `high` for 8..15),
+// counted by bit position. 64 values cost 4 key vectors, 3 packs, 2 shuffles
+// and ~4 adder ops, where comparing against each octave costs 32.
+template <DType D>
+static void CountWindowOctaves(const unsigned char* base, std::int64_t nv, int window_base,
+                               std::uint64_t* bins) {
+  static_assert(kWindow == 16, "two one-hot bytes of 8 octaves each");
+  constexpr std::int64_t kElem = static_cast<std::int64_t>(DTypeSize(D));
+  const __m512i vbase = _mm512_set1_epi32(window_base);
+  const __m512i none = _mm512_set1_epi32(-1);
+  // vpshufb tables (the same in each 128-bit lane): key -> one-hot byte.
+  const __m512i table_low =
+      _mm512_broadcast_i32x4(_mm_setr_epi8(1, 2, 4, 8, 16, 32, 64, -128, 0, 0, 0, 0, 0, 0, 0, 0));
+  const __m512i table_high =
+      _mm512_broadcast_i32x4(_mm_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 2, 4, 8, 16, 32, 64, -128));
+  // field - window_base of the 16 values of vector v (none past the end).
+  auto keys = [&](std::int64_t v) {
+    if (v >= nv) return none;
+    const __m512i bits = _mm512_castps_si512(LoadF16Lanes<D>(base + v * 16 * kElem));
+    return _mm512_sub_epi32(_mm512_srli_epi32(_mm512_slli_epi32(bits, 1), 24), vbase);
+  };
+  BitPlaneCounter low, high;
+  // 1,024 values per block: `low` pulls 16 one-hot vectors, and the `high`
+  // ones made alongside wait for their turn.
+  for (std::int64_t v0 = 0; v0 < nv; v0 += 16 * 4) {
+    __m512i high_in[16];
+    int next_low = 0;
+    AddSixteen(&low, [&]() {
+      const std::int64_t v = v0 + 4 * next_low;
+      const __m512i kb = _mm512_packs_epi16(_mm512_packs_epi32(keys(v), keys(v + 1)),
+                                            _mm512_packs_epi32(keys(v + 2), keys(v + 3)));
+      high_in[next_low++] = _mm512_shuffle_epi8(table_high, kb);
+      return _mm512_shuffle_epi8(table_low, kb);
+    });
+    int next_high = 0;
+    AddSixteen(&high, [&]() { return high_in[next_high++]; });
+  }
+  FinishBitCounts(&low);
+  FinishBitCounts(&high);
+  for (int k = 0; k < 8; ++k) {
+    bins[k] = low.counts[k];
+    bins[8 + k] = high.counts[k];
+  }
+}
+
 template <DType D>
 __attribute__((flatten)) static void ReduceTileFastAvx512(const unsigned char* base, std::int64_t n,
-                                                          const Thresholds<float>& th, TileState* st) {
+                                                          const Thresholds<float>& th,
+                                                          TileState* st) {
   constexpr std::int64_t kElem = static_cast<std::int64_t>(DTypeSize(D));
   const std::int64_t nv = n / 16;
   if (nv == 0) return ReduceTileF<D>(base, n, th, st);
@@ -56,19 +158,22 @@ __attribute__((flatten)) static void ReduceTileFastAvx512(const unsigned char* b
   const __m512i vabs = _mm512_set1_epi32(0x7fffffff);
 
   __m512 vmn = _mm512_set1_ps(__builtin_inff()), vmx = _mm512_set1_ps(-__builtin_inff());
-  __m512i vmaxabs = _mm512_setzero_si512();  // max |x| bits: >= Inf bits flags non-finite
   __m512d sd0 = _mm512_setzero_pd(), sd1 = sd0, sq0 = sd0, sq1 = sd0, l10 = sd0, l11 = sd0;
-  // Counters live in vector lanes (masked decrements of -1); at most 256 per
-  // lane per tile, so 32-bit lanes cannot overflow.
+  // Counts: four as popcounts of compare masks on the scalar ports, which
+  // are otherwise idle here, and the others in vector lanes (masked
+  // decrements of -1; at most 256 per lane per tile, so 32-bit lanes cannot
+  // overflow). All five in vectors, or all five as popcounts, is slower.
+  std::uint64_t c_neg = 0, c_lo = 0, c_hi = 0, c_zero = 0;
   const __m512i vm1 = _mm512_set1_epi32(-1);
-  __m512i v_neg = _mm512_setzero_si512(), v_lo = v_neg, v_hi = v_neg, v_small = v_neg, v_zero = v_neg;
+  __m512i v_small = _mm512_setzero_si512();
   // float16 subnormals decode to normal floats, so the histogram fix-up does not
   // see them: count them here (f32 and bf16 subnormals are counted there).
-  __m512i v_sub16 = v_neg;
+  __m512i v_sub16 = v_small;
   const __m512i vminn16 = _mm512_set1_epi32(static_cast<int>(FloatBits(th.min_normal)));
   auto widen_add = [](__m512d* a0, __m512d* a1, __m512 v) {
     *a0 = _mm512_add_pd(*a0, _mm512_cvtps_pd(_mm512_castps512_ps256(v)));
-    *a1 = _mm512_add_pd(*a1, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1))));
+    *a1 = _mm512_add_pd(
+        *a1, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1))));
   };
   // Moments are summed in float over blocks of kBlock vectors (8 terms per
   // lane), then the block sums are added in double.
@@ -80,15 +185,14 @@ __attribute__((flatten)) static void ReduceTileFastAvx512(const unsigned char* b
       const __m512 x = LoadF16Lanes<D>(base + b * 16 * kElem);
       const __m512i absb = _mm512_and_si512(_mm512_castps_si512(x), vabs);
       const __m512 ax = _mm512_castsi512_ps(absb);
-      vmaxabs = _mm512_max_epu32(vmaxabs, absb);
       vmn = _mm512_min_ps(vmn, x);
       vmx = _mm512_max_ps(vmx, x);
-      v_neg = _mm512_mask_sub_epi32(v_neg, _mm512_cmp_ps_mask(x, vzero, _CMP_LT_OQ), v_neg, vm1);
-      v_lo = _mm512_mask_sub_epi32(v_lo, _mm512_cmp_ps_mask(x, vlo, _CMP_LE_OQ), v_lo, vm1);
-      v_hi = _mm512_mask_sub_epi32(v_hi, _mm512_cmp_ps_mask(x, vhi, _CMP_GE_OQ), v_hi, vm1);
-      v_small = _mm512_mask_sub_epi32(v_small, _mm512_cmp_ps_mask(ax, veps, _CMP_LT_OQ), v_small, vm1);
-      v_zero = _mm512_mask_sub_epi32(v_zero, _mm512_cmpeq_epi32_mask(absb, _mm512_setzero_si512()),
-                                     v_zero, vm1);
+      c_neg += _mm_popcnt_u32(_mm512_cmp_ps_mask(x, vzero, _CMP_LT_OQ));
+      c_lo += _mm_popcnt_u32(_mm512_cmp_ps_mask(x, vlo, _CMP_LE_OQ));
+      c_hi += _mm_popcnt_u32(_mm512_cmp_ps_mask(x, vhi, _CMP_GE_OQ));
+      c_zero += _mm_popcnt_u32(_mm512_testn_epi32_mask(absb, absb));
+      v_small =
+          _mm512_mask_sub_epi32(v_small, _mm512_cmp_ps_mask(ax, veps, _CMP_LT_OQ), v_small, vm1);
       if constexpr (D == DType::kFloat16) {
         const __mmask16 sub16 = _mm512_cmplt_epu32_mask(absb, vminn16) &
                                 _mm512_cmpneq_epi32_mask(absb, _mm512_setzero_si512());
@@ -103,26 +207,25 @@ __attribute__((flatten)) static void ReduceTileFastAvx512(const unsigned char* b
     widen_add(&sq0, &sq1, fsq);
     widen_add(&l10, &l11, fl1);
   }
-  const std::uint32_t maxabs_bits = _mm512_reduce_max_epu32(vmaxabs);
-  // Non-finite values, and magnitudes where float block sums could overflow
-  // (|x| >= 2^61: d^2 summed 8 times must stay below FLT_MAX) or lose
-  // precision to underflow (|x| < 2^-60), go to the double-precision path.
+  // A non-finite value makes the sum of |x| non-finite (NaN and Inf stick;
+  // min and max may drop a NaN). Such tiles, and magnitudes where float block
+  // sums could overflow (|x| >= 2^61: d^2 summed 8 times must stay below
+  // FLT_MAX) or lose precision to underflow (|x| < 2^-60), go to the
+  // double-precision path.
+  double l1 = HSumPd(_mm512_add_pd(l10, l11));
+  if (!std::isfinite(l1)) return ReduceTileF<D>(base, n, th, st);
+  float mn = _mm512_reduce_min_ps(vmn), mx = _mm512_reduce_max_ps(vmx);
+  const std::uint32_t maxabs_bits = FloatBits(-mn > mx ? -mn : mx);
   constexpr std::uint32_t kMaxFastBits = (127u + 61u) << 23;  // 2^61
   constexpr std::uint32_t kMinFastBits = (127u - 60u) << 23;  // 2^-60
   if (maxabs_bits >= kMaxFastBits || (maxabs_bits < kMinFastBits && maxabs_bits != 0)) {
     return ReduceTileF<D>(base, n, th, st);
   }
-  std::uint64_t c_neg = static_cast<std::uint64_t>(_mm512_reduce_add_epi32(v_neg));
-  std::uint64_t c_lo = static_cast<std::uint64_t>(_mm512_reduce_add_epi32(v_lo));
-  std::uint64_t c_hi = static_cast<std::uint64_t>(_mm512_reduce_add_epi32(v_hi));
   std::uint64_t c_small = static_cast<std::uint64_t>(_mm512_reduce_add_epi32(v_small));
-  std::uint64_t c_zero = static_cast<std::uint64_t>(_mm512_reduce_add_epi32(v_zero));
   std::uint64_t c_sub16 = static_cast<std::uint64_t>(_mm512_reduce_add_epi32(v_sub16));
 
   // Scalar tail (fewer than 16 values), same rules.
   double sd = HSumPd(_mm512_add_pd(sd0, sd1)), sq = HSumPd(_mm512_add_pd(sq0, sq1));
-  double l1 = HSumPd(_mm512_add_pd(l10, l11));
-  float mn = _mm512_reduce_min_ps(vmn), mx = _mm512_reduce_max_ps(vmx);
   float amax = FloatFromBits(maxabs_bits);
   for (std::int64_t i = nv * 16; i < n; ++i) {
     const float x = DecodeScalarF<D>(base, i);
@@ -161,38 +264,14 @@ __attribute__((flatten)) static void ReduceTileFastAvx512(const unsigned char* b
   const int window_base = top - (kWindow - 1);
   std::uint64_t in_window = 0;
   if (top != 0) {
-    __m512i acc[kWindow];
-    for (int k = 0; k < kWindow; ++k) acc[k] = _mm512_setzero_si512();
-    const __m512i vbase = _mm512_set1_epi32(window_base);
-    const __m512i v255 = _mm512_set1_epi32(255);
-    auto keys = [&](std::int64_t i) {  // min(field - base, 255) of 16 values, as dwords
-      const __m512i bits = _mm512_castps_si512(LoadF16Lanes<D>(base + i * kElem));
-      const __m512i field = _mm512_srli_epi32(_mm512_and_si512(bits, vabs), 23);
-      return _mm512_min_epu32(_mm512_sub_epi32(field, vbase), v255);
-    };
-    // 64 values per step; a last partial step pads missing vectors with keys
-    // outside the window.
-    for (std::int64_t i = 0; i < nv * 16; i += 64) {
-      const std::int64_t left = nv * 16 - i;
-      const __m512i k0 = keys(i);
-      const __m512i k1 = left > 16 ? keys(i + 16) : v255;
-      const __m512i k2 = left > 32 ? keys(i + 32) : v255;
-      const __m512i k3 = left > 48 ? keys(i + 48) : v255;
-      // Packing scrambles lane order, which counting does not care about.
-      const __m512i kb = _mm512_packus_epi16(_mm512_packus_epi32(k0, k1), _mm512_packus_epi32(k2, k3));
-      for (int k = 0; k < kWindow; ++k) {
-        const __mmask64 eq = _mm512_cmpeq_epi8_mask(kb, _mm512_set1_epi8(static_cast<char>(k)));
-        acc[k] = _mm512_mask_sub_epi8(acc[k], eq, acc[k], _mm512_set1_epi8(-1));
-      }
-    }
-    // At most 64 per byte lane per tile: no overflow. Sum bytes with SAD.
+    std::uint64_t bins[kWindow] = {};
+    CountWindowOctaves<D>(base, nv, window_base, bins);
     for (int k = 0; k < kWindow; ++k) {
       const int field = window_base + k;
-      const std::uint64_t c = static_cast<std::uint64_t>(
-          _mm512_reduce_add_epi64(_mm512_sad_epu8(acc[k], _mm512_setzero_si512())));
-      if (c == 0) continue;
-      if (field >= 1) st->hist[field - 127 - kExpHistMinExp] += c;  // fields < 1 count nothing
-      in_window += c;
+      if (bins[k] == 0) continue;
+      if (field >= 1)
+        st->hist[field - 127 - kExpHistMinExp] += bins[k];  // fields < 1 count nothing
+      in_window += bins[k];
     }
     for (std::int64_t i = nv * 16; i < n; ++i) {  // tail of fewer than 16
       const int field = static_cast<int>((FloatBits(DecodeScalarF<D>(base, i)) >> 23) & 0xffu);

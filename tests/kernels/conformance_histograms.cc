@@ -1,10 +1,9 @@
-// Backend conformance suite (TEST_Ps only; see backend_conformance.h): exponent and linear histograms (hand-computed bins, fixed and automatic
-// ranges, bucket limits, empty and non-finite tensors).
+// Backend conformance suite (TEST_Ps only; see backend_conformance.h): exponent and linear
+// histograms (hand-computed bins, fixed and automatic ranges, bucket limits, empty and non-finite
+// tensors).
 //
 // Expected values come from the long-double reference (tests/support) and,
 // for the edge cases, from values computed by hand and written down here.
-#include "tests/kernels/conformance_values.h"
-
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -14,15 +13,18 @@
 #include <string>
 #include <vector>
 
+#include "tests/kernels/conformance_values.h"
+
 namespace tstat::testing {
 namespace {
 
 // ---------------------------------------------------------------------------
 // Exponent histogram.
 TEST_P(BackendConformanceTest, ExponentHistogramHandComputedBins) {
-  HostTensor f = MakeTensor(DType::kFloat32, {1.0, 0.75, std::ldexp(1.0, -149),
-                                              static_cast<double>(std::numeric_limits<float>::max()),
-                                              -3.0, 0.0, kNaN, kInf});
+  HostTensor f =
+      MakeTensor(DType::kFloat32,
+                 {1.0, 0.75, std::ldexp(1.0, -149),
+                  static_cast<double>(std::numeric_limits<float>::max()), -3.0, 0.0, kNaN, kInf});
   ReductionResult r = ReduceOne(f);
   std::array<std::uint64_t, kExpHistBins> want{};
   want[150] = 1;  // 1
@@ -35,9 +37,10 @@ TEST_P(BackendConformanceTest, ExponentHistogramHandComputedBins) {
 
   // float64 beyond the histogram range lands in the end bins.
   // (1e100, not 1e300: squares must stay finite in double for the stat set.)
-  HostTensor d = MakeTensor(DType::kFloat64, {1e-300, 1e100, std::ldexp(1.0, -1074), std::ldexp(1.0, 128),
-                                              std::ldexp(1.0, 127), std::ldexp(1.0, -150),
-                                              -std::ldexp(1.0, -151), std::ldexp(1.0, -149)});
+  HostTensor d =
+      MakeTensor(DType::kFloat64,
+                 {1e-300, 1e100, std::ldexp(1.0, -1074), std::ldexp(1.0, 128), std::ldexp(1.0, 127),
+                  std::ldexp(1.0, -150), -std::ldexp(1.0, -151), std::ldexp(1.0, -149)});
   r = ReduceOne(d);
   want.fill(0);
   want[0] = 4;    // 1e-300, 2^-1074, 2^-150, -2^-151
@@ -62,6 +65,37 @@ TEST_P(BackendConformanceTest, ExponentHistogramHandComputedBins) {
   }
 }
 
+// Magnitudes spread evenly over `octaves` octaves below 2^top (some zeros,
+// both signs): every bin of a windowed histogram gets values, at sizes
+// around the tile (4,096) and a vectorized kernel's blocks (16, 64, 1,024).
+TEST_P(BackendConformanceTest, ExponentHistogramOfWideRangesMatchesReference) {
+  struct Spread {
+    int top, octaves;
+  };
+  const Spread spreads[] = {{0, 8}, {4, 16}, {2, 17}, {10, 40}, {-30, 24}};
+  const std::int64_t sizes[] = {1,    15,   16,   17,   63,   64,   65,  1023,
+                                1024, 1025, 1040, 4095, 4096, 4097, 9000};
+  for (DType t : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
+    for (const Spread& sp : spreads) {
+      for (std::int64_t n : sizes) {
+        std::mt19937_64 rng(static_cast<std::uint64_t>(n * 131 + sp.top * 7 + sp.octaves));
+        std::uniform_real_distribution<double> u(0.0, 1.0);
+        std::vector<double> v(static_cast<std::size_t>(n));
+        for (double& x : v) {
+          const double r = u(rng);
+          x = r < 0.05 ? 0.0
+                       : std::ldexp(1.0, sp.top - static_cast<int>(u(rng) * sp.octaves)) *
+                             (1.0 + u(rng));
+          if (u(rng) < 0.5) x = -x;
+          if (std::fabs(x) > MaxFinite(t)) x = std::copysign(MaxFinite(t), x);
+        }
+        EXPECT_TRUE(MatchesReference(MakeTensor(t, v)))
+            << DTypeLabel(t) << " n=" << n << " top=" << sp.top << " octaves=" << sp.octaves;
+      }
+    }
+  }
+}
+
 TEST_P(BackendConformanceTest, ExponentHistogramCanBeTurnedOff) {
   HostTensor h = GenerateDefaultTensor(DType::kFloat32, 1000, 5);
   StatsOptions o;
@@ -79,7 +113,7 @@ TEST_P(BackendConformanceTest, LinearHistogramMatchesReferenceForEveryDType) {
     int bins;
     bool fixed;
   };
-  const Case cases[] = {{1, 7, false},        {33, 1, false},     {1025, 64, false},
+  const Case cases[] = {{1, 7, false},        {33, 1, false},         {1025, 64, false},
                         {16385, 1000, false}, {100003, 65536, false}, {16385, 50, true},
                         {4097, 256, false},   {65537, 100, false}};
   for (DType t : AllDTypes()) {
@@ -110,7 +144,8 @@ TEST_P(BackendConformanceTest, LinearHistogramFixedRangeCountsBelowAndAbove) {
     ASSERT_TRUE(r.linear_histogram.has_value()) << DTypeLabel(t);
     EXPECT_EQ(r.linear_histogram->lo, -1.0);
     EXPECT_EQ(r.linear_histogram->hi, 1.0);
-    EXPECT_EQ(r.linear_histogram->counts, (std::vector<std::uint64_t>{1, 2, 1, 3})) << DTypeLabel(t);
+    EXPECT_EQ(r.linear_histogram->counts, (std::vector<std::uint64_t>{1, 2, 1, 3}))
+        << DTypeLabel(t);
     EXPECT_EQ(r.linear_histogram->below, 1u) << DTypeLabel(t);
     EXPECT_EQ(r.linear_histogram->above, 1u) << DTypeLabel(t);
   }
@@ -139,7 +174,8 @@ TEST_P(BackendConformanceTest, LinearHistogramAutomaticRange) {
     ASSERT_TRUE(r.linear_histogram.has_value()) << DTypeLabel(t);
     EXPECT_EQ(r.linear_histogram->lo, -2.0) << DTypeLabel(t);
     EXPECT_EQ(r.linear_histogram->hi, 1.5) << DTypeLabel(t);
-    EXPECT_EQ(r.linear_histogram->counts, (std::vector<std::uint64_t>{1, 2, 3, 3})) << DTypeLabel(t);
+    EXPECT_EQ(r.linear_histogram->counts, (std::vector<std::uint64_t>{1, 2, 3, 3}))
+        << DTypeLabel(t);
     EXPECT_EQ(r.linear_histogram->below + r.linear_histogram->above, 0u) << DTypeLabel(t);
   }
 }
@@ -179,7 +215,7 @@ TEST_P(BackendConformanceTest, LinearHistogramBucketLimitsAreRightEdges) {
     double lo, hi;
     int bins;
   };
-  const Range ranges[] = {{-1, 1, 4},    {0, 1, 10},       {-3, 7, 7},   {0.1, 0.7, 3},
+  const Range ranges[] = {{-1, 1, 4},        {0, 1, 10},       {-3, 7, 7},   {0.1, 0.7, 3},
                           {-1e-3, 5e-3, 12}, {-100, 1e4, 999}, {0, 1, 65536}};
   for (const Range& g : ranges) {
     StatsOptions o;
@@ -193,9 +229,12 @@ TEST_P(BackendConformanceTest, LinearHistogramBucketLimitsAreRightEdges) {
     std::uint64_t below = 0, above = 0;
     auto add = [&](double x, int bucket) {
       values.push_back(x);
-      if (bucket < 0) ++below;
-      else if (bucket >= g.bins) ++above;
-      else ++want[static_cast<std::size_t>(bucket)];
+      if (bucket < 0)
+        ++below;
+      else if (bucket >= g.bins)
+        ++above;
+      else
+        ++want[static_cast<std::size_t>(bucket)];
     };
     add(g.lo, 0);
     add(std::nextafter(g.lo, -kInf), -1);
@@ -217,11 +256,13 @@ TEST_P(BackendConformanceTest, LinearHistogramBucketLimitsAreRightEdges) {
     int wrong = 0;
     std::string first;
     for (int i = 0; i < g.bins; ++i) {
-      if (r.linear_histogram->counts[static_cast<std::size_t>(i)] != want[static_cast<std::size_t>(i)]) {
+      if (r.linear_histogram->counts[static_cast<std::size_t>(i)] !=
+          want[static_cast<std::size_t>(i)]) {
         if (wrong++ == 0) {
           char buf[160];
           std::snprintf(buf, sizeof buf, "bucket %d: got %llu want %llu (left edge %.17g)", i,
-                        static_cast<unsigned long long>(r.linear_histogram->counts[static_cast<std::size_t>(i)]),
+                        static_cast<unsigned long long>(
+                            r.linear_histogram->counts[static_cast<std::size_t>(i)]),
                         static_cast<unsigned long long>(want[static_cast<std::size_t>(i)]),
                         i == 0 ? g.lo : limits[static_cast<std::size_t>(i - 1)]);
           first = buf;
