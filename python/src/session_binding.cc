@@ -79,6 +79,28 @@ std::int64_t VersionOf(const py::object& t) {
   return version;
 }
 
+// An interned attribute name, made once per place it is used (and never
+// freed: it may be used until the interpreter ends).
+#define TSTAT_INTERNED(name)                                            \
+  ([]() -> PyObject* {                                                  \
+    static PyObject* const interned = PyUnicode_InternFromString(name); \
+    return interned;                                                    \
+  }())
+
+// o.<name>, or throws error_already_set.
+py::object Attr(const py::handle& o, PyObject* name) {
+  PyObject* r = PyObject_GetAttr(o.ptr(), name);
+  if (r == nullptr) throw py::error_already_set();
+  return py::reinterpret_steal<py::object>(r);
+}
+
+// o.<name>(), or throws error_already_set.
+py::object Call(const py::handle& o, PyObject* name) {
+  PyObject* r = PyObject_CallMethodNoArgs(o.ptr(), name);
+  if (r == nullptr) throw py::error_already_set();
+  return py::reinterpret_steal<py::object>(r);
+}
+
 // Status for a Python exception raised while reading a tensor.
 Status FromPython(const std::string& name, py::error_already_set& e) {
   const std::string what = e.what();
@@ -147,12 +169,16 @@ class PySession {
     s.version = -1;
     if (!s.registered && !s.failed) Register(s);
     if (!s.registered || s.source.is_none()) return;
-    const py::object numel = py::getattr(s.source, "numel", py::none());
-    if (numel.is_none()) return;  // not a tensor: EndStep's view says so
+    PyObject* numel = PyObject_GetAttr(s.source.ptr(), TSTAT_INTERNED("numel"));
+    if (numel == nullptr) {  // not a tensor: EndStep's view says so
+      PyErr_Clear();
+      return;
+    }
+    const py::object numel_fn = py::reinterpret_steal<py::object>(numel);
     const bool read_now = now || s.early;
-    if (s.source.attr("is_cuda").cast<bool>()) {
+    if (Attr(s.source, TSTAT_INTERNED("is_cuda")).cast<bool>()) {
       if (read_now) s.source = s.source.attr("detach")().attr("clone")();
-    } else if (read_now || numel().cast<std::int64_t>() >= kSmallTensorElements) {
+    } else if (read_now || numel_fn().cast<std::int64_t>() >= kSmallTensorElements) {
       Result<EarlyCapture> early = [&] {
         py::gil_scoped_release release;
         return session_->CaptureEarly(s.id);
@@ -279,43 +305,52 @@ class PySession {
   }
 
   // `t`'s view: its storage in place, or a contiguous copy kept in `keep`.
-  Status ViewOf(const std::string& name, py::object t, TensorView* v, py::object* keep) const {
+  // (Attributes by interned name, and the layout and device by identity
+  // and flag where they are the common ones: this runs for every due tensor
+  // at every step, ~70 per step on a small CNN.)
+  Status ViewOf(const std::string& name, py::object t, TensorView* v, py::object* keep) {
     try {
-      PyObject* code = PyDict_GetItem(dtypes_.ptr(), t.attr("dtype").ptr());
+      const py::object dtype = Attr(t, TSTAT_INTERNED("dtype"));
+      PyObject* code = PyDict_GetItem(dtypes_.ptr(), dtype.ptr());
       if (code == nullptr) {
         return Status::NotSupported(
-            name + ": dtype " + py::str(t.attr("dtype")).cast<std::string>() +
+            name + ": dtype " + py::str(dtype).cast<std::string>() +
             " is not one tstat reduces (float32, float16, bfloat16, float64, int32, int64, uint8)");
       }
-      const std::string layout = py::str(t.attr("layout")).cast<std::string>();
-      if (layout != "torch.strided") {
-        return Status::NotSupported(
-            name + ": a " + layout +
-            " tensor (tstat reads dense tensors; a sparse gradient comes from "
-            "nn.Embedding(sparse=True): capture the embedding with sparse=False, or save "
-            "grad.coalesce().values() with save_tensor)");
+      const py::object layout = Attr(t, TSTAT_INTERNED("layout"));
+      if (!layout.is(strided_)) {
+        const std::string text = py::str(layout).cast<std::string>();
+        if (text != "torch.strided") {
+          return Status::NotSupported(
+              name + ": a " + text +
+              " tensor (tstat reads dense tensors; a sparse gradient comes from "
+              "nn.Embedding(sparse=True): capture the embedding with sparse=False, or save "
+              "grad.coalesce().values() with save_tensor)");
+        }
+        strided_ = layout;  // torch's layouts are singletons
       }
-      const py::object device = t.attr("device");
-      const std::string type = device.attr("type").cast<std::string>();
-      if (type == "cpu") {
+      if (Attr(t, TSTAT_INTERNED("is_cpu")).cast<bool>()) {
         v->space = MemorySpace::kHost;
         v->device = 0;
-      } else if (type == "cuda") {
+      } else if (Attr(t, TSTAT_INTERNED("is_cuda")).cast<bool>()) {
         v->space = MemorySpace::kCuda;
-        v->device = device.attr("index").cast<int>();
+        v->device = Call(t, TSTAT_INTERNED("get_device")).cast<int>();
       } else {
-        return Status::NotSupported(name + ": a tensor on device '" + type +
-                                    "' (tstat reads CPU and CUDA tensors)");
+        return Status::NotSupported(
+            name + ": a tensor on device '" +
+            Attr(Attr(t, TSTAT_INTERNED("device")), TSTAT_INTERNED("type")).cast<std::string>() +
+            "' (tstat reads CPU and CUDA tensors)");
       }
-      if (!t.attr("is_contiguous")().cast<bool>()) {
+      if (!Call(t, TSTAT_INTERNED("is_contiguous")).cast<bool>()) {
         *keep = t.attr("contiguous")();
         t = *keep;
       }
       v->dtype = static_cast<DType>(py::reinterpret_borrow<py::object>(code).cast<int>());
-      v->data = reinterpret_cast<const void*>(t.attr("data_ptr")().cast<std::uintptr_t>());
+      v->data =
+          reinterpret_cast<const void*>(Call(t, TSTAT_INTERNED("data_ptr")).cast<std::uintptr_t>());
       v->shape.clear();
       v->numel = 1;
-      for (py::handle d : py::tuple(t.attr("shape"))) {
+      for (py::handle d : py::tuple(Attr(t, TSTAT_INTERNED("shape")))) {
         v->shape.push_back(d.cast<std::int64_t>());
         v->numel *= v->shape.back();
       }
@@ -399,7 +434,8 @@ class PySession {
     }
   }
 
-  py::dict dtypes_;  // torch dtype -> tstat::DType
+  py::dict dtypes_;                  // torch dtype -> tstat::DType
+  py::object strided_ = py::none();  // torch.strided, once a tensor showed it
   std::vector<std::unique_ptr<Slot>> slots_;
   std::vector<std::string> warnings_;
   std::uint64_t changed_in_place_ = 0;  // tensors not captured: changed after set

@@ -698,10 +698,12 @@ def test_bad_input_raises_or_warns_and_training_goes_on(tmp_path):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         hook.save_tensor("mask", torch.ones(3, dtype=torch.bool))
+        hook.save_tensor("shapeless", torch.empty(3, device="meta"))  # no storage to read
         hook.save_tensor("wide", torch.randn(4, 6).t())  # non-contiguous: read through a copy
         model(torch.randn(2, 10)).sum().backward()
     messages = [str(w.message) for w in caught]
     assert any("mask" in m and "torch.bool" in m for m in messages), messages
+    assert any("shapeless" in m and "device 'meta'" in m for m in messages), messages
     # A parameter that is gone after registration is skipped, not read.
     model.fc2 = torch.nn.Linear(32, 4)
     model(torch.randn(2, 10)).sum().backward()
@@ -715,7 +717,7 @@ def test_bad_input_raises_or_warns_and_training_goes_on(tmp_path):
     hook.close()  # twice: nothing
 
     trial = trials.create_trial(str(tmp_path / "run"))
-    assert "mask" not in trial.tensor_names()
+    assert "mask" not in trial.tensor_names() and "shapeless" not in trial.tensor_names()
     assert list(trial.tensor("fc2.weight").steps()) == [0]
     assert list(trial.tensor("fc1.weight").steps()) == [0, 1]
     assert tuple(trial.tensor("wide").shape) == (6, 4)
