@@ -9,7 +9,7 @@ in one process (the machine is shared and noisy):
    the same cases and printed beside.
 2. per tensor: --tensors small tensors (16 float32 each) saved with
    hook.save_tensor and captured at every step, against the same loop with
-   no hook: the capture cost per tensor.
+   no hook: the capture cost per tensor (--tensors 0: not measured).
 
     /usr/bin/python3 benchmarks/overhead_python.py [--steps 60] [--repeats 3]
         [--intervals 1,10,100] [--batch 16] [--threads 0] [--device cpu|cuda]
@@ -189,18 +189,29 @@ def main():
     p.add_argument("--batch", type=int, default=16)
     p.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
     p.add_argument("--device", default="cpu", help="cpu, or cuda: the CNN on the GPU")
-    p.add_argument("--tensors", type=int, default=1000)
+    p.add_argument("--tensors", type=int, default=1000,
+                   help="small tensors for the per-tensor cost (0: not measured)")
     p.add_argument("--cpp", default="", help="the tstat binary: its figures beside")
     p.add_argument("--no-rules", action="store_true")
     p.add_argument("--json", action="store_true")
     args = p.parse_args()
-    args.intervals = [int(i) for i in args.intervals.split(",")]
+    try:
+        args.intervals = [int(i) for i in args.intervals.split(",")]
+    except ValueError:
+        p.error(f"--intervals: comma-separated whole numbers, not {args.intervals!r}")
+    for name in ("steps", "repeats", "batch"):
+        if getattr(args, name) < 1:
+            p.error(f"--{name} must be at least 1")
+    if any(i < 1 for i in args.intervals):
+        p.error("--intervals must all be at least 1")
+    if args.tensors < 0 or args.threads < 0:
+        p.error("--tensors and --threads must not be negative")
     if args.threads > 0:
         torch.set_num_threads(args.threads)
     tmp = tempfile.mkdtemp(prefix="tstat-overhead-python-")
     try:
         cases = overhead(args, tmp)
-        small = per_tensor(args, tmp)
+        small = per_tensor(args, tmp) if args.tensors > 0 else None
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     cpp = cpp_figures(args) if args.cpp else {}
@@ -209,7 +220,8 @@ def main():
             if c["save_interval"] in cpp:
                 c["cpp_slowdown"] = cpp[c["save_interval"]]["slowdown"]
             print(json.dumps(c))
-        print(json.dumps(small))
+        if small is not None:
+            print(json.dumps(small))
         return
     print(f"tstat.pytorch.Hook overhead: torch {torch.__version__}, {args.device}, "
           f"{torch.get_num_threads()} torch thread(s), batch {args.batch} of 3x32x32, rules "
@@ -222,6 +234,8 @@ def main():
               f"{c['hook_step_ms']:>9.2f} {c['slowdown']:>8.3f}x  "
               f"[{c['slowdown_min']:.3f}, {c['slowdown_max']:.3f}] "
               f"{(format(other['slowdown'], '.3f') + 'x') if other else '-':>11}")
+    if small is None:
+        return
     print(f"capture cost per small tensor ({small['tensors']} tensors of 16 float32, every step):"
           f" {small['us_per_tensor']:.2f} us [{small['us_per_tensor_min']:.2f}, "
           f"{small['us_per_tensor_max']:.2f}]")
