@@ -96,7 +96,7 @@ py::object Attr(const py::handle& o, PyObject* name) {
 
 // o.<name>(), or throws error_already_set.
 py::object Call(const py::handle& o, PyObject* name) {
-  PyObject* r = PyObject_CallMethodNoArgs(o.ptr(), name);
+  PyObject* r = PyObject_CallMethodObjArgs(o.ptr(), name, nullptr);  // any Python 3
   if (r == nullptr) throw py::error_already_set();
   return py::reinterpret_steal<py::object>(r);
 }
