@@ -92,6 +92,15 @@ struct ExponentHistogram {
     span_begin = static_cast<std::int16_t>(r.first);
     span_end = static_cast<std::int16_t>(r.first + r.count);
   }
+  // The same, for a histogram whose bins outside [lo, hi) are known to be
+  // zero: only those are scanned.
+  void SetSpanWithin(int lo, int hi) {
+    lo = lo < 0 ? 0 : lo;
+    hi = hi > kExpHistBins ? kExpHistBins : hi;
+    const NonZeroBins r = lo < hi ? FindNonZeroBins(counts.data() + lo, hi - lo) : NonZeroBins{};
+    span_begin = static_cast<std::int16_t>(r.count == 0 ? 0 : lo + r.first);
+    span_end = static_cast<std::int16_t>(r.count == 0 ? 0 : lo + r.first + r.count);
+  }
   void ClearSpan() {
     span_begin = 0;
     span_end = kExpHistBins;

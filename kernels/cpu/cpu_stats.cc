@@ -147,9 +147,9 @@ void ReduceStatsBatch(const std::vector<StatsJob>& jobs, int workers, const Tile
         const std::uint32_t j = tiles[i].job;
         const StatsJob& job = jobs[j];
         const JobParams& p = params[j];
-        const bool whole = tiles[i].begin == 0 &&
-                           (end == tiles.size() || tiles[end - 1].job != j ||
-                            tiles[end - 1].begin + tiles[end - 1].length == job.request->tensor.numel);
+        const bool whole = tiles[i].begin == 0 && (end == tiles.size() || tiles[end - 1].job != j ||
+                                                   tiles[end - 1].begin + tiles[end - 1].length ==
+                                                       job.request->tensor.numel);
         // A whole tensor writes its histogram in place; a split one into a piece.
         Piece* piece = nullptr;
         std::uint64_t* dest;
@@ -181,8 +181,12 @@ void ReduceStatsBatch(const std::vector<StatsJob>& jobs, int workers, const Tile
         } else {
           job.result->stats = ToTensorStats(state->partial);
           // Here the bins are in this core's cache; the session trims them
-          // later, on its own core, by this span (ExponentBins).
-          if (job.result->exponent_histogram) job.result->exponent_histogram->SetSpan();
+          // later, on its own core, by this span (ExponentBins). The tile
+          // zeroed every bin outside the old span and added only to those
+          // it touched.
+          if (job.result->exponent_histogram) {
+            job.result->exponent_histogram->SetSpanWithin(state->hist_lo, state->hist_hi + 1);
+          }
         }
       }
     }

@@ -62,7 +62,8 @@ static inline VecF LoadF(const unsigned char* base, std::int64_t i) {
     std::uint16_t h[kLanesF];
     std::memcpy(h, base + i * 2, sizeof h);
     VecI u;
-    for (int l = 0; l < kLanesF; ++l) u[l] = static_cast<std::int32_t>(static_cast<std::uint32_t>(h[l]) << 16);
+    for (int l = 0; l < kLanesF; ++l)
+      u[l] = static_cast<std::int32_t>(static_cast<std::uint32_t>(h[l]) << 16);
     x = (VecF)u;
   } else {
     for (int l = 0; l < kLanesF; ++l) x[l] = DecodeScalarF<D>(base, i + l);
@@ -72,8 +73,8 @@ static inline VecF LoadF(const unsigned char* base, std::int64_t i) {
 
 // Float-path tile: f32, f16, bf16, f8 (all decode exactly to float).
 template <DType D>
-__attribute__((flatten)) static void ReduceTileF(const unsigned char* base, std::int64_t n, const Thresholds<float>& th,
-                        TileState* st) {
+__attribute__((flatten)) static void ReduceTileF(const unsigned char* base, std::int64_t n,
+                                                 const Thresholds<float>& th, TileState* st) {
   // Shift for the moments: the first finite value of the tile.
   float shift = 0.0f;
   for (std::int64_t i = 0; i < n; ++i) {
@@ -212,14 +213,18 @@ __attribute__((flatten)) static void ReduceTileF(const unsigned char* base, std:
     p.max = vmx;
     p.amax = vamx;
   }
-  if (vamn != __builtin_inff()) st->TouchKeys((FloatBits(vamn) >> 23) & 0xffu, (FloatBits(vamx) >> 23) & 0xffu);
+  if (vamn != __builtin_inff())
+    st->TouchKeys((FloatBits(vamn) >> 23) & 0xffu, (FloatBits(vamx) >> 23) & 0xffu);
   st->pending += static_cast<std::uint64_t>(n);
   if (nonfin > 0) {  // rare: split into NaN / +Inf / -Inf
     for (std::int64_t i = 0; i < n; ++i) {
       const float x = DecodeScalarF<D>(base, i);
-      if (x != x) ++p.nan_count;
-      else if (x == __builtin_inff()) ++p.pos_inf_count;
-      else if (x == -__builtin_inff()) ++p.neg_inf_count;
+      if (x != x)
+        ++p.nan_count;
+      else if (x == __builtin_inff())
+        ++p.pos_inf_count;
+      else if (x == -__builtin_inff())
+        ++p.neg_inf_count;
     }
   }
   // Rare: f32 and bf16 subnormals are float subnormals, whose bin needs the
@@ -227,7 +232,10 @@ __attribute__((flatten)) static void ReduceTileF(const unsigned char* base, std:
   if (subn > 0 && (D == DType::kFloat32 || D == DType::kBFloat16)) {
     for (std::int64_t i = 0; i < n; ++i) {
       const float x = DecodeScalarF<D>(base, i);
-      if (x != 0.0f && ((FloatBits(x) >> 23) & 0xffu) == 0) ++st->hist[ExponentBin(x)];
+      if (x != 0.0f && ((FloatBits(x) >> 23) & 0xffu) == 0) {
+        ++st->hist[ExponentBin(x)];
+        st->TouchBin(ExponentBin(x));
+      }
     }
   }
   st->partial = Merge(st->partial, p);
@@ -237,8 +245,8 @@ __attribute__((flatten)) static void ReduceTileF(const unsigned char* base, std:
 // histogram key is the clamped bin itself (ExponentBin for doubles), with zeros
 // and non-finite values (which land in the first/last bin) subtracted at flush.
 template <DType D>
-__attribute__((flatten)) static void ReduceTileD(const unsigned char* base, std::int64_t n, const Thresholds<double>& th,
-                        TileState* st) {
+__attribute__((flatten)) static void ReduceTileD(const unsigned char* base, std::int64_t n,
+                                                 const Thresholds<double>& th, TileState* st) {
   double shift = 0.0;
   for (std::int64_t i = 0; i < n; ++i) {
     const double v = DecodeScalarD<D>(base, i);
@@ -251,7 +259,8 @@ __attribute__((flatten)) static void ReduceTileD(const unsigned char* base, std:
   const VecD vlo = Splat<VecD>(th.band_lo), vhi = Splat<VecD>(th.band_hi);
   const VecD veps = Splat<VecD>(th.small_eps), vminn = Splat<VecD>(th.min_normal);
   const VecD vinf = Splat<VecD>(__builtin_inf()), vzero = Splat<VecD>(0.0);
-  const VecL vexpmask = Splat<VecL>(0x7ff0000000000000LL), vabsmask = Splat<VecL>(0x7fffffffffffffffLL);
+  const VecL vexpmask = Splat<VecL>(0x7ff0000000000000LL),
+             vabsmask = Splat<VecL>(0x7fffffffffffffffLL);
 
   VecD mn = vinf, mx = -vinf, amx = vzero, amn = vinf, sd = {}, sd2 = {}, l1 = {};
   VecL c_neg = {}, c_lo = {}, c_hi = {}, c_small = {}, c_zero = {}, c_nonfin = {}, c_sub = {};
@@ -366,9 +375,12 @@ __attribute__((flatten)) static void ReduceTileD(const unsigned char* base, std:
   if (nonfin > 0) {
     for (std::int64_t i = 0; i < n; ++i) {
       const double x = DecodeScalarD<D>(base, i);
-      if (x != x) ++p.nan_count;
-      else if (x == __builtin_inf()) ++p.pos_inf_count;
-      else if (x == -__builtin_inf()) ++p.neg_inf_count;
+      if (x != x)
+        ++p.nan_count;
+      else if (x == __builtin_inf())
+        ++p.pos_inf_count;
+      else if (x == -__builtin_inf())
+        ++p.neg_inf_count;
     }
   }
   // Keys (= bins) touched: the non-zero finite range, plus the first and last

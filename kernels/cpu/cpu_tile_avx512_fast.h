@@ -269,14 +269,17 @@ __attribute__((flatten)) static void ReduceTileFastAvx512(const unsigned char* b
     for (int k = 0; k < kWindow; ++k) {
       const int field = window_base + k;
       if (bins[k] == 0) continue;
-      if (field >= 1)
-        st->hist[field - 127 - kExpHistMinExp] += bins[k];  // fields < 1 count nothing
+      if (field >= 1) {  // fields < 1 count nothing
+        st->hist[field - 127 - kExpHistMinExp] += bins[k];
+        st->TouchBin(field - 127 - kExpHistMinExp);
+      }
       in_window += bins[k];
     }
     for (std::int64_t i = nv * 16; i < n; ++i) {  // tail of fewer than 16
       const int field = static_cast<int>((FloatBits(DecodeScalarF<D>(base, i)) >> 23) & 0xffu);
       if (field >= window_base && field >= 1) {
         st->hist[field - 127 - kExpHistMinExp] += 1;
+        st->TouchBin(field - 127 - kExpHistMinExp);
         ++in_window;
       }
     }
@@ -296,6 +299,7 @@ __attribute__((flatten)) static void ReduceTileFastAvx512(const unsigned char* b
       for (unsigned m = low; m != 0; m &= m - 1) {
         const float v = DecodeScalarF<D>(base, b * 16 + __builtin_ctz(m));
         st->hist[ExponentBin(v)] += 1;
+        st->TouchBin(ExponentBin(v));
         subnormals += __builtin_fabsf(v) < th.min_normal;
       }
     }
@@ -304,6 +308,7 @@ __attribute__((flatten)) static void ReduceTileFastAvx512(const unsigned char* b
       const int field = static_cast<int>((FloatBits(x) >> 23) & 0xffu);
       if ((field >= 1 && field < window_base) || (field == 0 && x != 0.0f)) {
         st->hist[ExponentBin(x)] += 1;
+        st->TouchBin(ExponentBin(x));
         subnormals += __builtin_fabsf(x) < th.min_normal;
       }
     }

@@ -71,6 +71,9 @@ struct TileState {
   std::uint64_t pending_last_bin_excess;   // double path: non-finite counted in the last bin
   std::uint64_t pending;                   // elements in `sub` since the last flush
   int key_lo, key_hi;                      // keys of `sub` that may be non-zero
+  // Bins of `hist` this piece added to (hist_lo > hist_hi: none): the owner
+  // finds the exact non-zero span inside them instead of in all 279.
+  int hist_lo, hist_hi;
   bool float_path;
   alignas(64) std::uint32_t sub[kSubHists][kSubBins];
 
@@ -88,6 +91,13 @@ struct TileState {
     partial = StatsPartial::Identity();
     float_path = is_float_path;
     hist = dest;
+    hist_lo = kExpHistBins;
+    hist_hi = -1;
+  }
+  // Records that bin `b` of `hist` was added to.
+  void TouchBin(int b) {
+    hist_lo = b < hist_lo ? b : hist_lo;
+    hist_hi = b > hist_hi ? b : hist_hi;
   }
   void TouchKeys(int lo, int hi) {
     key_lo = lo < key_lo ? lo : key_lo;
@@ -105,6 +115,10 @@ struct TileState {
       // (zeros and subnormals, binned exactly by the tile) and 255 (Inf/NaN)
       // are dropped.
       const int lo = key_lo < 1 ? 1 : key_lo, hi = key_hi > 254 ? 254 : key_hi;
+      if (lo <= hi) {
+        TouchBin(lo - 127 - kExpHistMinExp);
+        TouchBin(hi - 127 - kExpHistMinExp);
+      }
       for (int f = lo; f <= hi; ++f) {
         std::uint64_t s = 0;
         for (int k = 0; k < kSubHists; ++k) {
@@ -115,6 +129,10 @@ struct TileState {
       }
       for (int k = 0; k < kSubHists; ++k) sub[k][0] = sub[k][255] = 0;
     } else {
+      if (key_lo <= key_hi) {
+        TouchBin(key_lo);
+        TouchBin(key_hi);
+      }
       for (int b = key_lo; b <= key_hi; ++b) {
         std::uint64_t s = 0;
         for (int k = 0; k < kSubHists; ++k) {

@@ -140,6 +140,19 @@ TEST(CpuBackendTest, ExponentHistogramSpanIsTheExactNonZeroRange) {
     tensors.push_back(GenerateDefaultTensor(DType::kFloat32, 100 + 37 * i,
                                             static_cast<std::uint64_t>(i), {}, i % 5));
   }
+  // Values 40 octaves deep (below a vectorized window: binned one by one),
+  // float subnormals, a NaN (the exact fallback tile), narrow floats, and a
+  // float64 tensor whole in one part.
+  std::vector<double> wide, with_nan;
+  for (int k = 0; k < 2000; ++k)
+    wide.push_back((k % 2 ? -1.0 : 1.0) * std::ldexp(1.5, 10 - k % 40));
+  wide[7] = 1e-40;  // float subnormal
+  with_nan = wide;
+  with_nan[1500] = std::nan("");
+  for (DType t : {DType::kFloat32, DType::kFloat16, DType::kBFloat16})
+    tensors.push_back(MakeTensor(t, wide));
+  tensors.push_back(MakeTensor(DType::kFloat32, with_nan));
+  tensors.push_back(GenerateDefaultTensor(DType::kFloat64, 700, 5));
   tensors.push_back(GenerateDefaultTensor(DType::kFloat64, 3000001, 99, {}, 3));  // split
   std::vector<float> zeros(5000, 0.0f), one_huge(300, 0.0f);
   one_huge[123] = 3.0e38f;  // bin 277 only
