@@ -1,7 +1,8 @@
 // The CPU backend: validates each request, runs the stat set of the whole
 // batch in one parallel region, then the optional passes per request (delta,
 // confusion matrix and value counts are separate passes, not fused into the
-// stat-set tiles).
+// stat-set tiles). Per-channel stats are the exception: they and the stat set
+// come from one read (ComputeStatsAndPerChannel), outside the batch.
 #include <omp.h>
 
 #include <algorithm>
@@ -62,6 +63,7 @@ class CpuBackend final : public Backend {
       ReductionResult& out = (*results)[i];
       out.status = kernels::CheckRequest(requests[i], BackendKind::kCpu);
       valid[i] = out.status.ok();
+      if (valid[i] && kernels::cpu::ReducesWithPerChannel(requests[i])) continue;
       if (valid[i]) {  // label requests get the stat set too
         jobs.push_back({&requests[i], &out});
         continue;
@@ -77,12 +79,12 @@ class CpuBackend final : public Backend {
       if (r.options.label_classes > 0) {
         kernels::cpu::ComputeLabelCounts(r, workers_, &out.label_counts.emplace());
       } else {
+        if (kernels::cpu::ReducesWithPerChannel(r)) {
+          kernels::cpu::ComputeStatsAndPerChannel(r, workers_, *tiles_, &out);
+        }
         if (r.options.linear_histogram.bins > 0) {
           kernels::cpu::ComputeLinearHistogram(r, out.stats, workers_,
                                                &out.linear_histogram.emplace());
-        }
-        if (r.options.per_channel_axis >= 0) {
-          kernels::cpu::ComputePerChannel(r, workers_, &out.per_channel.emplace());
         }
       }
       if (r.options.sample_count > 0) kernels::cpu::ComputeSample(r, &out.sample.emplace());

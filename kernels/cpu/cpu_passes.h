@@ -1,7 +1,7 @@
-// The CPU backend's passes besides the stat set: per-channel stats, linear
-// histogram (second pass), label counts, element sample, delta, confusion
-// matrix, value counts. Each takes a request
-// that passed CheckRequest and uses at most `workers` threads; results are
+// The CPU backend's passes besides the stat-set batch: the stat set with
+// per-channel stats, linear histogram (second pass), label counts, element
+// sample, delta, confusion matrix, value counts. Each takes a request that
+// passed CheckRequest and uses at most `workers` threads; results are
 // independent of the thread count.
 #pragma once
 
@@ -14,7 +14,13 @@ namespace tstat::kernels::cpu {
 
 struct TileKernels;  // cpu_tile_types.h
 
-void ComputePerChannel(const ReductionRequest& r, int workers, PerChannelStats* out);
+// Whether ComputeStatsAndPerChannel serves `r`: per-channel stats, not
+// label counts.
+bool ReducesWithPerChannel(const ReductionRequest& r);
+// The stat set, the exponent histogram (when asked) and the per-channel stats
+// of such a request in one read, by the stat-set tile kernels `tiles`.
+void ComputeStatsAndPerChannel(const ReductionRequest& r, int workers, const TileKernels& tiles,
+                               ReductionResult* out);
 // `stats` (the tensor's stat set) supplies the automatic range.
 void ComputeLinearHistogram(const ReductionRequest& r, const TensorStats& stats, int workers,
                             LinearHistogram* out);

@@ -1,9 +1,8 @@
-// Backend conformance suite (TEST_Ps only; see backend_conformance.h): per-channel stats, label counts, element samples and integer tensors.
+// Backend conformance suite (TEST_Ps only; see backend_conformance.h): per-channel stats, label
+// counts, element samples and integer tensors.
 //
 // Expected values come from the long-double reference (tests/support) and,
 // for the edge cases, from values computed by hand and written down here.
-#include "tests/kernels/conformance_values.h"
-
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -13,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/kernels/conformance_values.h"
+
 namespace tstat::testing {
 namespace {
 
@@ -20,9 +21,27 @@ namespace {
 // Per-channel stats.
 TEST_P(BackendConformanceTest, PerChannelMatchesReferenceForEveryAxis) {
   const std::vector<std::vector<std::int64_t>> shapes = {
-      {8, 5}, {2, 3, 4, 5}, {1000, 1}, {1, 1000}, {3, 0, 4}, {0, 5}, {4, 1, 3, 1}, {7}, {64, 3, 1000}};
-  for (DType t : {DType::kFloat32, DType::kFloat16, DType::kInt32, DType::kFloat64,
-                  DType::kFloat8E5M2}) {
+      {8, 5},
+      {2, 3, 4, 5},
+      {1000, 1},
+      {1, 1000},
+      {3, 0, 4},
+      {0, 5},
+      {4, 1, 3, 1},
+      {7},
+      {64, 3, 1000},
+      // Channels in runs of 1, 3 and 15 elements (transposed 16 channels at a
+      // time, rows in chunks, the last block and chunk partial), of 16 and 64
+      // (gathered into tiles, the last one partial) and of 5,000 (two tiles a
+      // run).
+      {600, 37},
+      {100, 20, 3},
+      {5, 2, 15},
+      {5, 2, 16},
+      {300, 2, 64},
+      {3, 4, 5000}};
+  for (DType t :
+       {DType::kFloat32, DType::kFloat16, DType::kInt32, DType::kFloat64, DType::kFloat8E5M2}) {
     for (const auto& shape : shapes) {
       std::int64_t n = 1;
       for (auto d : shape) n *= d;
@@ -36,7 +55,8 @@ TEST_P(BackendConformanceTest, PerChannelMatchesReferenceForEveryAxis) {
         }
         std::string dims;
         for (auto d : shape) dims += std::to_string(d) + ",";
-        EXPECT_TRUE(MatchesReference(h, o)) << Where(t, n, "shape [" + dims + "] axis " + std::to_string(axis));
+        EXPECT_TRUE(MatchesReference(h, o))
+            << Where(t, n, "shape [" + dims + "] axis " + std::to_string(axis));
       }
     }
   }
@@ -48,6 +68,32 @@ TEST_P(BackendConformanceTest, PerChannelMatchesReferenceForEveryAxis) {
       o.per_channel_axis = axis;
       EXPECT_TRUE(MatchesReference(h, o)) << Where(t, 120, "axis " + std::to_string(axis));
     }
+  }
+}
+
+// Feature maps with NaN, +-Inf, zeros and subnormals in some channels: each
+// channel's counts, extremes and moments against the long-double reference
+// (the tile kernels' exact fallback for non-finite runs included).
+TEST_P(BackendConformanceTest, PerChannelOfFeatureMapsWithSpecialValues) {
+  const std::vector<std::int64_t> shape = {4, 6, 32, 32};
+  const std::int64_t n = 4 * 6 * 32 * 32;
+  for (DType t : {DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kFloat64}) {
+    // Finite values only, so that the channels left alone (0 and 5) take the
+    // tiles' fast path.
+    HostTensor h =
+        GenerateTensor(t, n, Distribution::Normal(0.25, 2), ValueMix{}, SeedFor(t, n) + 7, shape);
+    std::vector<double> v(static_cast<std::size_t>(n));
+    for (std::int64_t i = 0; i < n; ++i) v[static_cast<std::size_t>(i)] = h.Value(i);
+    const std::int64_t map = 32 * 32;
+    v[1 * map + 5] = std::numeric_limits<double>::quiet_NaN();           // batch 0, channel 1
+    v[(6 + 2) * map + 17] = std::numeric_limits<double>::infinity();     // batch 1, channel 2
+    v[(12 + 2) * map + 900] = -std::numeric_limits<double>::infinity();  // batch 2, channel 2
+    for (std::int64_t i = 0; i < map; ++i) v[(18 + 3) * map + i] = 0.0;  // batch 3, channel 3
+    v[4 * map + 3] = std::numeric_limits<double>::denorm_min();          // batch 0, channel 4
+    HostTensor special = MakeTensor(t, v, shape);
+    StatsOptions o;
+    o.per_channel_axis = 1;
+    EXPECT_TRUE(MatchesReference(special, o)) << Where(t, n, "feature maps with special values");
   }
 }
 
@@ -255,7 +301,8 @@ TEST_P(BackendConformanceTest, SampleTakesEveryElementInOrderWhenKAtLeastN) {
     ASSERT_TRUE(r.sample.has_value()) << k;
     EXPECT_EQ(r.sample->positions, (std::vector<std::int64_t>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9})) << k;
     ASSERT_EQ(r.sample->values.size(), 10u) << k;
-    for (std::size_t i = 0; i < 10; ++i) EXPECT_TRUE(SameValue(r.sample->values[i], v[i])) << k << " " << i;
+    for (std::size_t i = 0; i < 10; ++i)
+      EXPECT_TRUE(SameValue(r.sample->values[i], v[i])) << k << " " << i;
   }
   HostTensor empty(DType::kFloat32, 0);
   StatsOptions o;
@@ -269,8 +316,9 @@ TEST_P(BackendConformanceTest, SampleTakesEveryElementInOrderWhenKAtLeastN) {
 // ---------------------------------------------------------------------------
 // Integer tensors through the stat set.
 TEST_P(BackendConformanceTest, IntegerTensorsThroughTheStatSet) {
-  HostTensor i32 = MakeIntegerTensor(DType::kInt32, {-3, 0, 7, std::numeric_limits<std::int32_t>::max(),
-                                                     std::numeric_limits<std::int32_t>::min()});
+  HostTensor i32 =
+      MakeIntegerTensor(DType::kInt32, {-3, 0, 7, std::numeric_limits<std::int32_t>::max(),
+                                        std::numeric_limits<std::int32_t>::min()});
   ReductionResult r = ReduceOne(i32);
   EXPECT_EQ(r.stats.min, -2147483648.0);
   EXPECT_EQ(r.stats.max, 2147483647.0);
