@@ -30,7 +30,8 @@ their training loss falls (overfit needs a validation loss, which these runs
 do not save). Every fault found by its rule (critical ones stopped within 3
 steps).
 
-Usage: detection_python.py [--steps N] [--seeds K] [--only SUBSTRING] [--json]
+Usage: detection_python.py [--steps N] [--seeds K] [--only SUBSTRING] [--functional] [--json]
+(--functional: the ReLU MLPs call torch.relu between their layers, not nn.ReLU.)
 Prints one line per run (or one JSON object) and a summary; exit 0 when the
 target is met, 1 otherwise.
 """
@@ -115,16 +116,34 @@ def make_task(task, shuffled, g):
     return x, y
 
 
-def make_model(activation, hidden, weight_std, bias):
+class FunctionalReluMLP(torch.nn.Module):
+    """Linear layers with torch.relu called between them, not nn.ReLU."""
+
+    def __init__(self, linears):
+        super().__init__()
+        self.layers = torch.nn.ModuleList(linears)
+
+    def forward(self, x):
+        for layer in self.layers[:-1]:
+            x = torch.relu(layer(x))
+        return self.layers[-1](x)
+
+
+def make_model(activation, hidden, weight_std, bias, functional=False):
     layers, width = [], D_IN
     for _ in range(hidden):
         layers += [torch.nn.Linear(width, 64), activation()]
         width = 64
-    model = torch.nn.Sequential(*layers, torch.nn.Linear(width, CLASSES))
-    for m in model:
+    layers.append(torch.nn.Linear(width, CLASSES))
+    if functional and activation is torch.nn.ReLU:
+        model = FunctionalReluMLP([m for m in layers if isinstance(m, torch.nn.Linear)])
+        layers = list(model.layers)
+    else:
+        model = torch.nn.Sequential(*layers)
+    for m in layers:
         if isinstance(m, torch.nn.Linear) and weight_std is not None:
             torch.nn.init.normal_(m.weight, 0.0, weight_std)
-        if isinstance(m, torch.nn.Linear) and bias is not None and m is not model[-1]:
+        if isinstance(m, torch.nn.Linear) and bias is not None and m is not layers[-1]:
             torch.nn.init.constant_(m.bias, bias)
     return model
 
@@ -137,7 +156,8 @@ def run(case, steps, out_dir):
     if fault == "imbalanced":  # 95% of the rows class 0
         rare = torch.rand(ROWS, generator=g) >= 0.95
         y_all = torch.where(rare, y_all, torch.zeros_like(y_all))
-    model = make_model(*FAULT_MODELS.get(fault, (torch.nn.ReLU, 2, None, None)))
+    model = make_model(*FAULT_MODELS.get(fault, (torch.nn.ReLU, 2, None, None)),
+                       functional=case.get("functional", False))
     lr = 0.0 if case["kind"] == "lr0" else case["lr"]
     if case["opt"] == "adam":
         opt = torch.optim.Adam(model.parameters(), lr=lr)
@@ -231,6 +251,8 @@ def main():
     ap.add_argument("--seeds", type=int, default=2)
     ap.add_argument("--only", default="")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--functional", action="store_true",
+                    help="ReLU MLPs call torch.relu between their layers instead of nn.ReLU")
     a = ap.parse_args()
     if a.steps < 250:
         ap.error("--steps must be at least 250 (loss_not_decreasing judges from step 200)")
@@ -245,7 +267,7 @@ def main():
             for opt, lr, warm, *extra in configs:
                 for seed in range(a.seeds):
                     c = {"kind": kind, "task": task, "opt": opt, "lr": lr, "warm": warm,
-                         "seed": seed}
+                         "seed": seed, "functional": a.functional}
                     c["name"] = f"{kind}/{task}/{opt}-lr{lr:g}-warmup{warm}/s{seed}"
                     if kind == "fault":
                         c["fault"], c["expect"], c["must_stop"] = extra

@@ -13,11 +13,13 @@ in one process (the machine is shared and noisy):
 
     /usr/bin/python3 benchmarks/overhead_python.py [--steps 60] [--repeats 3]
         [--intervals 1,10,100] [--batch 16] [--threads 0] [--device cpu|cuda]
-        [--tensors 1000] [--cpp PATH] [--json]
+        [--tensors 1000] [--cpp PATH] [--no-rules] [--no-functional-relus] [--json]
 
 Stats of every tensor at every step: weights, biases, gradients, the
-outputs of every module, the loss, labels and predictions, and the default
-in-process rules (what a user gets with no config). Rules off: --no-rules.
+outputs of every module and of the ReLUs between them (F.relu), the loss,
+labels and predictions, and the default in-process rules (what a user gets
+with no config). Rules off: --no-rules; ReLU outputs not read:
+--no-functional-relus.
 """
 
 import argparse
@@ -102,8 +104,9 @@ def train_block(net, opt, images, labels, steps, hook):
     return (time.perf_counter() - t0) / steps
 
 
-def make_hook(out_dir, interval, rules):
+def make_hook(out_dir, interval, rules, functional_relus=True):
     return tstat.pytorch.Hook(out_dir=out_dir, num_classes=CLASSES, rules=rules,
+                              functional_relus=functional_relus,
                               config={"save_config": {"save_interval": interval}})
 
 
@@ -121,7 +124,7 @@ def overhead(args, tmp):
         for r in range(args.repeats):
             before = train_block(net, opt, images, labels, steps, None)
             out = os.path.join(tmp, f"i{interval}_r{r}")
-            hook = make_hook(out, interval, not args.no_rules)
+            hook = make_hook(out, interval, not args.no_rules, not args.no_functional_relus)
             hook.register_module(net)
             captured = train_block(net, opt, images, labels, steps, hook)
             after = train_block(net, opt, images, labels, steps, None)
@@ -193,6 +196,8 @@ def main():
                    help="small tensors for the per-tensor cost (0: not measured)")
     p.add_argument("--cpp", default="", help="the tstat binary: its figures beside")
     p.add_argument("--no-rules", action="store_true")
+    p.add_argument("--no-functional-relus", action="store_true",
+                   help="Hook(functional_relus=False): the ReLUs' outputs not read")
     p.add_argument("--json", action="store_true")
     args = p.parse_args()
     try:
@@ -225,7 +230,8 @@ def main():
         return
     print(f"tstat.pytorch.Hook overhead: torch {torch.__version__}, {args.device}, "
           f"{torch.get_num_threads()} torch thread(s), batch {args.batch} of 3x32x32, rules "
-          f"{'off' if args.no_rules else 'on (default set)'}")
+          f"{'off' if args.no_rules else 'on (default set)'}, ReLU outputs "
+          f"{'not read' if args.no_functional_relus else 'read'}")
     print(f"{'case':<12} {'save_interval':>13} {'step ms':>9} {'hooked ms':>9} {'slowdown':>9}"
           f"  {'range':<15} {'C++ adapter':>11}")
     for c in cases:

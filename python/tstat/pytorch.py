@@ -21,9 +21,10 @@ What is read, and when. Parameters and their gradients ("gradient/<name>"),
 the outputs of the module's leaf modules ("<path>_output"; a numbered
 path gets the module's class, "features.1.ReLU_output"; a module called
 again in the same step "<path>#1_output"), the inputs of activation
-functions ("<path>_input", as they enter the function), the module's input
-("<name>_input") and the loss are registered with the session the first time
-they exist; each is read when its collections' schedules say it is due, in
+functions ("<path>_input", as they enter the function), the outputs of ReLUs
+called as functions (F.relu: "<layer>.relu_output", see _relu_hook), the
+module's input ("<name>_input") and the loss are registered with the session
+the first time they exist; each is read when its collections' schedules say it is due, in
 place (CPU tensors: no copy; CUDA tensors: reduced on the current CUDA stream,
 with no host synchronisation). A gradient counts only when a backward in this
 step produced it. Tensors given to the hook are held until the step ends,
@@ -99,13 +100,15 @@ class Hook:
     for itself. num_classes: turns on label counts and the confusion matrix
     of save_labels(). start_step: a run resumed from a checkpoint numbers its
     first step start_step (global and in its mode) and counts on from there;
-    the rules then know it did not start from scratch. rank, world_size,
-    dry_run: over the config's.
+    the rules then know it did not start from scratch. functional_relus:
+    capture the outputs of ReLUs called as functions where a layer takes
+    them in (see the module's text; False: not). rank, world_size, dry_run:
+    over the config's.
     """
 
     def __init__(self, out_dir=None, config=None, *, config_file=None, rank=None,
                  world_size=None, dry_run=None, num_classes=0, rules=True, step_on="auto",
-                 start_step=None):
+                 start_step=None, functional_relus=True):
         if step_on not in ("auto", "manual"):
             raise Error("invalid_argument", f"step_on must be 'auto' or 'manual', got {step_on!r}")
         if start_step is not None and (isinstance(start_step, bool) or
@@ -134,12 +137,18 @@ class Hook:
             int(num_classes), "predictions")
         self._num_classes = int(num_classes)
         self._step_on = step_on
+        self._functional_relus = bool(functional_relus)
         self._start_step = start_step  # numbers the first step, then None
         self._lock = threading.RLock()
         self._slots = {}          # name -> slot
         self._handles = []        # torch hook handles, removed by close()
         self._frozen = []         # (name, weakref) of parameters frozen at registration
         self._calls = {}          # module path -> calls in this step
+        # id(grad_fn) -> (grad_fn, name) of the tensors captured in this step
+        # that autograd produced: the layer outputs, and the outputs of ReLUs
+        # called as functions (_relu_hook). Held until the step ends, so that
+        # an id is not reused meanwhile.
+        self._produced = {}
         self._top = None
         self._top_name = None
         self._step_open = False
@@ -192,6 +201,9 @@ class Hook:
             if _ACTIVATION_FUNCTION.search(kind) is not None:
                 self._handles.append(sub.register_forward_pre_hook(
                     self._input_hook(prefix + path, bool(getattr(sub, "inplace", False)))))
+            elif self._functional_relus:
+                self._handles.append(sub.register_forward_pre_hook(
+                    self._relu_hook(prefix + path)))
             self._handles.append(sub.register_forward_hook(self._output_hook(prefix + path)))
         if self._top is None:
             self._top = weakref.ref(module)
@@ -455,8 +467,41 @@ class Hook:
             self._calls[path] = calls + 1
             base = path if calls == 0 else f"{path}#{calls}"
             for i, t in enumerate(_tensors_of(output)):
-                self._set(f"{base}_output" if i == 0 else f"{base}_output_{i}", [], t)
+                name = f"{base}_output" if i == 0 else f"{base}_output_{i}"
+                self._set(name, [], t)
+                if self._functional_relus:
+                    self._note_produced(t, name[:-len("_output")] if i == 0 else name)
         return on_output
+
+    def _note_produced(self, t, name):
+        fn = t.grad_fn
+        if fn is not None:
+            self._produced[id(fn)] = (fn, name)
+
+    def _relu_hook(self, path):
+        """A layer's input that a ReLU called as a function (F.relu,
+        torch.relu, x.relu()) produced: captured as "<producer>.relu_output"
+        when a captured layer's output went into the ReLU ("fc1.relu_output",
+        as for nn.ReLU modules the dead_relu rule judges), else as
+        "<path>_input.relu_output" (a ReLU after x + y). Seen through
+        autograd (the input's grad_fn), so only where gradients are
+        recorded; once a step however many layers take it in."""
+        def on_input(_module, inputs):
+            if self._closed or not inputs or not isinstance(inputs[0], torch.Tensor):
+                return
+            fn = inputs[0].grad_fn
+            if fn is None or id(fn) in self._produced or type(fn).__name__ != "ReluBackward0":
+                return
+            producer = fn.next_functions[0][0] if fn.next_functions else None
+            known = self._produced.get(id(producer)) if producer is not None else None
+            if known is not None:
+                name = f"{known[1]}.relu"
+            else:
+                calls = self._calls.get(path, 0)
+                name = f"{path if calls == 0 else f'{path}#{calls}'}_input.relu"
+            self._produced[id(fn)] = (fn, name)
+            self._set(f"{name}_output", [], inputs[0])
+        return on_input
 
     def _begin_step(self):
         if self._start_step is None:
@@ -477,6 +522,7 @@ class Hook:
         finally:
             self._step_open = False
             self._calls.clear()
+            self._produced.clear()
             self._warn(self._session.warnings())
 
     def _end_step_quietly(self):

@@ -590,6 +590,63 @@ def test_conventional_architectures_have_no_findings(tmp_path):
             assert "gradient/0.bias and 4 more bias(es) have no gradient" in notes, notes
 
 
+class FunctionalReluNet(torch.nn.Module):
+    """ReLUs called as functions: after a layer, and after a sum that two
+    layers take in; and an nn.ReLU module whose output a layer takes in."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.fc2, self.skip = (torch.nn.Linear(10, 16), torch.nn.Linear(16, 16),
+                                         torch.nn.Linear(10, 16))
+        self.fc3, self.side, self.out = (torch.nn.Linear(16, 16), torch.nn.Linear(16, 3),
+                                         torch.nn.Linear(16, 3))
+        self.act = torch.nn.ReLU()
+
+    def forward(self, x):
+        h = torch.nn.functional.relu(self.fc1(x))  # fc1.relu_output, read where fc2 takes it
+        s = (self.fc2(h) + self.skip(x)).relu()    # fc3_input.relu_output (side: not again)
+        return self.out(self.act(self.fc3(s))) + self.side(s)
+
+
+def test_relus_called_as_functions_are_captured_and_judged(tmp_path):
+    torch.manual_seed(3)
+    model = FunctionalReluNet()
+    seen = {"fc2": [], "fc3": []}  # torch's own stats of what they take in, by step
+    for name in seen:
+        getattr(model, name).register_forward_pre_hook(
+            lambda _m, i, name=name: seen[name].append(torch_stats(i[0])))
+    with tstat.pytorch.Hook(out_dir=str(tmp_path / "run"), config=EVERY_STEP) as hook:
+        train(model, hook, 6, (8, 10), seed=1)
+    trial = trials.create_trial(str(tmp_path / "run"))
+    relus = sorted(n for n in trial.tensor_names() if "relu" in n.lower())
+    # The module's output is captured once, as a module output.
+    assert relus == ["fc1.relu_output", "fc3_input.relu_output"], relus
+    assert "act_output" in trial.tensor_names()
+    for step in (1, 4):
+        assert_stats(trial, "fc1.relu_output", step, seen["fc2"][step])
+        assert_stats(trial, "fc3_input.relu_output", step, seen["fc3"][step])
+    assert seen["fc2"][4]["zero_count"] > 0
+    assert trial.findings().empty
+
+    # A layer whose every unit is dead: dead_relu names the ReLU after it.
+    torch.manual_seed(3)
+    dead = FunctionalReluNet()
+    with torch.no_grad():
+        dead.fc1.bias.fill_(-100.0)
+    with tstat.pytorch.Hook(out_dir=str(tmp_path / "dead")) as hook:
+        train(dead, hook, 6, (8, 10), seed=1)
+    found = trials.create_trial(str(tmp_path / "dead")).findings()
+    dead_relu = found[found["type"] == "dead_relu"]
+    assert set(dead_relu["tensor"]) == {"fc1.relu_output"}, found[["type", "tensor"]]
+
+    # functional_relus=False: not captured.
+    with tstat.pytorch.Hook(out_dir=str(tmp_path / "off"), config=EVERY_STEP,
+                            functional_relus=False) as hook:
+        train(FunctionalReluNet(), hook, 2, (8, 10))
+    names = trials.create_trial(str(tmp_path / "off")).tensor_names()
+    assert not [n for n in names if "relu" in n.lower()], names
+
+
 def test_frozen_parameters_are_not_judged_while_frozen(tmp_path):
     # Fine-tuning with a frozen first layer, unfrozen at step 20: its weight
     # and gradient are captured from then on (steps 20-29), and
