@@ -24,9 +24,9 @@ again in the same step "<path>#1_output"), the inputs of activation
 functions ("<path>_input", as they enter the function), the outputs of ReLUs
 called as functions (F.relu: "<layer>.relu_output", see _relu_hook), the
 module's input ("<name>_input") and the loss are registered with the session
-the first time they exist; each is read when its collections' schedules say it is due, in
-place (CPU tensors: no copy; CUDA tensors: reduced on the current CUDA stream,
-with no host synchronisation). A gradient counts only when a backward in this
+the first time they exist; each is read when its collections' schedules say
+it is due, in place (CPU tensors: no copy; CUDA tensors: reduced on the
+current CUDA stream, with no host synchronisation). A gradient counts only when a backward in this
 step produced it. Tensors given to the hook are held until the step ends,
 except large CPU ones (read when given) and the inputs of activations with
 inplace=True (read before the activation overwrites them). A held tensor
