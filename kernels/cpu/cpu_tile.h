@@ -71,6 +71,23 @@ static inline VecF LoadF(const unsigned char* base, std::int64_t i) {
   return x;
 }
 
+// Splits a tile's non-finite values into NaN, +Inf and -Inf (rare: only for
+// tiles that have any). `decode(i)`: element i as a float or a double.
+template <typename Decode>
+static void CountNonFinite(std::int64_t n, Decode decode, StatsPartial* p) {
+  for (std::int64_t i = 0; i < n; ++i) {
+    const auto x = decode(i);
+    const auto inf = static_cast<decltype(x)>(__builtin_inf());
+    if (x != x) {
+      ++p->nan_count;
+    } else if (x == inf) {
+      ++p->pos_inf_count;
+    } else if (x == -inf) {
+      ++p->neg_inf_count;
+    }
+  }
+}
+
 // Float-path tile: f32, f16, bf16, f8 (all decode exactly to float).
 template <DType D>
 __attribute__((flatten)) static void ReduceTileF(const unsigned char* base, std::int64_t n,
@@ -216,25 +233,16 @@ __attribute__((flatten)) static void ReduceTileF(const unsigned char* base, std:
   if (vamn != __builtin_inff())
     st->TouchKeys((FloatBits(vamn) >> 23) & 0xffu, (FloatBits(vamx) >> 23) & 0xffu);
   st->pending += static_cast<std::uint64_t>(n);
-  if (nonfin > 0) {  // rare: split into NaN / +Inf / -Inf
-    for (std::int64_t i = 0; i < n; ++i) {
-      const float x = DecodeScalarF<D>(base, i);
-      if (x != x)
-        ++p.nan_count;
-      else if (x == __builtin_inff())
-        ++p.pos_inf_count;
-      else if (x == -__builtin_inff())
-        ++p.neg_inf_count;
-    }
-  }
+  if (nonfin > 0)
+    CountNonFinite(
+        n, [&](std::int64_t i) { return DecodeScalarF<D>(base, i); }, &p);
   // Rare: f32 and bf16 subnormals are float subnormals, whose bin needs the
   // mantissa (f16/fp8 subnormals decode to normal floats and are binned above).
   if (subn > 0 && (D == DType::kFloat32 || D == DType::kBFloat16)) {
     for (std::int64_t i = 0; i < n; ++i) {
       const float x = DecodeScalarF<D>(base, i);
       if (x != 0.0f && ((FloatBits(x) >> 23) & 0xffu) == 0) {
-        ++st->hist[ExponentBin(x)];
-        st->TouchBin(ExponentBin(x));
+        st->AddToBin(ExponentBin(x), 1);
       }
     }
   }
@@ -372,17 +380,9 @@ __attribute__((flatten)) static void ReduceTileD(const unsigned char* base, std:
     p.max = smx;
     p.amax = samx;
   }
-  if (nonfin > 0) {
-    for (std::int64_t i = 0; i < n; ++i) {
-      const double x = DecodeScalarD<D>(base, i);
-      if (x != x)
-        ++p.nan_count;
-      else if (x == __builtin_inf())
-        ++p.pos_inf_count;
-      else if (x == -__builtin_inf())
-        ++p.neg_inf_count;
-    }
-  }
+  if (nonfin > 0)
+    CountNonFinite(
+        n, [&](std::int64_t i) { return DecodeScalarD<D>(base, i); }, &p);
   // Keys (= bins) touched: the non-zero finite range, plus the first and last
   // bin where zeros and non-finite values land.
   if (samn != __builtin_inf()) st->TouchKeys(ExponentBin(samn), ExponentBin(samx));

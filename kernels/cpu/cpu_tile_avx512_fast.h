@@ -270,16 +270,14 @@ __attribute__((flatten)) static void ReduceTileFastAvx512(const unsigned char* b
       const int field = window_base + k;
       if (bins[k] == 0) continue;
       if (field >= 1) {  // fields < 1 count nothing
-        st->hist[field - 127 - kExpHistMinExp] += bins[k];
-        st->TouchBin(field - 127 - kExpHistMinExp);
+        st->AddToBin(field - 127 - kExpHistMinExp, bins[k]);
       }
       in_window += bins[k];
     }
     for (std::int64_t i = nv * 16; i < n; ++i) {  // tail of fewer than 16
       const int field = static_cast<int>((FloatBits(DecodeScalarF<D>(base, i)) >> 23) & 0xffu);
       if (field >= window_base && field >= 1) {
-        st->hist[field - 127 - kExpHistMinExp] += 1;
-        st->TouchBin(field - 127 - kExpHistMinExp);
+        st->AddToBin(field - 127 - kExpHistMinExp, 1);
         ++in_window;
       }
     }
@@ -298,8 +296,7 @@ __attribute__((flatten)) static void ReduceTileFastAvx512(const unsigned char* b
                             _mm512_cmpneq_epi32_mask(absb, _mm512_setzero_si512());
       for (unsigned m = low; m != 0; m &= m - 1) {
         const float v = DecodeScalarF<D>(base, b * 16 + __builtin_ctz(m));
-        st->hist[ExponentBin(v)] += 1;
-        st->TouchBin(ExponentBin(v));
+        st->AddToBin(ExponentBin(v), 1);
         subnormals += __builtin_fabsf(v) < th.min_normal;
       }
     }
@@ -307,8 +304,7 @@ __attribute__((flatten)) static void ReduceTileFastAvx512(const unsigned char* b
       const float x = DecodeScalarF<D>(base, i);
       const int field = static_cast<int>((FloatBits(x) >> 23) & 0xffu);
       if ((field >= 1 && field < window_base) || (field == 0 && x != 0.0f)) {
-        st->hist[ExponentBin(x)] += 1;
-        st->TouchBin(ExponentBin(x));
+        st->AddToBin(ExponentBin(x), 1);
         subnormals += __builtin_fabsf(x) < th.min_normal;
       }
     }

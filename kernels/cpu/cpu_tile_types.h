@@ -99,6 +99,11 @@ struct TileState {
     hist_lo = b < hist_lo ? b : hist_lo;
     hist_hi = b > hist_hi ? b : hist_hi;
   }
+  // Adds `c` to bin `b` of `hist`.
+  void AddToBin(int b, std::uint64_t c) {
+    hist[b] += c;
+    TouchBin(b);
+  }
   void TouchKeys(int lo, int hi) {
     key_lo = lo < key_lo ? lo : key_lo;
     key_hi = hi > key_hi ? hi : key_hi;
