@@ -1,7 +1,8 @@
 """tstat.pytorch.Hook on CUDA tensors (ctest tstat.python.pytorch_cuda,
 label gpu): reduced where they live, on torch's current stream, with no
 host synchronisation in the training step (torch's sync debug mode set to
-"error" raises on any), and the stats equal torch's own; fp16 autocast with
+"error" raises on any), and the stats equal torch's own, a ReLU called as
+a function included; fp16 autocast with
 torch's GradScaler is not stopped by its loss-scale overflows. Run as a script
 (no pytest: the GPU bundle runs it too, tools/gpu_hook_check.py): exit 77
 (SKIPPED) without a CUDA device or a CUDA build of torch."""
@@ -65,6 +66,47 @@ def test_cuda_training_is_captured_without_host_synchronisation(tmp_path):
         close(trial.tensor("loss").stat(step, "mean"), kept[("loss", step)].item(), 1e-6)
 
 
+class FunctionalRelu(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.fc2 = torch.nn.Linear(64, 256), torch.nn.Linear(256, 10)
+
+    def forward(self, x):
+        return self.fc2(torch.nn.functional.relu(self.fc1(x)))
+
+
+def test_relus_called_as_functions_on_cuda(tmp_path):
+    # The ReLU's output, found through autograd where fc2 takes it in, with
+    # the per-unit stats dead_relu asks for: no host synchronisation either.
+    torch.manual_seed(1)
+    dev = torch.device("cuda")
+    model = FunctionalRelu().to(dev)
+    loss_fn = torch.nn.CrossEntropyLoss()
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    kept = {}
+    model.fc2.register_forward_pre_hook(lambda _m, i: kept.__setitem__(step, i[0].clone()))
+    with tstat.pytorch.Hook(out_dir=str(tmp_path / "relu"), config=EVERY_STEP) as hook:
+        hook.register_module(model)
+        hook.register_loss(loss_fn)
+        torch.cuda.set_sync_debug_mode("error")
+        try:
+            for step in range(4):
+                opt.zero_grad()
+                x = torch.randn(32, 64, device=dev)
+                loss_fn(model(x), torch.randint(0, 10, (32,), device=dev)).backward()
+                opt.step()
+        finally:
+            torch.cuda.set_sync_debug_mode(0)
+    trial = trials.create_trial(str(tmp_path / "relu"))
+    assert "fc1.relu_output" in trial.tensor_names(), trial.tensor_names()
+    for step in (1, 3):
+        ref = kept[step].double()
+        got = trial.tensor("fc1.relu_output").stats(step)
+        close(got["l2"], ref.norm().item(), 1e-5)
+        assert got["zero_count"] == int((ref == 0).sum().item())
+    assert trial.findings().empty
+
+
 def test_mixed_precision_overflows_do_not_stop_training(tmp_path):
     """fp16 autocast with torch's GradScaler, its scale far too large at the
     start: the scaler skips the updates whose gradients overflowed, and the
@@ -111,5 +153,6 @@ if __name__ == "__main__":
         sys.exit(77)
     with tempfile.TemporaryDirectory() as tmp:
         test_cuda_training_is_captured_without_host_synchronisation(Path(tmp))
+        test_relus_called_as_functions_on_cuda(Path(tmp))
         test_mixed_precision_overflows_do_not_stop_training(Path(tmp))
     print("tstat.python.pytorch_cuda: passed")
