@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "kernels/cpu/cpu_passes.h"
+#include "kernels/cpu/cpu_tile_call.h"
 #include "kernels/cpu/cpu_tile_types.h"
 #include "kernels/request_check.h"
 #include "kernels/stats_ops.h"
@@ -44,24 +45,6 @@ struct alignas(64) GatherBuffer {
   unsigned char bytes[kTileElems * 8];
 };
 
-// The tile kernel of the request's dtype with its thresholds.
-struct TileCall {
-  bool float_path;
-  FloatTileFn float_fn;
-  DoubleTileFn double_fn;
-  Thresholds<float> thf;
-  Thresholds<double> thd;
-
-  void operator()(const unsigned char* p, std::int64_t n, TileState* st) const {
-    if (float_path) {
-      float_fn(p, n, thf, st);
-    } else {
-      double_fn(p, n, thd, st);
-    }
-    if (st->NeedsFlush()) st->Flush();
-  }
-};
-
 // One thread's scratch.
 struct ChannelScratch {
   TileState state;
@@ -74,15 +57,8 @@ class ChannelReducer {
   ChannelReducer(const ReductionRequest& r, const TileKernels& kern, const ChannelShape& s)
       : base_(static_cast<const unsigned char*>(r.tensor.data)),
         elem_(DTypeSize(r.tensor.dtype)),
-        s_(s) {
-    const StatsOptions& o = r.options;
-    const double min_normal = MinNormalOf(r.tensor.dtype);
-    call_.float_path = UsesFloatPath(r.tensor.dtype);
-    call_.float_fn = kern.float_fn[static_cast<int>(r.tensor.dtype)];
-    call_.double_fn = kern.double_fn[static_cast<int>(r.tensor.dtype)];
-    call_.thf = MakeThresholds<float>(o.band_lo, o.band_hi, o.small_eps, min_normal);
-    call_.thd = MakeThresholds<double>(o.band_lo, o.band_hi, o.small_eps, min_normal);
-  }
+        s_(s),
+        call_(MakeTileCall(r, kern)) {}
 
   // Work items: channels, or blocks of kBlockChannels channels.
   bool by_blocks() const { return s_.inner < kGatherMinRun; }
@@ -138,10 +114,10 @@ class ChannelReducer {
     return st->partial;
   }
 
-  // Channels [c0, c1) of runs shorter than kGatherMinRun: channel k of the
-  // block is gathered into elements [k * kBlockRunElems, ...) of the buffer.
+  // Channels [c0, c1) of runs shorter than kGatherMinRun, merged into their
+  // `partials` (identities on entry): channel k of the block is gathered
+  // into elements [k * kBlockRunElems, ...) of the buffer.
   void Block(std::int64_t c0, std::int64_t c1, ChannelScratch* x, StatsPartial* partials) const {
-    for (std::int64_t c = c0; c < c1; ++c) partials[c] = StatsPartial::Identity();
     const std::int64_t rows = std::max<std::int64_t>(1, kBlockRunElems / s_.inner);
     const std::size_t run_bytes = static_cast<std::size_t>(s_.inner) * elem_;
     for (std::int64_t r0 = 0; r0 < s_.outer; r0 += rows) {

@@ -20,6 +20,7 @@
 #include <memory>
 #include <optional>
 
+#include "kernels/cpu/cpu_tile_call.h"
 #include "kernels/cpu/cpu_tile_types.h"
 #include "kernels/stats_ops.h"
 
@@ -42,22 +43,13 @@ struct Piece {
 
 struct JobParams {
   const unsigned char* base;
-  DType dtype;
-  bool float_path;
-  Thresholds<float> thf;
-  Thresholds<double> thd;
+  std::size_t elem;
+  TileCall call;
 };
 
-JobParams MakeParams(const ReductionRequest& r) {
-  JobParams p;
-  p.base = static_cast<const unsigned char*>(r.tensor.data);
-  p.dtype = r.tensor.dtype;
-  p.float_path = UsesFloatPath(p.dtype);
-  const StatsOptions& o = r.options;
-  const double mn = MinNormalOf(p.dtype);
-  p.thf = MakeThresholds<float>(o.band_lo, o.band_hi, o.small_eps, mn);
-  p.thd = MakeThresholds<double>(o.band_lo, o.band_hi, o.small_eps, mn);
-  return p;
+JobParams MakeParams(const ReductionRequest& r, const TileKernels& kern) {
+  return {static_cast<const unsigned char*>(r.tensor.data), DTypeSize(r.tensor.dtype),
+          MakeTileCall(r, kern)};
 }
 
 // Part w gets tiles [bounds[w], bounds[w+1]).
@@ -103,7 +95,7 @@ void ReduceStatsBatch(const std::vector<StatsJob>& jobs, int workers, const Tile
   std::vector<Tile> tiles;
   for (std::uint32_t j = 0; j < jobs.size(); ++j) {
     const ReductionRequest& r = *jobs[j].request;
-    params.push_back(MakeParams(r));
+    params.push_back(MakeParams(r, kern));
     // Results of whole tensors are written in place: engaged here. A reused
     // histogram keeps its storage and is zeroed (its span) in the parallel
     // region by the core that fills it: 2.2 KB zeroed here per tensor was
@@ -164,16 +156,10 @@ void ReduceStatsBatch(const std::vector<StatsJob>& jobs, int workers, const Tile
           piece = &split[w].back();
           dest = piece->hist.counts.data();
         }
-        state->Begin(p.float_path, dest);
-        const std::size_t elem = DTypeSize(p.dtype);
+        state->Begin(p.call.float_path, dest);
         for (; i < end && tiles[i].job == j; ++i) {
-          const unsigned char* base = p.base + tiles[i].begin * static_cast<std::int64_t>(elem);
-          if (p.float_path) {
-            kern.float_fn[static_cast<int>(p.dtype)](base, tiles[i].length, p.thf, state.get());
-          } else {
-            kern.double_fn[static_cast<int>(p.dtype)](base, tiles[i].length, p.thd, state.get());
-          }
-          if (state->NeedsFlush()) state->Flush();
+          p.call(p.base + static_cast<std::size_t>(tiles[i].begin) * p.elem, tiles[i].length,
+                 state.get());
         }
         state->Flush();
         if (piece != nullptr) {
