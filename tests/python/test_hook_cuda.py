@@ -7,6 +7,7 @@ torch's GradScaler is not stopped by its loss-scale overflows. Run as a script
 (no pytest: the GPU bundle runs it too, tools/gpu_hook_check.py): exit 77
 (SKIPPED) without a CUDA device or a CUDA build of torch."""
 
+import contextlib
 import math
 import sys
 import tempfile
@@ -18,6 +19,16 @@ import tstat.pytorch
 from tstat import trials
 
 EVERY_STEP = {"save_config": {"save_interval": 1}}
+
+
+@contextlib.contextmanager
+def host_synchronisation_raises():
+    """Torch's sync debug mode "error" inside: any host synchronisation raises."""
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        yield
+    finally:
+        torch.cuda.set_sync_debug_mode(0)
 
 
 def close(got, want, rel, abs_tol=0.0):
@@ -39,8 +50,7 @@ def test_cuda_training_is_captured_without_host_synchronisation(tmp_path):
     with tstat.pytorch.Hook(out_dir=str(tmp_path / "run"), config=EVERY_STEP) as hook:
         hook.register_module(model)
         hook.register_loss(loss_fn)
-        torch.cuda.set_sync_debug_mode("error")
-        try:
+        with host_synchronisation_raises():
             for step in range(6):
                 opt.zero_grad()
                 loss = loss_fn(model(xs[step]), ys[step])
@@ -48,13 +58,11 @@ def test_cuda_training_is_captured_without_host_synchronisation(tmp_path):
                 kept[("grad", step)] = model[0].weight.grad.clone()
                 kept[("loss", step)] = loss.detach().clone()
                 opt.step()
-        finally:
-            torch.cuda.set_sync_debug_mode(0)
         assert not hook.should_stop()
     trial = trials.create_trial(str(tmp_path / "run"))
     assert trial.steps() == list(range(6))
     for step in (0, 3, 5):
-        for name, key in (("0_output", "fc"), ("gradient/0.weight", "grad")):
+        for name, key in (("0.Linear_output", "fc"), ("gradient/0.weight", "grad")):
             ref = kept[(key, step)].double()
             got = trial.tensor(name).stats(step)
             scale = ref.abs().max().item()
@@ -88,15 +96,12 @@ def test_relus_called_as_functions_on_cuda(tmp_path):
     with tstat.pytorch.Hook(out_dir=str(tmp_path / "relu"), config=EVERY_STEP) as hook:
         hook.register_module(model)
         hook.register_loss(loss_fn)
-        torch.cuda.set_sync_debug_mode("error")
-        try:
+        with host_synchronisation_raises():
             for step in range(4):
                 opt.zero_grad()
                 x = torch.randn(32, 64, device=dev)
                 loss_fn(model(x), torch.randint(0, 10, (32,), device=dev)).backward()
                 opt.step()
-        finally:
-            torch.cuda.set_sync_debug_mode(0)
     trial = trials.create_trial(str(tmp_path / "relu"))
     assert "fc1.relu_output" in trial.tensor_names(), trial.tensor_names()
     for step in (1, 3):
