@@ -470,7 +470,7 @@ class Hook:
                 name = f"{base}_output" if i == 0 else f"{base}_output_{i}"
                 self._set(name, [], t)
                 if self._functional_relus:
-                    self._note_produced(t, name[:-len("_output")] if i == 0 else name)
+                    self._note_produced(t, base if i == 0 else name)
         return on_output
 
     def _note_produced(self, t, name):
