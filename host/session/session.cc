@@ -2,6 +2,7 @@
 // times itself into the step's capture time, and forwards to Session::Impl.
 #include "tstat/session.h"
 
+#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -30,6 +31,15 @@ std::string HostName() {
 }
 
 Status Closed() { return Status::FailedPrecondition("the session is closed"); }
+
+// The processors this process may run on (its affinity mask; not
+// OMP_NUM_THREADS, which sizes OpenMP's teams, not tstat's own threads).
+int UsableProcessors() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (::sched_getaffinity(0, sizeof(set), &set) != 0) return 1;
+  return CPU_COUNT(&set);
+}
 
 }  // namespace
 
@@ -99,6 +109,7 @@ Status Session::Impl::Start(std::unique_ptr<io::StepSink> sink,
   parts.rules = &rules;
   parts.device = &device;
   parts.clock = &clock;
+  parts.background = background.get();
   capture = std::make_unique<host::StepCapture>(parts);
   rules.StartRunDirRequests();
   clock.StartAt(Clock::now());
@@ -107,6 +118,7 @@ Status Session::Impl::Start(std::unique_ptr<io::StepSink> sink,
 
 Status Session::Impl::EndStepLocked(CUstream_st* stream, bool capture_registered) {
   const Clock::time_point t0 = Clock::now();
+  capture->FinishEarly(/*wait=*/true, {}, &pending);  // the step's background captures
   rules.BeforeStepCapture(pipeline.get());  // earlier steps judged; RUN/STOP, RUN/capture/ polled
   if (!clock.open()) TSTAT_RETURN_IF_ERROR(clock.Open(nullptr));
   StepBatch batch = std::move(pending);
@@ -145,6 +157,10 @@ Result<std::unique_ptr<Session>> CreateSessionWithDeps(const SessionConfig& give
   }
   impl->cpu = deps.cpu_backend ? std::move(deps.cpu_backend)
                                : CreateCpuBackend({config.pipeline.cpu_threads});
+  // A core for the training thread and one for the capture thread.
+  if (config.pipeline.early_capture_thread && UsableProcessors() > 1) {
+    impl->background = std::make_unique<host::BackgroundReducer>(CreateCpuBackend({1}));
+  }
   TSTAT_RETURN_IF_ERROR(impl->Start(std::move(deps.sink), std::move(deps.observer)));
   return SessionFactory::Make(std::move(impl));
 }
@@ -237,7 +253,7 @@ Status Session::EndStep(CUstream_st* stream) {
   return impl_->EndStepLocked(stream, /*capture_registered=*/true);
 }
 
-Result<EarlyCapture> Session::CaptureEarly(std::uint32_t id) {
+Result<EarlyCapture> Session::CaptureEarly(std::uint32_t id, EarlyCaptureMode mode) {
   std::lock_guard<std::mutex> lock(impl_->mu);
   if (impl_->closed) return Closed();
   CaptureTimer timer(&impl_->clock);
@@ -247,7 +263,15 @@ Result<EarlyCapture> Session::CaptureEarly(std::uint32_t id) {
     return Status::InvalidArgument("CaptureEarly: " + std::to_string(id) +
                                    " is not the id of a registered tensor");
   }
-  return impl_->capture->CaptureEarly(all[id].get(), &impl_->pending);
+  return impl_->capture->CaptureEarly(all[id].get(), &impl_->pending,
+                                      mode == EarlyCaptureMode::kInBackground);
+}
+
+std::size_t Session::FinishEarly(bool wait, const std::function<bool(std::uint32_t)>& unchanged) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  if (impl_->background == nullptr || impl_->background->queued() == 0) return 0;
+  CaptureTimer timer(&impl_->clock);
+  return impl_->capture->FinishEarly(wait, unchanged, &impl_->pending);
 }
 
 Status Session::SaveScalar(const std::string& name, double value) {

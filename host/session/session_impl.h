@@ -21,6 +21,7 @@
 #include "host/pipeline/pipeline.h"
 #include "host/pipeline/snapshot_buffer_pool.h"
 #include "host/pipeline/stop_state.h"
+#include "host/session/background_reducer.h"
 #include "host/session/raw_request_queue.h"
 #include "host/session/session_device.h"
 #include "host/session/session_rules.h"
@@ -53,6 +54,9 @@ struct __attribute__((visibility("hidden"))) Session::Impl {
   // One thread fewer, for steps of small tensors (SessionCpuThreads); null
   // when cpu_threads is set, a backend was injected, or there is one core.
   std::unique_ptr<Backend> cpu_small_steps;
+  // CaptureEarly's background reductions (pipeline.early_capture_thread);
+  // null with one core or when off.
+  std::unique_ptr<host::BackgroundReducer> background;
   host::StopState stop;
   host::StepClock clock;
   host::RawRequestQueue raw_requests;

@@ -154,7 +154,7 @@ Backend* StepCapture::HostBackend(std::int64_t tensors, std::int64_t elements) c
              : parts_.cpu;
 }
 
-EarlyCapture StepCapture::CaptureEarly(RegisteredTensor* t, StepBatch* batch) {
+EarlyCapture StepCapture::CaptureEarly(RegisteredTensor* t, StepBatch* batch, bool in_background) {
   const StepClock& clock = *parts_.clock;
   if (!clock.open()) return EarlyCapture::kAtEndStep;
   if (t->saved_epoch == clock.epoch()) return EarlyCapture::kCaptured;
@@ -176,10 +176,22 @@ EarlyCapture StepCapture::CaptureEarly(RegisteredTensor* t, StepBatch* batch) {
   if (!ResolveView(*t, &v).ok()) return EarlyCapture::kAtEndStep;  // EndStep records the drop
   if (v.data == nullptr) return EarlyCapture::kNotDue;             // not there at this step
   if (v.space != MemorySpace::kHost) return EarlyCapture::kAtEndStep;
-  std::vector<ReductionRequest> request(1);
-  request[0].tensor = v;
-  options_.Prepare(t, v, due_cols_, key.global_step, batch, &request[0].options);
   if (parts_.rules->counts_records()) parts_.rules->CountRecord(due_cols_);
+  t->saved_epoch = clock.epoch();
+  early_this_step_ = true;
+  BackgroundReducer* background = in_background ? parts_.background : nullptr;
+  std::unique_ptr<BackgroundReducer::Job> job =
+      background != nullptr ? background->NewJob() : std::make_unique<BackgroundReducer::Job>();
+  job->id = t->info.id;
+  job->request.tensor = v;
+  options_.Prepare(t, v, due_cols_, key.global_step, batch, &job->request.options);
+  // A delta's previous values are replaced once the reduction has read
+  // them: that one is reduced here.
+  if (background != nullptr && !options_.has_delta_updates() && background->Submit(&job)) {
+    return EarlyCapture::kQueued;
+  }
+  std::vector<ReductionRequest> request(1);
+  std::swap(request[0], job->request);
   std::vector<ReductionResult> results;
   const Status s = HostBackend(1, v.numel)->Reduce(request, &results);
   if (!s.ok() || results.empty()) {
@@ -188,9 +200,32 @@ EarlyCapture StepCapture::CaptureEarly(RegisteredTensor* t, StepBatch* batch) {
     AddResult(t->info.id, request[0].options, std::move(results[0]), batch);
   }
   options_.UpdateDeltaCopies();  // after the reduction read the previous values
-  t->saved_epoch = clock.epoch();
-  early_this_step_ = true;
+  if (background != nullptr) {
+    std::swap(request[0], job->request);
+    background->Recycle(std::move(job));
+  }
   return EarlyCapture::kCaptured;
+}
+
+std::size_t StepCapture::FinishEarly(bool wait, const std::function<bool(std::uint32_t)>& unchanged,
+                                     StepBatch* batch) {
+  BackgroundReducer* background = parts_.background;
+  if (background == nullptr) return 0;
+  std::size_t taken = 0;
+  for (std::unique_ptr<BackgroundReducer::Job> job = background->TakeFinished(wait); job != nullptr;
+       job = background->TakeFinished(wait)) {
+    ++taken;
+    if (unchanged && !unchanged(job->id)) {
+      // Not what the layer produced: the caller says so and counts it.
+    } else if (!job->status.ok() || job->results.empty()) {
+      batch->drops.push_back(
+          {job->id, "stats", job->status.ok() ? "no result" : job->status.message(), 0});
+    } else {
+      AddResult(job->id, job->request.options, std::move(job->results[0]), batch);
+    }
+    background->Recycle(std::move(job));
+  }
+  return taken;
 }
 
 void StepCapture::BuildRequests(bool any_due, bool reusable, StepBatch* batch,

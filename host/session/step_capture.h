@@ -23,6 +23,7 @@
 
 #include "host/config/collection_set.h"
 #include "host/pipeline/pipeline.h"
+#include "host/session/background_reducer.h"
 #include "host/session/raw_request_queue.h"
 #include "host/session/request_options.h"
 #include "host/session/session_device.h"
@@ -57,6 +58,9 @@ class StepCapture {
     SessionRules* rules = nullptr;
     SessionDevice* device = nullptr;
     const StepClock* clock = nullptr;  // the open step: its key and timing so far
+    // Reduces CaptureEarly's tensors in the background; null: none (one
+    // core, or early_capture_thread off), they are reduced at once.
+    BackgroundReducer* background = nullptr;
   };
   explicit StepCapture(Parts parts);
 
@@ -72,8 +76,14 @@ class StepCapture {
   Outcome Run(StepBatch batch, std::uint64_t raw_reserved, bool capture_registered,
               CUstream_st* stream, StepClock::Clock::time_point t0, Status* problem);
   // Session::CaptureEarly of `t` at the open step: its record goes into
-  // `batch` (the step's pending records).
-  EarlyCapture CaptureEarly(RegisteredTensor* t, StepBatch* batch);
+  // `batch` (the step's pending records), at once or, `in_background` and
+  // with a background reducer, once FinishEarly takes it back (kQueued).
+  EarlyCapture CaptureEarly(RegisteredTensor* t, StepBatch* batch, bool in_background);
+  // Session::FinishEarly: the background captures reduced so far (all of
+  // them with `wait`), oldest first, into `batch`, unless `unchanged` says
+  // the tensor changed while it was read; how many were taken back.
+  std::size_t FinishEarly(bool wait, const std::function<bool(std::uint32_t)>& unchanged,
+                          StepBatch* batch);
 
  private:
   using StepFinish = std::function<void(StepBatch*)>;

@@ -122,6 +122,12 @@ struct PipelineConfig {
   double flush_interval_seconds = 1.0;    // flush at least this often
   std::int64_t flush_interval_steps = 0;  // and every N steps (0 = off)
   bool drop_stats_when_full = false;      // false: the step waits
+  // Tensors captured early in the background (Session::CaptureEarly with
+  // kInBackground: the Python hook's large CPU layer outputs) are reduced
+  // on a capture thread while training goes on, where the process may run
+  // on two processors or more; false: on the training thread, before
+  // CaptureEarly returns.
+  bool early_capture_thread = true;
   // RUN/STOP and RUN/capture/ are checked at EndStep when the last check is
   // at least this old (0: at every EndStep; one stat() each, ~1 us), and by
   // the writer thread every max(this, 100) ms (a training thread that is

@@ -125,9 +125,17 @@ struct RunOverrides {
 
 // Session::CaptureEarly's answer.
 enum class EarlyCapture : std::uint8_t {
-  kNotDue = 0,    // not due at this step: EndStep will not capture it either
-  kCaptured = 1,  // reduced now; EndStep skips it at this step
-  kAtEndStep = 2  // EndStep captures it (keep its data until then)
+  kNotDue = 0,     // not due at this step: EndStep will not capture it either
+  kCaptured = 1,   // reduced now; EndStep skips it at this step
+  kAtEndStep = 2,  // EndStep captures it (keep its data until then)
+  kQueued = 3      // being reduced in the background (keep its data until
+                   // FinishEarly takes it back)
+};
+
+// Where Session::CaptureEarly reduces a tensor.
+enum class EarlyCaptureMode : std::uint8_t {
+  kNow = 0,           // on the calling thread, before CaptureEarly returns
+  kInBackground = 1,  // on the session's capture thread, where it has one
 };
 
 struct StepTiming {
@@ -196,7 +204,26 @@ class TSTAT_EXPORT Session {
   // or is computed from it. Errors: an unknown or ad-hoc id
   // (kInvalidArgument), after Close (kFailedPrecondition); a view that
   // cannot be read is left to EndStep, which records the drop.
-  Result<EarlyCapture> CaptureEarly(std::uint32_t id);
+  //
+  // kInBackground: where kCaptured would be the answer, the tensor is
+  // instead queued for the session's capture thread (kQueued), which reduces
+  // it while the caller goes on; the caller keeps its data alive and
+  // unchanged until FinishEarly (or EndStep, or Close) has taken it back.
+  // Reduced now instead (kCaptured): without a capture thread (one processor, or
+  // pipeline.early_capture_thread false), for a tensor with a delta (its
+  // previous values are replaced once read), or when 256 tensors or 256 MiB
+  // are already queued.
+  Result<EarlyCapture> CaptureEarly(std::uint32_t id,
+                                    EarlyCaptureMode mode = EarlyCaptureMode::kNow);
+  // Takes back the background captures reduced so far (with `wait`: all of
+  // them, waiting for the capture thread), oldest first: each one's record
+  // joins the open step, unless `unchanged` (called on this thread with the
+  // tensor's id) returns false - its data changed while it was read, so the
+  // record is left out (the caller knows which tensor and says so). Returns
+  // how many were taken back: the first that many queued, whose data the
+  // caller may now release. EndStep and Close take back every one first
+  // (none left out).
+  std::size_t FinishEarly(bool wait, const std::function<bool(std::uint32_t id)>& unchanged = {});
 
   // Saves a scalar (loss, accuracy, learning rate) at the current step;
   // saving it again in the same step replaces the value. The name must not be

@@ -16,6 +16,19 @@
 // A non-contiguous tensor is copied to a contiguous one at capture only, and
 // that copy lives until the step's reduction has been enqueued.
 //
+// A large CPU tensor due at its step is reduced when it is set, on this
+// thread the first time. If nothing changed it in place by the end of the
+// module's forward (or of the step; its version counter, read through a weak
+// reference), it is from then on
+// handed to the session's capture thread (CaptureEarly in the background)
+// and held only until that thread has read it: the slot keeps it, with its
+// version counter, in `queued_` until FinishQueued takes it back (at a later
+// set(), at the end of the module's forward, or at once before an activation
+// with inplace=True overwrites it). A tensor whose version moved meanwhile
+// was changed in place while it may have been read: its record is left out
+// (DropChanged), as for a held tensor changed before EndStep. One changed in
+// place after its first read stays read on this thread.
+//
 // The GIL: end_step and close release it around the session's calls (the CPU
 // reduction runs without it); the view callbacks, which run inside them on
 // the same thread, take it to read the tensors. A slot that cannot be
@@ -58,6 +71,12 @@ struct Slot {
   // Its tensor was changed in place after it was set (x += y, an activation
   // with inplace=True): it is read when set from then on.
   bool early = false;
+  bool queued = false;  // `source` is being read by the capture thread
+  // Read on this thread when set, the first time: a weak reference to that
+  // tensor and its version then, checked when the step ends.
+  py::object probe = py::none();
+  std::int64_t probe_version = -1;
+  bool background = false;  // the probe saw no change: read on the capture thread
 };
 
 // torch's version counter of `t` (bumped by every in-place change), or -1
@@ -165,6 +184,7 @@ class PySession {
   // left for EndStep keeps its version counter, checked there.
   void set(int slot, py::object tensor, bool now) {
     Slot& s = At(slot);
+    if (!queued_.empty()) FinishQueued(/*wait=*/s.queued);  // its tensor may go now
     s.source = std::move(tensor);
     s.version = -1;
     if (!s.registered && !s.failed) Register(s);
@@ -179,11 +199,21 @@ class PySession {
     if (Attr(s.source, TSTAT_INTERNED("is_cuda")).cast<bool>()) {
       if (read_now) s.source = s.source.attr("detach")().attr("clone")();
     } else if (read_now || numel_fn().cast<std::int64_t>() >= kSmallTensorElements) {
+      const EarlyCaptureMode mode =
+          !read_now && s.background ? EarlyCaptureMode::kInBackground : EarlyCaptureMode::kNow;
       Result<EarlyCapture> early = [&] {
         py::gil_scoped_release release;
-        return session_->CaptureEarly(s.id);
+        return session_->CaptureEarly(s.id, mode);
       }();
+      if (early.ok() && *early == EarlyCapture::kQueued) {
+        s.version = VersionOf(s.source);
+        s.queued = true;
+        queued_.push_back(&s);
+        ++background_captures_;
+        return;
+      }
       if (early.ok() && *early != EarlyCapture::kAtEndStep) {
+        if (*early == EarlyCapture::kCaptured && !read_now && !s.background) Probe(s);
         s.source = py::none();
         s.keep = py::none();
         return;
@@ -194,6 +224,12 @@ class PySession {
   // `tensor` is about to be changed in place (the input of an activation
   // with inplace=True): the slots that hold it for EndStep read it now.
   void settle(py::object tensor) {
+    for (Slot* q : queued_) {
+      if (q->source.is(tensor)) {
+        FinishQueued(/*wait=*/true);  // read before the activation writes
+        break;
+      }
+    }
     for (auto& s : slots_) {
       if (s->kind != SlotKind::kTensor || s->version < 0 || !s->source.is(tensor)) continue;
       if (VersionOf(s->source) != s->version) {
@@ -205,6 +241,14 @@ class PySession {
   }
 
   void mark_fresh(int slot) { At(slot).fresh = true; }
+  // The forward of the registered module returned: every tensor handed to
+  // the capture thread is read and let go, and the tensors read on this
+  // thread for the first time are checked for in-place changes while they
+  // are alive (autograd frees them during the backward pass).
+  void finish_queued() {
+    FinishQueued(/*wait=*/true);
+    CheckProbes();
+  }
 
   void begin_step() { Check(session_->BeginStep()); }
   // A step at explicit numbers (a run resumed from a checkpoint).
@@ -215,6 +259,8 @@ class PySession {
 
   void end_step(std::uintptr_t stream) {
     RegisterPending();
+    FinishQueued(/*wait=*/true);
+    CheckProbes();
     DropChangedInPlace();
     Status s;
     {
@@ -226,6 +272,7 @@ class PySession {
   }
 
   void close() {
+    FinishQueued(/*wait=*/true);
     DropChangedInPlace();  // Close ends the open step
     Status s;
     {
@@ -252,6 +299,7 @@ class PySession {
     py::dict d = CountersDict(c);
     d["rules_waits"] = c.rules_waits;
     d["changed_in_place"] = changed_in_place_;
+    d["background_captures"] = background_captures_;
     d["capture_seconds"] = session_->capture_totals().capture_seconds;
     return d;
   }
@@ -362,6 +410,69 @@ class PySession {
     }
   }
 
+  // Takes back the tensors the capture thread has read (all of them with
+  // `wait`), releasing them; one whose version counter moved since it was
+  // queued is dropped (its record left out).
+  void FinishQueued(bool wait) {
+    if (queued_.empty()) return;
+    changed_.clear();
+    const auto unchanged = [this](std::uint32_t id) {
+      py::gil_scoped_acquire gil;
+      const Slot& s = *queued_[changed_.size()];
+      changed_.push_back(s.id == id && s.version >= 0 && VersionOf(s.source) != s.version);
+      return !changed_.back();
+    };
+    std::size_t taken = 0;
+    {
+      py::gil_scoped_release release;
+      taken = session_->FinishEarly(wait, unchanged);
+    }
+    for (std::size_t i = 0; i < taken; ++i) {
+      Slot& s = *queued_[i];
+      s.queued = false;
+      if (i < changed_.size() && changed_[i]) {
+        DropChanged(s);
+      } else {
+        s.source = py::none();
+        s.version = -1;
+      }
+    }
+    queued_.erase(queued_.begin(), queued_.begin() + static_cast<std::ptrdiff_t>(taken));
+  }
+
+  // Watches `s`'s tensor, just read on this thread, for an in-place change
+  // until the step ends. A tensor without a version counter, or one that
+  // takes no weak reference, is not watched: it stays read on this thread.
+  void Probe(Slot& s) {
+    const std::int64_t version = VersionOf(s.source);
+    PyObject* ref = version < 0 ? nullptr : PyWeakref_NewRef(s.source.ptr(), nullptr);
+    if (ref == nullptr) {
+      PyErr_Clear();
+      return;
+    }
+    s.probe = py::reinterpret_steal<py::object>(ref);
+    s.probe_version = version;
+  }
+
+  // The probes: a tensor that is still there with another version was
+  // changed in place after it was read (x += y on a layer's output), so its
+  // slot stays read on this thread; the others go to the capture thread. (A
+  // tensor freed meanwhile was not kept by autograd or the model; should
+  // later code change it after all, the queued read's version check drops
+  // that step.)
+  void CheckProbes() {
+    for (auto& s : slots_) {
+      if (s->probe.is_none()) continue;
+      PyObject* t = PyWeakref_GetObject(s->probe.ptr());  // borrowed; Py_None once freed
+      const bool changed = t != nullptr && t != Py_None &&
+                           VersionOf(py::reinterpret_borrow<py::object>(t)) != s->probe_version;
+      if (t == nullptr) PyErr_Clear();
+      s->early = s->early || changed;
+      s->background = !s->early;
+      s->probe = py::none();
+    }
+  }
+
   // Tensors left for EndStep whose values changed since they were set: what
   // EndStep would read is not what the layer produced, so it is not read
   // (counted, and said once per tensor); later steps read it when it is set.
@@ -438,8 +549,11 @@ class PySession {
   py::object strided_ = py::none();  // torch.strided, once a tensor showed it
   std::vector<std::unique_ptr<Slot>> slots_;
   std::vector<std::string> warnings_;
-  std::uint64_t changed_in_place_ = 0;  // tensors not captured: changed after set
-  std::unique_ptr<Session> session_;    // last: closed (view callbacks run) before the slots go
+  std::uint64_t changed_in_place_ = 0;     // tensors not captured: changed after set
+  std::vector<Slot*> queued_;              // with the capture thread, oldest first
+  std::vector<char> changed_;              // FinishQueued's verdicts, in queued_'s order
+  std::uint64_t background_captures_ = 0;  // tensors handed to the capture thread
+  std::unique_ptr<Session> session_;       // last: closed (view callbacks run) before the slots go
 };
 
 }  // namespace
@@ -460,6 +574,7 @@ void BindSession(py::module_& m) {
       .def("begin_step_at", &PySession::begin_step_at)
       .def("set_mode", &PySession::set_mode)
       .def("end_step", &PySession::end_step, py::arg("stream") = 0)
+      .def("finish_queued", &PySession::finish_queued)
       .def("close", &PySession::close)
       .def("save_scalar", &PySession::save_scalar)
       .def("should_stop", &PySession::should_stop)

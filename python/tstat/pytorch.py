@@ -28,8 +28,11 @@ the first time they exist; each is read when its collections' schedules say
 it is due, in place (CPU tensors: no copy; CUDA tensors: reduced on the
 current CUDA stream, with no host synchronisation). A gradient counts only when a backward in this
 step produced it. Tensors given to the hook are held until the step ends,
-except large CPU ones (read when given) and the inputs of activations with
-inplace=True (read before the activation overwrites them). A held tensor
+except large CPU ones (8,192 values or more: read when given, the first time;
+then, unless something changed one in place by the step's end, read on
+tstat's capture thread while the forward goes on, and let go by the time
+the forward of the registered module returns) and the inputs of activations
+with inplace=True (read before the activation overwrites them). A held tensor
 changed in place before the step ends (x += y on a layer's output) is not
 read at that step, since its values are no longer the layer's: a warning
 names it, counters()["changed_in_place"] counts it, and from the next step on
@@ -209,6 +212,7 @@ class Hook:
             self._top = weakref.ref(module)
             self._top_name = name
             self._handles.append(module.register_forward_pre_hook(self._top_forward_pre))
+            self._handles.append(module.register_forward_hook(self._top_forward_post))
 
     def register_loss(self, loss_module, name="loss", labels=True):
         """Captures the output of `loss_module` (an nn.Module such as
@@ -443,6 +447,13 @@ class Hook:
             tensors = _tensors_of(inputs)
         if tensors and not self._closed:
             self._set(f"{self._top_name}_input", [], tensors[0])
+
+    def _top_forward_post(self, _module, _inputs, _output):
+        """Large CPU tensors handed to tstat's capture thread in this forward
+        are read by now, and let go."""
+        if not self._closed:
+            with self._lock:
+                self._session.finish_queued()
 
     def _input_hook(self, path, in_place):
         """The inputs of an activation function, before it runs. One with

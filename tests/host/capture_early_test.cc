@@ -1,9 +1,14 @@
 // Session::CaptureEarly: a registered host tensor reduced when the caller
 // says its data is there (a layer's output, before the framework frees it),
 // against the reference and against what EndStep computes; each case where
-// EndStep must capture instead; and the errors.
+// EndStep must capture instead; the errors; and captures in the background
+// (the session's capture thread): the data kept until taken back, in order,
+// a changed tensor left out, the queue's limits, Close.
 #include <gtest/gtest.h>
+#include <sched.h>
 
+#include <algorithm>
+#include <string>
 #include <vector>
 
 #include "tests/host/host_test_util.h"
@@ -36,8 +41,9 @@ std::vector<float> Values(int n, float scale) {
 }
 
 // CaptureEarly's answer (a failure fails the test).
-EarlyCapture Early(Session* session, std::uint32_t id) {
-  Result<EarlyCapture> r = session->CaptureEarly(id);
+EarlyCapture Early(Session* session, std::uint32_t id,
+                   EarlyCaptureMode mode = EarlyCaptureMode::kNow) {
+  Result<EarlyCapture> r = session->CaptureEarly(id, mode);
   EXPECT_TRUE(r.ok()) << r.status().ToString();
   return r.ok() ? r.value() : static_cast<EarlyCapture>(255);
 }
@@ -179,6 +185,172 @@ TEST(CaptureEarlyTest, WhatMustWaitForEndStep) {
     EXPECT_EQ(FindRaw(*b, id) != nullptr, step != 1) << step;
   }
   EXPECT_EQ(FindBatch(batches, 4), nullptr);  // step 4: nothing there
+}
+
+constexpr auto kInBackground = EarlyCaptureMode::kInBackground;
+
+// The capture thread exists where the process may run on two processors.
+bool HasCaptureThread() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  return ::sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 1;
+}
+
+TEST(CaptureEarlyTest, BackgroundCapturesKeepTheDataUntilTakenBackInOrder) {
+  if (!HasCaptureThread()) GTEST_SKIP() << "one core: no capture thread";
+  auto sink = std::make_shared<io::MemorySink>();
+  auto session = MakeSession(TestConfig(), sink);
+  constexpr int kTensors = 3, kN = 20000;  // several tiles each
+  std::vector<const std::vector<float>*> current(kTensors, nullptr);
+  std::vector<std::uint32_t> ids;
+  for (int i = 0; i < kTensors; ++i) {
+    ids.push_back(session
+                      ->RegisterTensor(SlotSpec("layer" + std::to_string(i) + "_output",
+                                                &current[static_cast<std::size_t>(i)], kN))
+                      .value());
+  }
+  // seen[step][i]: what tensor i held when it was captured.
+  std::vector<std::vector<std::vector<float>>> seen;
+  for (int step = 0; step < 4; ++step) {
+    ASSERT_TRUE(session->BeginStep().ok());
+    std::vector<std::vector<float>> values;
+    for (int i = 0; i < kTensors; ++i) {
+      values.push_back(Values(kN, 0.25f * static_cast<float>(1 + i + 3 * step)));
+    }
+    for (int i = 0; i < kTensors; ++i) {
+      current[static_cast<std::size_t>(i)] = &values[static_cast<std::size_t>(i)];
+      EXPECT_EQ(Early(session.get(), ids[static_cast<std::size_t>(i)], kInBackground),
+                EarlyCapture::kQueued);
+      // Asked again in the step: already captured.
+      EXPECT_EQ(Early(session.get(), ids[static_cast<std::size_t>(i)], kInBackground),
+                EarlyCapture::kCaptured);
+    }
+    seen.push_back(values);
+    if (step == 0) {
+      // Taken back oldest first; each asked about once.
+      std::vector<std::uint32_t> asked;
+      EXPECT_EQ(session->FinishEarly(/*wait=*/true,
+                                     [&](std::uint32_t id) {
+                                       asked.push_back(id);
+                                       return true;
+                                     }),
+                static_cast<std::size_t>(kTensors));
+      EXPECT_EQ(asked, ids);
+      EXPECT_EQ(session->FinishEarly(/*wait=*/true), 0u);  // nothing left
+    } else if (step == 1) {
+      // Tensor 1 changed while it was read: its record is left out.
+      EXPECT_EQ(session->FinishEarly(/*wait=*/true, [&](std::uint32_t id) { return id != ids[1]; }),
+                static_cast<std::size_t>(kTensors));
+    } else if (step == 2) {
+      // Not taken back: EndStep waits for them, so the data stays until then.
+    } else {
+      // Taken back as they are read, without waiting, until none is left.
+      std::size_t taken = 0;
+      while (taken < static_cast<std::size_t>(kTensors)) {
+        taken += session->FinishEarly(/*wait=*/false);
+      }
+    }
+    if (step != 2) {
+      // Taken back: the data may go, as a freed activation.
+      for (auto& v : values) v.assign(kN, 1e30f);
+      std::fill(current.begin(), current.end(), nullptr);
+    }
+    ASSERT_TRUE(session->EndStep().ok());
+  }
+  ASSERT_TRUE(session->Close().ok());
+  const auto batches = sink->batches();
+  for (int step = 0; step < 4; ++step) {
+    const StepBatch* b = FindBatch(batches, step);
+    ASSERT_NE(b, nullptr) << step;
+    for (int i = 0; i < kTensors; ++i) {
+      const std::uint32_t id = ids[static_cast<std::size_t>(i)];
+      int records = 0;
+      for (const TensorStatsRecord& r : b->stats) records += r.tensor_id == id;
+      if (step == 1 && i == 1) {
+        EXPECT_EQ(records, 0);  // left out, and not captured by EndStep either
+        continue;
+      }
+      EXPECT_EQ(records, 1) << step << " " << i;
+      EXPECT_TRUE(MatchesReference(
+          FindStats(*b, id), seen[static_cast<std::size_t>(step)][static_cast<std::size_t>(i)]))
+          << step << " " << i;
+    }
+  }
+}
+
+TEST(CaptureEarlyTest, WhatIsReducedAtOnceInsteadOfInTheBackground) {
+  if (!HasCaptureThread()) GTEST_SKIP() << "one core: no capture thread";
+  auto sink = std::make_shared<io::MemorySink>();
+  SessionConfig config = TestConfig();
+  CollectionConfig moving;
+  moving.name = "moving";
+  moving.include_regex = {"^moving/"};
+  moving.stats.delta = true;
+  config.collections.push_back(moving);
+  auto session = MakeSession(config, sink);
+  std::vector<float> values = Values(4096, 1.5f);
+  const std::vector<float>* current = &values;
+  const std::uint32_t plain = session->RegisterTensor(SlotSpec("plain", &current, 4096)).value();
+  const std::uint32_t delta = session->RegisterTensor(SlotSpec("moving/w", &current, 4096)).value();
+  ASSERT_TRUE(session->BeginStep().ok());
+  // A delta's previous values are replaced once read: reduced now.
+  EXPECT_EQ(Early(session.get(), delta, kInBackground), EarlyCapture::kCaptured);
+  EXPECT_EQ(Early(session.get(), plain, kInBackground), EarlyCapture::kQueued);
+  ASSERT_TRUE(session->EndStep().ok());
+  ASSERT_TRUE(session->Close().ok());
+  const auto batches = sink->batches();
+  ASSERT_EQ(batches.size(), 1u);
+  EXPECT_TRUE(MatchesReference(FindStats(batches[0], plain), values));
+  EXPECT_TRUE(MatchesReference(FindStats(batches[0], delta), values));
+
+  // early_capture_thread off: no capture thread, everything at once.
+  auto sink2 = std::make_shared<io::MemorySink>();
+  config.pipeline.early_capture_thread = false;
+  auto session2 = MakeSession(config, sink2);
+  const std::uint32_t id = session2->RegisterTensor(SlotSpec("plain", &current, 4096)).value();
+  ASSERT_TRUE(session2->BeginStep().ok());
+  EXPECT_EQ(Early(session2.get(), id, kInBackground), EarlyCapture::kCaptured);
+  EXPECT_EQ(session2->FinishEarly(/*wait=*/true), 0u);
+  ASSERT_TRUE(session2->Close().ok());
+}
+
+TEST(CaptureEarlyTest, TheBackgroundQueueIsBoundedAndCloseTakesItBack) {
+  if (!HasCaptureThread()) GTEST_SKIP() << "one core: no capture thread";
+  auto sink = std::make_shared<io::MemorySink>();
+  auto session = MakeSession(TestConfig(), sink);
+  constexpr int kTensors = 300, kN = 512;  // more tensors than the queue holds
+  std::vector<std::vector<float>> values;
+  std::vector<const std::vector<float>*> current;
+  for (int i = 0; i < kTensors; ++i)
+    values.push_back(Values(kN, 0.01f * static_cast<float>(i + 1)));
+  for (int i = 0; i < kTensors; ++i) current.push_back(&values[static_cast<std::size_t>(i)]);
+  std::vector<std::uint32_t> ids;
+  for (int i = 0; i < kTensors; ++i) {
+    ids.push_back(session
+                      ->RegisterTensor(SlotSpec("t" + std::to_string(i),
+                                                &current[static_cast<std::size_t>(i)], kN))
+                      .value());
+  }
+  ASSERT_TRUE(session->BeginStep().ok());
+  int queued = 0, now = 0;
+  for (std::uint32_t id : ids) {
+    const EarlyCapture e = Early(session.get(), id, kInBackground);
+    queued += e == EarlyCapture::kQueued;
+    now += e == EarlyCapture::kCaptured;
+  }
+  // Nothing was taken back: the queue filled up, the rest was reduced at once.
+  EXPECT_EQ(queued, 256);
+  EXPECT_EQ(now, kTensors - 256);
+  // Close ends the open step with every queued record.
+  ASSERT_TRUE(session->Close().ok());
+  const auto batches = sink->batches();
+  ASSERT_EQ(batches.size(), 1u);
+  const StepBatch& b = batches[0];
+  for (int i = 0; i < kTensors; ++i) {
+    EXPECT_TRUE(MatchesReference(FindStats(b, ids[static_cast<std::size_t>(i)]),
+                                 values[static_cast<std::size_t>(i)]))
+        << i;
+  }
 }
 
 }  // namespace

@@ -44,7 +44,8 @@ constexpr const char* kFull = R"({
                "flush_interval_seconds": 0.5, "flush_interval_steps": 20,
                "drop_stats_when_full": true, "stop_check_interval_ms": 100,
                "cpu_threads": 2, "cuda_device": 0, "cuda_inflight": 3,
-               "compression_level": 6, "raw_compression_level": 7}
+               "compression_level": 6, "raw_compression_level": 7,
+               "early_capture_thread": false}
 })";
 
 TEST(ConfigTest, ParsesEveryField) {
@@ -85,6 +86,7 @@ TEST(ConfigTest, ParsesEveryField) {
   EXPECT_EQ(c.pipeline.cuda_inflight, 3);
   EXPECT_EQ(c.pipeline.compression_level, 6);
   EXPECT_EQ(c.pipeline.raw_compression_level, 7);
+  EXPECT_FALSE(c.pipeline.early_capture_thread);
 }
 
 TEST(ConfigTest, EmptyObjectGivesDefaults) {
@@ -95,6 +97,7 @@ TEST(ConfigTest, EmptyObjectGivesDefaults) {
   EXPECT_EQ(r->pipeline.raw_memory_cap_bytes, 256ll << 20);
   EXPECT_EQ(r->pipeline.flush_interval_seconds, 1.0);
   EXPECT_FALSE(r->pipeline.drop_stats_when_full);
+  EXPECT_TRUE(r->pipeline.early_capture_thread);
   EXPECT_EQ(r->rank, 0);
   EXPECT_EQ(r->world_size, 1);
   EXPECT_FALSE(r->save_config.base.save_interval.has_value());

@@ -798,8 +798,10 @@ def test_bad_input_raises_or_warns_and_training_goes_on(tmp_path):
 
 def test_large_outputs_are_read_at_once_and_not_held(tmp_path):
     """A CPU layer output of >= 8192 values is reduced when the layer
-    returns (due) or dropped (not due): the hook does not keep it alive
-    until the step ends. Smaller ones wait for the step's one reduction."""
+    returns (due; the first time on the training thread, then on tstat's
+    capture thread where there are two processors) or dropped (not due):
+    the hook does not keep it alive past the forward. Smaller ones wait for
+    the step's one reduction."""
     import gc
     import weakref
 
@@ -831,6 +833,9 @@ def test_large_outputs_are_read_at_once_and_not_held(tmp_path):
                 gc.collect()
                 assert (refs[-1]() is not None) == held, (width, step)
                 loss.backward()
+            background = hook.counters()["background_captures"]
+        # Steps 2 and 4: fc_output, relu_input and relu_output.
+        assert background == (6 if not held and len(os.sched_getaffinity(0)) > 1 else 0)
         trial = trials.create_trial(str(out_dir))
         assert list(trial.tensor("fc_output").steps()) == [0, 2, 4]
         for step in (0, 2, 4):
@@ -901,6 +906,54 @@ def test_tensors_changed_in_place_are_read_before_the_change_or_not_at_all(tmp_p
             assert_stats(trial, "bn_output", 0, ref["bn_output"][0])
         for step in (1, 2):
             assert_stats(trial, "bn_output", step, ref["bn_output"][step])
+
+
+class LateInPlace(torch.nn.Module):
+    """A large layer output changed in place only from step 2 on."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(8, 1024)
+        self.mutate = False
+
+    def forward(self, x):
+        h = self.fc(x)
+        if self.mutate:
+            h += 1000.0
+        return torch.tanh(h).sum()
+
+
+def test_a_large_output_changed_in_place_while_read_in_the_background_is_dropped(tmp_path):
+    """A large output left unchanged at first is then read on the capture
+    thread; when code starts changing it in place, that step's read may have
+    raced with the change: it is dropped (warning, counter), and from the
+    next step on the output is read when the layer returns, before the
+    change. Never are the changed values recorded."""
+    torch.manual_seed(5)
+    model = LateInPlace()
+    ref = []
+    model.fc.register_forward_hook(lambda _m, _i, out: ref.append(torch_stats(out)))
+    out_dir = str(tmp_path / "run")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with tstat.pytorch.Hook(out_dir=out_dir, config=EVERY_STEP, rules=False) as hook:
+            hook.register_module(model)
+            for step in range(5):
+                model.mutate = step >= 2
+                model(torch.randn(16, 8)).backward()
+            changed = hook.counters()["changed_in_place"]
+    trial = trials.create_trial(out_dir)
+    messages = [str(w.message) for w in caught if "changed in place" in str(w.message)]
+    if len(os.sched_getaffinity(0)) > 1:
+        assert changed == 1 and len(messages) == 1, (changed, messages)
+        assert "fc_output was changed in place" in messages[0]
+        assert list(trial.tensor("fc_output").steps()) == [0, 1, 3, 4]
+    else:  # no capture thread: every read is on the training thread
+        assert changed == 0 and not messages, messages
+        assert list(trial.tensor("fc_output").steps()) == [0, 1, 2, 3, 4]
+    for step in trial.tensor("fc_output").steps():
+        assert_stats(trial, "fc_output", step, ref[step])
+        assert trial.tensor("fc_output").stats(step)["max"] < 100
 
 
 class LossScaler:

@@ -1,0 +1,109 @@
+// See background_reducer.h.
+#include "host/session/background_reducer.h"
+
+#include <utility>
+
+#include "host/pipeline/background_thread.h"
+
+namespace tstat::host {
+namespace {
+
+std::uint64_t DataBytes(const TensorView& v) {
+  return static_cast<std::uint64_t>(v.numel) * DTypeSize(v.dtype);
+}
+
+}  // namespace
+
+BackgroundReducer::BackgroundReducer(std::unique_ptr<Backend> backend)
+    : backend_(std::move(backend)), thread_([this] { Run(); }) {}
+
+BackgroundReducer::~BackgroundReducer() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  work_.notify_one();
+  thread_.join();
+}
+
+std::unique_ptr<BackgroundReducer::Job> BackgroundReducer::NewJob() {
+  if (spare_.empty()) return std::make_unique<Job>();
+  std::unique_ptr<Job> job = std::move(spare_.back());
+  spare_.pop_back();
+  return job;
+}
+
+bool BackgroundReducer::Submit(std::unique_ptr<Job>* job) {
+  const std::uint64_t bytes = DataBytes((*job)->request.tensor);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (queue_.size() >= kMaxJobs || (!queue_.empty() && queued_bytes_ + bytes > kMaxBytes)) {
+      return false;
+    }
+    queued_bytes_ += bytes;
+    queue_.push_back(std::move(*job));
+    if (!asleep_) return true;  // it looks for jobs on its own
+  }
+  work_.notify_one();
+  return true;
+}
+
+std::unique_ptr<BackgroundReducer::Job> BackgroundReducer::TakeFinished(bool wait) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (queue_.empty()) return nullptr;
+  if (reduced_ == 0) {
+    if (!wait) return nullptr;
+    if (!asleep_) {
+      lock.unlock();
+      work_.notify_one();  // between two looks for jobs: look now
+      lock.lock();
+    }
+    done_.wait(lock, [this] { return reduced_ > 0; });
+  }
+  std::unique_ptr<Job> job = std::move(queue_.front());
+  queue_.pop_front();
+  --reduced_;
+  queued_bytes_ -= DataBytes(job->request.tensor);
+  return job;
+}
+
+void BackgroundReducer::Recycle(std::unique_ptr<Job> job) {
+  if (job != nullptr && spare_.size() < kMaxJobs) spare_.push_back(std::move(job));
+}
+
+std::size_t BackgroundReducer::queued() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return queue_.size();
+}
+
+void BackgroundReducer::Run() {
+  NameCurrentThread("tstat-capture");
+  std::vector<ReductionRequest> one(1);
+  std::unique_lock<std::mutex> lock(mu_);
+  auto last_job = std::chrono::steady_clock::now();
+  for (;;) {
+    if (reduced_ == queue_.size()) {
+      if (stopping_) return;
+      if (std::chrono::steady_clock::now() - last_job < kPollFor) {
+        work_.wait_for(lock, kPollInterval);
+      } else {
+        asleep_ = true;
+        work_.wait(lock, [this] { return stopping_ || reduced_ < queue_.size(); });
+        asleep_ = false;
+      }
+      continue;
+    }
+    // Jobs are popped only once reduced: this one stays where it is.
+    Job* job = queue_[reduced_].get();
+    lock.unlock();
+    std::swap(one[0], job->request);
+    job->status = backend_->Reduce(one, &job->results);
+    std::swap(one[0], job->request);
+    lock.lock();
+    ++reduced_;
+    last_job = std::chrono::steady_clock::now();
+    done_.notify_one();
+  }
+}
+
+}  // namespace tstat::host
