@@ -33,19 +33,20 @@ std::unique_ptr<BackgroundReducer::Job> BackgroundReducer::NewJob() {
   return job;
 }
 
-bool BackgroundReducer::Submit(std::unique_ptr<Job>* job) {
-  const std::uint64_t bytes = DataBytes((*job)->request.tensor);
+bool BackgroundReducer::HasRoomFor(const TensorView& v) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return queue_.size() < kMaxJobs && (queue_.empty() || queued_bytes_ + DataBytes(v) <= kMaxBytes);
+}
+
+void BackgroundReducer::Submit(std::unique_ptr<Job> job) {
+  const std::uint64_t bytes = DataBytes(job->request.tensor);
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (queue_.size() >= kMaxJobs || (!queue_.empty() && queued_bytes_ + bytes > kMaxBytes)) {
-      return false;
-    }
     queued_bytes_ += bytes;
-    queue_.push_back(std::move(*job));
-    if (!asleep_) return true;  // it looks for jobs on its own
+    queue_.push_back(std::move(job));
+    if (!asleep_) return;  // it looks for jobs on its own
   }
   work_.notify_one();
-  return true;
 }
 
 std::unique_ptr<BackgroundReducer::Job> BackgroundReducer::TakeFinished(bool wait) {
@@ -99,6 +100,11 @@ void BackgroundReducer::Run() {
     std::swap(one[0], job->request);
     job->status = backend_->Reduce(one, &job->results);
     std::swap(one[0], job->request);
+    if (job->copy_after) {
+      const TensorView& v = job->request.tensor;
+      const auto* data = static_cast<const std::uint8_t*>(v.data);
+      job->copy.assign(data, data + DataBytes(v));
+    }
     lock.lock();
     ++reduced_;
     last_job = std::chrono::steady_clock::now();

@@ -35,11 +35,15 @@ class BackgroundReducer {
     ReductionRequest request;  // its view's data stays valid until taken back
     std::vector<ReductionResult> results;
     Status status;  // Backend::Reduce's
+    // Keep a copy of the tensor's bytes as read, in `copy` (a delta's next
+    // previous values).
+    bool copy_after = false;
+    std::vector<std::uint8_t> copy;
   };
 
   // At most this many jobs, and this many bytes of tensor data, are queued
-  // at once: past them Submit refuses (the caller reduces on its own
-  // thread), so that the tensors held for the thread stay few.
+  // at once (the caller reduces the others on its own thread), so that the
+  // tensors held for the thread stay few.
   static constexpr std::size_t kMaxJobs = 256;
   static constexpr std::uint64_t kMaxBytes = std::uint64_t{256} << 20;
   // A training step's layers follow each other within milliseconds; a
@@ -57,9 +61,11 @@ class BackgroundReducer {
 
   // An empty job to fill (a recycled one keeps its vectors' capacity).
   std::unique_ptr<Job> NewJob();
-  // Queues `*job` (moved from) unless the queue is at a limit: false, and
-  // *job is left to the caller.
-  bool Submit(std::unique_ptr<Job>* job);
+  // Whether a job reading `v` fits under the limits now.
+  bool HasRoomFor(const TensorView& v) const;
+  // Queues `job`: the caller asked HasRoomFor first (only the caller
+  // queues jobs, so the room is still there).
+  void Submit(std::unique_ptr<Job> job);
   // The oldest queued job once it is reduced; nullptr when nothing is
   // queued or, without `wait`, when the oldest is not reduced yet.
   std::unique_ptr<Job> TakeFinished(bool wait);

@@ -45,6 +45,9 @@ class RequestOptions {
   void UpdateDeltaCopies();
   // Whether host delta copies are waiting for UpdateDeltaCopies.
   bool has_delta_updates() const { return !delta_updates_.empty(); }
+  // Forgets the waiting copies: someone else makes them (CaptureEarly's
+  // capture thread).
+  void DropDeltaUpdates() { delta_updates_.clear(); }
 
  private:
   // MergeOptions(collections, due), computed once per set of due

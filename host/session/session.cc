@@ -263,8 +263,7 @@ Result<EarlyCapture> Session::CaptureEarly(std::uint32_t id, EarlyCaptureMode mo
     return Status::InvalidArgument("CaptureEarly: " + std::to_string(id) +
                                    " is not the id of a registered tensor");
   }
-  return impl_->capture->CaptureEarly(all[id].get(), &impl_->pending,
-                                      mode == EarlyCaptureMode::kInBackground);
+  return impl_->capture->CaptureEarly(all[id].get(), &impl_->pending, mode);
 }
 
 std::size_t Session::FinishEarly(bool wait, const std::function<bool(std::uint32_t)>& unchanged) {

@@ -154,7 +154,8 @@ Backend* StepCapture::HostBackend(std::int64_t tensors, std::int64_t elements) c
              : parts_.cpu;
 }
 
-EarlyCapture StepCapture::CaptureEarly(RegisteredTensor* t, StepBatch* batch, bool in_background) {
+EarlyCapture StepCapture::CaptureEarly(RegisteredTensor* t, StepBatch* batch,
+                                       EarlyCaptureMode mode) {
   const StepClock& clock = *parts_.clock;
   if (!clock.open()) return EarlyCapture::kAtEndStep;
   if (t->saved_epoch == clock.epoch()) return EarlyCapture::kCaptured;
@@ -176,18 +177,28 @@ EarlyCapture StepCapture::CaptureEarly(RegisteredTensor* t, StepBatch* batch, bo
   if (!ResolveView(*t, &v).ok()) return EarlyCapture::kAtEndStep;  // EndStep records the drop
   if (v.data == nullptr) return EarlyCapture::kNotDue;             // not there at this step
   if (v.space != MemorySpace::kHost) return EarlyCapture::kAtEndStep;
+  BackgroundReducer* background = mode != EarlyCaptureMode::kNow && parts_.background != nullptr &&
+                                          parts_.background->HasRoomFor(v)
+                                      ? parts_.background
+                                      : nullptr;
+  if (background == nullptr && mode == EarlyCaptureMode::kInBackgroundOrAtEndStep) {
+    return EarlyCapture::kAtEndStep;
+  }
   if (parts_.rules->counts_records()) parts_.rules->CountRecord(due_cols_);
   t->saved_epoch = clock.epoch();
   early_this_step_ = true;
-  BackgroundReducer* background = in_background ? parts_.background : nullptr;
   std::unique_ptr<BackgroundReducer::Job> job =
       background != nullptr ? background->NewJob() : std::make_unique<BackgroundReducer::Job>();
   job->id = t->info.id;
   job->request.tensor = v;
   options_.Prepare(t, v, due_cols_, key.global_step, batch, &job->request.options);
   // A delta's previous values are replaced once the reduction has read
-  // them: that one is reduced here.
-  if (background != nullptr && !options_.has_delta_updates() && background->Submit(&job)) {
+  // them: the thread keeps a copy of what it read, which FinishEarly makes
+  // the previous values (Prepare's pending update is this tensor's).
+  job->copy_after = options_.has_delta_updates();
+  if (background != nullptr) {
+    background->Submit(std::move(job));  // HasRoomFor said it fits
+    options_.DropDeltaUpdates();
     return EarlyCapture::kQueued;
   }
   std::vector<ReductionRequest> request(1);
@@ -200,10 +211,6 @@ EarlyCapture StepCapture::CaptureEarly(RegisteredTensor* t, StepBatch* batch, bo
     AddResult(t->info.id, request[0].options, std::move(results[0]), batch);
   }
   options_.UpdateDeltaCopies();  // after the reduction read the previous values
-  if (background != nullptr) {
-    std::swap(request[0], job->request);
-    background->Recycle(std::move(job));
-  }
   return EarlyCapture::kCaptured;
 }
 
@@ -215,13 +222,24 @@ std::size_t StepCapture::FinishEarly(bool wait, const std::function<bool(std::ui
   for (std::unique_ptr<BackgroundReducer::Job> job = background->TakeFinished(wait); job != nullptr;
        job = background->TakeFinished(wait)) {
     ++taken;
+    RegisteredTensor* t = parts_.registry->all()[job->id].get();
     if (unchanged && !unchanged(job->id)) {
-      // Not what the layer produced: the caller says so and counts it.
-    } else if (!job->status.ok() || job->results.empty()) {
+      // Read while it changed: EndStep captures it instead, if its view
+      // still gives data (the caller's view gives none for a tensor whose
+      // values at this step are gone); its previous values stay.
+      t->saved_epoch = UINT64_MAX;
+      background->Recycle(std::move(job));
+      continue;
+    }
+    if (!job->status.ok() || job->results.empty()) {
       batch->drops.push_back(
           {job->id, "stats", job->status.ok() ? "no result" : job->status.message(), 0});
     } else {
       AddResult(job->id, job->request.options, std::move(job->results[0]), batch);
+    }
+    if (job->copy_after) {
+      t->previous.swap(job->copy);
+      t->has_previous = true;
     }
     background->Recycle(std::move(job));
   }

@@ -76,9 +76,10 @@ class StepCapture {
   Outcome Run(StepBatch batch, std::uint64_t raw_reserved, bool capture_registered,
               CUstream_st* stream, StepClock::Clock::time_point t0, Status* problem);
   // Session::CaptureEarly of `t` at the open step: its record goes into
-  // `batch` (the step's pending records), at once or, `in_background` and
-  // with a background reducer, once FinishEarly takes it back (kQueued).
-  EarlyCapture CaptureEarly(RegisteredTensor* t, StepBatch* batch, bool in_background);
+  // `batch` (the step's pending records), at once or, in the background
+  // modes and with a background reducer that has room, once FinishEarly
+  // takes it back (kQueued).
+  EarlyCapture CaptureEarly(RegisteredTensor* t, StepBatch* batch, EarlyCaptureMode mode);
   // Session::FinishEarly: the background captures reduced so far (all of
   // them with `wait`), oldest first, into `batch`, unless `unchanged` says
   // the tensor changed while it was read; how many were taken back.

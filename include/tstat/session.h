@@ -136,6 +136,10 @@ enum class EarlyCapture : std::uint8_t {
 enum class EarlyCaptureMode : std::uint8_t {
   kNow = 0,           // on the calling thread, before CaptureEarly returns
   kInBackground = 1,  // on the session's capture thread, where it has one
+  // On the capture thread, or else by EndStep (kAtEndStep): for a tensor
+  // that stays as it is until the step ends (a parameter, from the step's
+  // beginning), whose reduction need not take the calling thread's time.
+  kInBackgroundOrAtEndStep = 2,
 };
 
 struct StepTiming {
@@ -210,16 +214,17 @@ class TSTAT_EXPORT Session {
   // it while the caller goes on; the caller keeps its data alive and
   // unchanged until FinishEarly (or EndStep, or Close) has taken it back.
   // Reduced now instead (kCaptured): without a capture thread (one processor, or
-  // pipeline.early_capture_thread false), for a tensor with a delta (its
-  // previous values are replaced once read), or when 256 tensors or 256 MiB
-  // are already queued.
+  // pipeline.early_capture_thread false), or when 256 tensors or 256 MiB are
+  // already queued. kInBackgroundOrAtEndStep: in those cases kAtEndStep.
   Result<EarlyCapture> CaptureEarly(std::uint32_t id,
                                     EarlyCaptureMode mode = EarlyCaptureMode::kNow);
   // Takes back the background captures reduced so far (with `wait`: all of
   // them, waiting for the capture thread), oldest first: each one's record
   // joins the open step, unless `unchanged` (called on this thread with the
   // tensor's id) returns false - its data changed while it was read, so the
-  // record is left out (the caller knows which tensor and says so). Returns
+  // record is left out and EndStep captures the tensor instead if its view
+  // gives data then (a view callback gives none for values that are gone;
+  // the caller knows which tensor and says so). Returns
   // how many were taken back: the first that many queued, whose data the
   // caller may now release. EndStep and Close take back every one first
   // (none left out).

@@ -71,7 +71,7 @@ struct Slot {
   // Its tensor was changed in place after it was set (x += y, an activation
   // with inplace=True): it is read when set from then on.
   bool early = false;
-  bool queued = false;  // `source` is being read by the capture thread
+  bool queued = false;  // its tensor is being read by the capture thread (queued_)
   // Read on this thread when set, the first time: a weak reference to that
   // tensor and its version then, checked when the step ends.
   py::object probe = py::none();
@@ -206,10 +206,8 @@ class PySession {
         return session_->CaptureEarly(s.id, mode);
       }();
       if (early.ok() && *early == EarlyCapture::kQueued) {
-        s.version = VersionOf(s.source);
-        s.queued = true;
-        queued_.push_back(&s);
-        ++background_captures_;
+        Queue(s, std::move(s.source));
+        s.source = py::none();
         return;
       }
       if (early.ok() && *early != EarlyCapture::kAtEndStep) {
@@ -224,8 +222,8 @@ class PySession {
   // `tensor` is about to be changed in place (the input of an activation
   // with inplace=True): the slots that hold it for EndStep read it now.
   void settle(py::object tensor) {
-    for (Slot* q : queued_) {
-      if (q->source.is(tensor)) {
+    for (const Queued& q : queued_) {
+      if (q.tensor.is(tensor)) {
         FinishQueued(/*wait=*/true);  // read before the activation writes
         break;
       }
@@ -241,6 +239,29 @@ class PySession {
   }
 
   void mark_fresh(int slot) { At(slot).fresh = true; }
+  // A step began (the forward of the registered module): its CPU
+  // parameters of 8,192 values or more go to the capture thread, read while
+  // the forward and backward passes run - nothing changes them before the
+  // optimizer steps, after the step ends. One found changed when the step
+  // ends is read again by EndStep; without a capture thread (or room in its
+  // queue) they are all left to EndStep.
+  void queue_parameters() {
+    for (auto& sp : slots_) {
+      Slot& s = *sp;
+      if (s.kind != SlotKind::kParameter || !s.registered || s.queued) continue;
+      py::object p = Current(s);
+      if (p.is_none() || !Attr(p, TSTAT_INTERNED("is_cpu")).cast<bool>() ||
+          Call(p, TSTAT_INTERNED("numel")).cast<std::int64_t>() < kSmallTensorElements) {
+        continue;
+      }
+      Result<EarlyCapture> early = [&] {
+        py::gil_scoped_release release;
+        return session_->CaptureEarly(s.id, EarlyCaptureMode::kInBackgroundOrAtEndStep);
+      }();
+      if (early.ok() && *early == EarlyCapture::kQueued) Queue(s, std::move(p));
+    }
+  }
+
   // The forward of the registered module returned: every tensor handed to
   // the capture thread is read and let go, and the tensors read on this
   // thread for the first time are checked for in-place changes while they
@@ -418,8 +439,8 @@ class PySession {
     changed_.clear();
     const auto unchanged = [this](std::uint32_t id) {
       py::gil_scoped_acquire gil;
-      const Slot& s = *queued_[changed_.size()];
-      changed_.push_back(s.id == id && s.version >= 0 && VersionOf(s.source) != s.version);
+      const Queued& q = queued_[changed_.size()];
+      changed_.push_back(q.slot->id == id && q.version >= 0 && VersionOf(q.tensor) != q.version);
       return !changed_.back();
     };
     std::size_t taken = 0;
@@ -428,16 +449,21 @@ class PySession {
       taken = session_->FinishEarly(wait, unchanged);
     }
     for (std::size_t i = 0; i < taken; ++i) {
-      Slot& s = *queued_[i];
+      Slot& s = *queued_[i].slot;
       s.queued = false;
-      if (i < changed_.size() && changed_[i]) {
-        DropChanged(s);
-      } else {
-        s.source = py::none();
-        s.version = -1;
-      }
+      // A parameter changed meanwhile is still there: EndStep reads it.
+      if (i < changed_.size() && changed_[i] && s.kind == SlotKind::kTensor) DropChanged(s);
     }
     queued_.erase(queued_.begin(), queued_.begin() + static_cast<std::ptrdiff_t>(taken));
+  }
+
+  // `tensor`, `s`'s, is with the capture thread: held until taken back.
+  void Queue(Slot& s, py::object tensor) {
+    const std::int64_t version = VersionOf(tensor);
+    queued_.push_back({&s, std::move(tensor), version});
+    s.queued = true;
+    s.version = -1;
+    ++background_captures_;
   }
 
   // Watches `s`'s tensor, just read on this thread, for an in-place change
@@ -549,8 +575,15 @@ class PySession {
   py::object strided_ = py::none();  // torch.strided, once a tensor showed it
   std::vector<std::unique_ptr<Slot>> slots_;
   std::vector<std::string> warnings_;
-  std::uint64_t changed_in_place_ = 0;     // tensors not captured: changed after set
-  std::vector<Slot*> queued_;              // with the capture thread, oldest first
+  std::uint64_t changed_in_place_ = 0;  // tensors not captured: changed after set
+  // A tensor with the capture thread: its slot, the tensor (held until taken
+  // back) and its version counter then.
+  struct Queued {
+    Slot* slot;
+    py::object tensor;
+    std::int64_t version;
+  };
+  std::vector<Queued> queued_;             // oldest first
   std::vector<char> changed_;              // FinishQueued's verdicts, in queued_'s order
   std::uint64_t background_captures_ = 0;  // tensors handed to the capture thread
   std::unique_ptr<Session> session_;       // last: closed (view callbacks run) before the slots go
@@ -575,6 +608,7 @@ void BindSession(py::module_& m) {
       .def("set_mode", &PySession::set_mode)
       .def("end_step", &PySession::end_step, py::arg("stream") = 0)
       .def("finish_queued", &PySession::finish_queued)
+      .def("queue_parameters", &PySession::queue_parameters)
       .def("close", &PySession::close)
       .def("save_scalar", &PySession::save_scalar)
       .def("should_stop", &PySession::should_stop)

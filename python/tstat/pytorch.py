@@ -442,6 +442,7 @@ class Hook:
                 try:
                     self._begin_step()
                     self._step_open = True
+                    self._session.queue_parameters()
                 except Error as e:
                     self._warn([f"a step could not begin: {e.message}"])
             tensors = _tensors_of(inputs)

@@ -238,7 +238,8 @@ TEST(CaptureEarlyTest, BackgroundCapturesKeepTheDataUntilTakenBackInOrder) {
       EXPECT_EQ(asked, ids);
       EXPECT_EQ(session->FinishEarly(/*wait=*/true), 0u);  // nothing left
     } else if (step == 1) {
-      // Tensor 1 changed while it was read: its record is left out.
+      // Tensor 1 changed while it was read: its record is left out, and
+      // EndStep does not capture it (its view gives no data then).
       EXPECT_EQ(session->FinishEarly(/*wait=*/true, [&](std::uint32_t id) { return id != ids[1]; }),
                 static_cast<std::size_t>(kTensors));
     } else if (step == 2) {
@@ -278,40 +279,78 @@ TEST(CaptureEarlyTest, BackgroundCapturesKeepTheDataUntilTakenBackInOrder) {
   }
 }
 
-TEST(CaptureEarlyTest, WhatIsReducedAtOnceInsteadOfInTheBackground) {
+TEST(CaptureEarlyTest, BackgroundAndEndStepCapturesAgreeIncludingDeltas) {
   if (!HasCaptureThread()) GTEST_SKIP() << "one core: no capture thread";
+  // As EarlyAndEndStepCapturesAgreeIncludingDeltas, in the background; at
+  // step 2 the background read is said to have raced with a change, so
+  // EndStep captures that tensor instead (its view still gives the data),
+  // against the previous values the left-out read did not replace.
   auto sink = std::make_shared<io::MemorySink>();
   SessionConfig config = TestConfig();
   CollectionConfig moving;
   moving.name = "moving";
   moving.include_regex = {"^moving/"};
   moving.stats.delta = true;
+  moving.stats.delta_atol = 0.0;
+  moving.stats.delta_rtol = 0.0;
   config.collections.push_back(moving);
   auto session = MakeSession(config, sink);
-  std::vector<float> values = Values(4096, 1.5f);
-  const std::vector<float>* current = &values;
-  const std::uint32_t plain = session->RegisterTensor(SlotSpec("plain", &current, 4096)).value();
-  const std::uint32_t delta = session->RegisterTensor(SlotSpec("moving/w", &current, 4096)).value();
-  ASSERT_TRUE(session->BeginStep().ok());
-  // A delta's previous values are replaced once read: reduced now.
-  EXPECT_EQ(Early(session.get(), delta, kInBackground), EarlyCapture::kCaptured);
-  EXPECT_EQ(Early(session.get(), plain, kInBackground), EarlyCapture::kQueued);
-  ASSERT_TRUE(session->EndStep().ok());
+  const std::vector<float>* a = nullptr;
+  const std::vector<float>* b = nullptr;
+  const std::uint32_t early_id = session->RegisterTensor(SlotSpec("moving/a", &a, 9000)).value();
+  const std::uint32_t late_id = session->RegisterTensor(SlotSpec("moving/b", &b, 9000)).value();
+  for (int step = 0; step < 4; ++step) {
+    std::vector<float> values = Values(9000, 1.0f + 0.25f * static_cast<float>(step * step));
+    a = b = &values;
+    ASSERT_TRUE(session->BeginStep().ok());
+    ASSERT_EQ(Early(session.get(), early_id, kInBackground), EarlyCapture::kQueued);
+    EXPECT_EQ(session->FinishEarly(/*wait=*/true, [&](std::uint32_t) { return step != 2; }), 1u);
+    ASSERT_TRUE(session->EndStep().ok());
+  }
   ASSERT_TRUE(session->Close().ok());
   const auto batches = sink->batches();
-  ASSERT_EQ(batches.size(), 1u);
-  EXPECT_TRUE(MatchesReference(FindStats(batches[0], plain), values));
-  EXPECT_TRUE(MatchesReference(FindStats(batches[0], delta), values));
+  ASSERT_EQ(batches.size(), 4u);
+  for (const StepBatch& batch : batches) {
+    const TensorStatsRecord* e = FindStats(batch, early_id);
+    const TensorStatsRecord* l = FindStats(batch, late_id);
+    ASSERT_NE(e, nullptr) << batch.key.global_step;
+    ASSERT_NE(l, nullptr);
+    int records = 0;
+    for (const TensorStatsRecord& r : batch.stats) records += r.tensor_id == early_id;
+    EXPECT_EQ(records, 1) << batch.key.global_step;
+    EXPECT_TRUE(testing::ResultMatches(testing::ToResult(*e), testing::ToResult(*l),
+                                       testing::ToleranceFor(DType::kFloat64)));
+    ASSERT_EQ(e->delta.has_value(), l->delta.has_value()) << batch.key.global_step;
+    if (e->delta) {
+      EXPECT_GT(e->delta->changed_count, 0u);
+      EXPECT_EQ(e->delta->changed_count, l->delta->changed_count);
+      EXPECT_DOUBLE_EQ(e->delta->l2, l->delta->l2) << batch.key.global_step;
+    }
+  }
+  EXPECT_FALSE(FindStats(batches[0], early_id)->delta.has_value());  // nothing before it
 
   // early_capture_thread off: no capture thread, everything at once.
   auto sink2 = std::make_shared<io::MemorySink>();
   config.pipeline.early_capture_thread = false;
   auto session2 = MakeSession(config, sink2);
+  std::vector<float> values = Values(4096, 1.5f);
+  const std::vector<float>* current = &values;
   const std::uint32_t id = session2->RegisterTensor(SlotSpec("plain", &current, 4096)).value();
   ASSERT_TRUE(session2->BeginStep().ok());
   EXPECT_EQ(Early(session2.get(), id, kInBackground), EarlyCapture::kCaptured);
   EXPECT_EQ(session2->FinishEarly(/*wait=*/true), 0u);
+  ASSERT_TRUE(session2->EndStep().ok());
+  // ... or, asked so, left to EndStep.
+  ASSERT_TRUE(session2->BeginStep().ok());
+  EXPECT_EQ(Early(session2.get(), id, EarlyCaptureMode::kInBackgroundOrAtEndStep),
+            EarlyCapture::kAtEndStep);
+  ASSERT_TRUE(session2->EndStep().ok());
   ASSERT_TRUE(session2->Close().ok());
+  const auto batches2 = sink2->batches();
+  ASSERT_EQ(batches2.size(), 2u);
+  for (const StepBatch& batch : batches2) {
+    EXPECT_TRUE(MatchesReference(FindStats(batch, id), values)) << batch.key.global_step;
+  }
 }
 
 TEST(CaptureEarlyTest, TheBackgroundQueueIsBoundedAndCloseTakesItBack) {
@@ -341,6 +380,14 @@ TEST(CaptureEarlyTest, TheBackgroundQueueIsBoundedAndCloseTakesItBack) {
   // Nothing was taken back: the queue filled up, the rest was reduced at once.
   EXPECT_EQ(queued, 256);
   EXPECT_EQ(now, kTensors - 256);
+  // Full: left to EndStep when asked so (here the step's end is Close, which
+  // captures no registered tensor).
+  std::vector<float> more = Values(kN, 3.0f);
+  const std::vector<float>* more_current = &more;
+  const std::uint32_t more_id =
+      session->RegisterTensor(SlotSpec("more", &more_current, kN)).value();
+  EXPECT_EQ(Early(session.get(), more_id, EarlyCaptureMode::kInBackgroundOrAtEndStep),
+            EarlyCapture::kAtEndStep);
   // Close ends the open step with every queued record.
   ASSERT_TRUE(session->Close().ok());
   const auto batches = sink->batches();
