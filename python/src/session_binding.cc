@@ -238,7 +238,10 @@ class PySession {
     }
   }
 
-  void mark_fresh(int slot) { At(slot).fresh = true; }
+  // The gradient slots a backward produced in this step.
+  void mark_fresh(const std::vector<int>& slots) {
+    for (int slot : slots) At(slot).fresh = true;
+  }
   // A step began (the forward of the registered module): its CPU
   // parameters of 8,192 values or more go to the capture thread, read while
   // the forward and backward passes run - nothing changes them before the

@@ -152,6 +152,7 @@ class Hook:
         # called as functions (_relu_hook). Held until the step ends, so that
         # an id is not reused meanwhile.
         self._produced = {}
+        self._fresh = []          # gradient slots a backward produced in this step
         self._top = None
         self._top_name = None
         self._step_open = False
@@ -379,7 +380,10 @@ class Hook:
                 return
             if about_to_change:
                 self._session.settle(tensor)
-            self._session.set(self._slot(name, collections, _TENSOR), tensor, about_to_change)
+            slot = self._slots.get(name)
+            if slot is None:
+                slot = self._slot(name, collections, _TENSOR)
+            self._session.set(slot, tensor, about_to_change)
 
     def _loss_labels(self, scores, targets):
         """A classification loss's scores and class ids as the step's labels
@@ -396,10 +400,12 @@ class Hook:
         self._set("predictions", [], scores.detach())
 
     def _gradient_hook(self, slot):
+        fresh = self._fresh
+
         def on_gradient(_grad):
             if self._closed:
                 return None
-            self._session.mark_fresh(slot)
+            fresh.append(slot)  # told to the session when the step ends
             if not self._callback_queued:
                 self._callback_queued = True
                 _queue_backward_callback(self._backward_end)
@@ -472,11 +478,25 @@ class Hook:
         return on_input
 
     def _output_hook(self, path):
+        # This runs for every leaf module at every step: the common case (one
+        # tensor, the module's first call in the step) takes no f-string and
+        # no call but the session's.
+        first_name = f"{path}_output"
+        calls_of = self._calls  # cleared in place when a step ends
+        produced = self._produced
+
         def on_output(_module, _inputs, output):
             if self._closed:
                 return
-            calls = self._calls.get(path, 0)
-            self._calls[path] = calls + 1
+            calls = calls_of.get(path, 0)
+            calls_of[path] = calls + 1
+            if calls == 0 and isinstance(output, torch.Tensor):
+                self._set(first_name, [], output)
+                if self._functional_relus:
+                    fn = output.grad_fn
+                    if fn is not None:
+                        produced[id(fn)] = (fn, path)
+                return
             base = path if calls == 0 else f"{path}#{calls}"
             for i, t in enumerate(_tensors_of(output)):
                 name = f"{base}_output" if i == 0 else f"{base}_output_{i}"
@@ -530,9 +550,13 @@ class Hook:
         if self._start_step is not None and not self._step_open:
             self._begin_step()  # step_on="manual": the first step, at its numbers
         try:
+            if self._fresh:
+                self._session.mark_fresh(self._fresh)
+                self._fresh.clear()
             self._session.end_step(stream)
         finally:
             self._step_open = False
+            self._fresh.clear()
             self._calls.clear()
             self._produced.clear()
             self._warn(self._session.warnings())
