@@ -5,8 +5,10 @@ in one process (the machine is shared and noisy):
 1. overhead: the CNN of `tstat bench overhead` (ResNet-style blocks, 3x32x32
    synthetic images, SGD, CPU) trained in Python without and with the hook,
    in interleaved blocks, per save_interval; the median slowdown of the
-   repeats, with their range. With --cpp, `tstat bench overhead` is run on
-   the same cases and printed beside.
+   repeats, with their range: of whole blocks (a hook made for the block,
+   its close() included), and of the block's steady steps (after the first,
+   before close()), with what the first step and close() cost once. With
+   --cpp, `tstat bench overhead` is run on the same cases and printed beside.
 2. per tensor: --tensors small tensors (16 float32 each) saved with
    hook.save_tensor and captured at every step, against the same loop with
    no hook: the capture cost per tensor (--tensors 0: not measured).
@@ -86,10 +88,16 @@ def sync(device):
 
 
 def train_block(net, opt, images, labels, steps, hook):
+    """Seconds per step of `steps` steps, the hook's close() included (the
+    writer's backlog belongs to the captured block); and per step of the
+    steps after the first, close() excluded (the steady state of a run whose
+    one-off costs, registration at its first step and close(), are spread
+    over many steps), with those one-off seconds."""
     device = images.device
     sync(device)
     t0 = time.perf_counter()
-    for _ in range(steps):
+    t1 = t0
+    for step in range(steps):
         opt.zero_grad()
         logits = net(images)
         loss = F.cross_entropy(logits, labels)
@@ -98,10 +106,17 @@ def train_block(net, opt, images, labels, steps, hook):
             hook.save_labels(labels, logits)
         loss.backward()
         opt.step()
-    if hook is not None:
-        hook.close()  # the writer's backlog belongs to the captured block
+        if step == 0:
+            sync(device)
+            t1 = time.perf_counter()
     sync(device)
-    return (time.perf_counter() - t0) / steps
+    t2 = time.perf_counter()
+    if hook is not None:
+        hook.close()
+    sync(device)
+    t3 = time.perf_counter()
+    return {"all": (t3 - t0) / steps, "steady": (t2 - t1) / max(1, steps - 1),
+            "first": t1 - t0, "close": t3 - t2}
 
 
 def make_hook(out_dir, interval, rules, functional_relus=True):
@@ -120,7 +135,7 @@ def overhead(args, tmp):
     cases = []
     for interval in args.intervals:
         steps = -(-args.steps // interval) * interval
-        ratios, base_s, hook_s = [], [], []
+        ratios, steady, base_s, hook_s, once = [], [], [], [], []
         for r in range(args.repeats):
             before = train_block(net, opt, images, labels, steps, None)
             out = os.path.join(tmp, f"i{interval}_r{r}")
@@ -128,16 +143,22 @@ def overhead(args, tmp):
             hook.register_module(net)
             captured = train_block(net, opt, images, labels, steps, hook)
             after = train_block(net, opt, images, labels, steps, None)
-            base = (before + after) / 2
-            ratios.append(captured / base)
+            base = (before["all"] + after["all"]) / 2
+            ratios.append(captured["all"] / base)
+            steady.append(captured["steady"] / ((before["steady"] + after["steady"]) / 2))
+            # What the first step and close() cost beyond steady steps.
+            once.append(captured["first"] - captured["steady"] + captured["close"])
             base_s.append(base)
-            hook_s.append(captured)
+            hook_s.append(captured["all"])
             shutil.rmtree(out, ignore_errors=True)
         cases.append({"case": "stats_all", "device": args.device, "save_interval": interval, "steps": steps,
                       "step_ms": 1e3 * statistics.median(base_s),
                       "hook_step_ms": 1e3 * statistics.median(hook_s),
                       "slowdown": statistics.median(ratios), "slowdown_min": min(ratios),
-                      "slowdown_max": max(ratios)})
+                      "slowdown_max": max(ratios),
+                      "steady_slowdown": statistics.median(steady),
+                      "steady_slowdown_min": min(steady), "steady_slowdown_max": max(steady),
+                      "once_ms": 1e3 * statistics.median(once)})
     return cases
 
 
@@ -233,13 +254,19 @@ def main():
           f"{'off' if args.no_rules else 'on (default set)'}, ReLU outputs "
           f"{'not read' if args.no_functional_relus else 'read'}")
     print(f"{'case':<12} {'save_interval':>13} {'step ms':>9} {'hooked ms':>9} {'slowdown':>9}"
-          f"  {'range':<15} {'C++ adapter':>11}")
+          f"  {'range':<15} {'steady':>8}  {'range':<15} {'once ms':>8} {'C++ adapter':>11}")
     for c in cases:
         other = cpp.get(c["save_interval"])
         print(f"{c['case']:<12} {c['save_interval']:>13} {c['step_ms']:>9.2f} "
               f"{c['hook_step_ms']:>9.2f} {c['slowdown']:>8.3f}x  "
               f"[{c['slowdown_min']:.3f}, {c['slowdown_max']:.3f}] "
+              f"{c['steady_slowdown']:>7.3f}x  "
+              f"[{c['steady_slowdown_min']:.3f}, {c['steady_slowdown_max']:.3f}] "
+              f"{c['once_ms']:>8.1f} "
               f"{(format(other['slowdown'], '.3f') + 'x') if other else '-':>11}")
+    print("slowdown: blocks of save_interval-rounded --steps steps, the hook's first step and "
+          "close() included; steady: the steps after the first, close() excluded; once ms: "
+          "what the first step and close() cost beyond steady steps")
     if small is None:
         return
     print(f"capture cost per small tensor ({small['tensors']} tensors of 16 float32, every step):"

@@ -1,6 +1,7 @@
 // See background_reducer.h.
 #include "host/session/background_reducer.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "host/pipeline/background_thread.h"
@@ -82,11 +83,13 @@ void BackgroundReducer::Run() {
   std::vector<ReductionRequest> one(1);
   std::unique_lock<std::mutex> lock(mu_);
   auto last_job = std::chrono::steady_clock::now();
+  std::chrono::microseconds poll = kFirstPoll;
   for (;;) {
     if (reduced_ == queue_.size()) {
       if (stopping_) return;
       if (std::chrono::steady_clock::now() - last_job < kPollFor) {
-        work_.wait_for(lock, kPollInterval);
+        work_.wait_for(lock, poll);
+        poll = std::min(poll * 2, kLastPoll);
       } else {
         asleep_ = true;
         work_.wait(lock, [this] { return stopping_ || reduced_ < queue_.size(); });
@@ -108,6 +111,7 @@ void BackgroundReducer::Run() {
     lock.lock();
     ++reduced_;
     last_job = std::chrono::steady_clock::now();
+    poll = kFirstPoll;
     done_.notify_one();
   }
 }
