@@ -60,6 +60,37 @@ TensorSpec SlotSpec(const std::string& name, const std::vector<float>** current,
   return spec;
 }
 
+// The test config with a collection "moving" (tensors named moving/...)
+// whose stats have exact deltas.
+SessionConfig ConfigWithDeltas() {
+  SessionConfig config = TestConfig();
+  CollectionConfig moving;
+  moving.name = "moving";
+  moving.include_regex = {"^moving/"};
+  moving.stats.delta = true;
+  moving.stats.delta_atol = 0.0;
+  moving.stats.delta_rtol = 0.0;
+  config.collections.push_back(moving);
+  return config;
+}
+
+// Tensors `a` and `b` held the same values at `batch`'s step: their records
+// must agree, deltas included.
+void ExpectSameRecords(const StepBatch& batch, std::uint32_t a, std::uint32_t b) {
+  const TensorStatsRecord* ra = FindStats(batch, a);
+  const TensorStatsRecord* rb = FindStats(batch, b);
+  ASSERT_NE(ra, nullptr) << batch.key.global_step;
+  ASSERT_NE(rb, nullptr) << batch.key.global_step;
+  EXPECT_TRUE(testing::ResultMatches(testing::ToResult(*ra), testing::ToResult(*rb),
+                                     testing::ToleranceFor(DType::kFloat64)));
+  ASSERT_EQ(ra->delta.has_value(), rb->delta.has_value()) << batch.key.global_step;
+  if (ra->delta) {
+    EXPECT_GT(ra->delta->changed_count, 0u);
+    EXPECT_EQ(ra->delta->changed_count, rb->delta->changed_count);
+    EXPECT_DOUBLE_EQ(ra->delta->l2, rb->delta->l2) << batch.key.global_step;
+  }
+}
+
 TEST(CaptureEarlyTest, DueTensorsAreReducedAtOnceAndSkippedByEndStep) {
   auto sink = std::make_shared<io::MemorySink>();
   SessionConfig config = TestConfig();
@@ -103,14 +134,7 @@ TEST(CaptureEarlyTest, EarlyAndEndStepCapturesAgreeIncludingDeltas) {
   // Two tensors with the same values and a delta collection: one captured
   // early, one by EndStep. Their records must be the same.
   auto sink = std::make_shared<io::MemorySink>();
-  SessionConfig config = TestConfig();
-  CollectionConfig moving;
-  moving.name = "moving";
-  moving.include_regex = {"^moving/"};
-  moving.stats.delta = true;
-  moving.stats.delta_atol = 0.0;
-  moving.stats.delta_rtol = 0.0;
-  config.collections.push_back(moving);
+  SessionConfig config = ConfigWithDeltas();
   auto session = MakeSession(config, sink);
   const std::vector<float>* a = nullptr;
   const std::vector<float>* b = nullptr;
@@ -126,20 +150,7 @@ TEST(CaptureEarlyTest, EarlyAndEndStepCapturesAgreeIncludingDeltas) {
   ASSERT_TRUE(session->Close().ok());
   const auto batches = sink->batches();
   ASSERT_EQ(batches.size(), 3u);
-  for (const StepBatch& batch : batches) {
-    const TensorStatsRecord* e = FindStats(batch, early_id);
-    const TensorStatsRecord* l = FindStats(batch, late_id);
-    ASSERT_NE(e, nullptr);
-    ASSERT_NE(l, nullptr);
-    EXPECT_TRUE(testing::ResultMatches(testing::ToResult(*e), testing::ToResult(*l),
-                                       testing::ToleranceFor(DType::kFloat64)));
-    ASSERT_EQ(e->delta.has_value(), l->delta.has_value()) << batch.key.global_step;
-    if (e->delta) {
-      EXPECT_GT(e->delta->changed_count, 0u);
-      EXPECT_EQ(e->delta->changed_count, l->delta->changed_count);
-      EXPECT_DOUBLE_EQ(e->delta->l2, l->delta->l2);
-    }
-  }
+  for (const StepBatch& batch : batches) ExpectSameRecords(batch, early_id, late_id);
   EXPECT_FALSE(FindStats(batches[0], early_id)->delta.has_value());  // nothing before it
 }
 
@@ -286,14 +297,7 @@ TEST(CaptureEarlyTest, BackgroundAndEndStepCapturesAgreeIncludingDeltas) {
   // EndStep captures that tensor instead (its view still gives the data),
   // against the previous values the left-out read did not replace.
   auto sink = std::make_shared<io::MemorySink>();
-  SessionConfig config = TestConfig();
-  CollectionConfig moving;
-  moving.name = "moving";
-  moving.include_regex = {"^moving/"};
-  moving.stats.delta = true;
-  moving.stats.delta_atol = 0.0;
-  moving.stats.delta_rtol = 0.0;
-  config.collections.push_back(moving);
+  SessionConfig config = ConfigWithDeltas();
   auto session = MakeSession(config, sink);
   const std::vector<float>* a = nullptr;
   const std::vector<float>* b = nullptr;
@@ -311,21 +315,10 @@ TEST(CaptureEarlyTest, BackgroundAndEndStepCapturesAgreeIncludingDeltas) {
   const auto batches = sink->batches();
   ASSERT_EQ(batches.size(), 4u);
   for (const StepBatch& batch : batches) {
-    const TensorStatsRecord* e = FindStats(batch, early_id);
-    const TensorStatsRecord* l = FindStats(batch, late_id);
-    ASSERT_NE(e, nullptr) << batch.key.global_step;
-    ASSERT_NE(l, nullptr);
     int records = 0;
     for (const TensorStatsRecord& r : batch.stats) records += r.tensor_id == early_id;
     EXPECT_EQ(records, 1) << batch.key.global_step;
-    EXPECT_TRUE(testing::ResultMatches(testing::ToResult(*e), testing::ToResult(*l),
-                                       testing::ToleranceFor(DType::kFloat64)));
-    ASSERT_EQ(e->delta.has_value(), l->delta.has_value()) << batch.key.global_step;
-    if (e->delta) {
-      EXPECT_GT(e->delta->changed_count, 0u);
-      EXPECT_EQ(e->delta->changed_count, l->delta->changed_count);
-      EXPECT_DOUBLE_EQ(e->delta->l2, l->delta->l2) << batch.key.global_step;
-    }
+    ExpectSameRecords(batch, early_id, late_id);
   }
   EXPECT_FALSE(FindStats(batches[0], early_id)->delta.has_value());  // nothing before it
 
