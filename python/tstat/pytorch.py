@@ -332,7 +332,10 @@ class Hook:
 
     def counters(self):
         """The pipeline's counters: steps captured, records written, drops,
-        write errors, time spent capturing."""
+        write errors, time spent capturing (capture_seconds, on the
+        training thread); and the hook's: tensors not read because they
+        changed in place (changed_in_place), tensors read on tstat's capture
+        thread (background_captures)."""
         return self._session.counters()
 
     def close(self):
