@@ -18,16 +18,17 @@
 //
 // A large CPU tensor due at its step is reduced when it is set, on this
 // thread the first time. If nothing changed it in place by the end of the
-// module's forward (or of the step; its version counter, read through a weak
-// reference), it is from then on
-// handed to the session's capture thread (CaptureEarly in the background)
-// and held only until that thread has read it: the slot keeps it, with its
-// version counter, in `queued_` until FinishQueued takes it back (at a later
-// set(), at the end of the module's forward, or at once before an activation
-// with inplace=True overwrites it). A tensor whose version moved meanwhile
-// was changed in place while it may have been read: its record is left out
-// (DropChanged), as for a held tensor changed before EndStep. One changed in
-// place after its first read stays read on this thread.
+// module's forward (or of the step; its version counter, read through a
+// weak reference), it is from then on handed to the session's capture
+// thread (CaptureEarly in the background) and held only until that thread
+// has read it: `queued_` keeps it, with its version counter, until
+// FinishQueued takes it back (at a later set(), at the end of the module's
+// forward, or at once before an activation with inplace=True overwrites
+// it). A tensor whose version moved meanwhile was changed in place while it
+// may have been read: its record is left out (DropChanged), as for a held
+// tensor changed before EndStep. One changed in place after its first read
+// stays read on this thread. Large CPU parameters are queued when a step
+// begins (queue_parameters); one changed meanwhile is read again by EndStep.
 //
 // The GIL: end_step and close release it around the session's calls (the CPU
 // reduction runs without it); the view callbacks, which run inside them on
