@@ -5,15 +5,9 @@
 #include <utility>
 
 #include "host/pipeline/background_thread.h"
+#include "host/session/step_records.h"
 
 namespace tstat::host {
-namespace {
-
-std::uint64_t DataBytes(const TensorView& v) {
-  return static_cast<std::uint64_t>(v.numel) * DTypeSize(v.dtype);
-}
-
-}  // namespace
 
 BackgroundReducer::BackgroundReducer(std::unique_ptr<Backend> backend)
     : backend_(std::move(backend)), thread_([this] { Run(); }) {}
@@ -36,11 +30,11 @@ std::unique_ptr<BackgroundReducer::Job> BackgroundReducer::NewJob() {
 
 bool BackgroundReducer::HasRoomFor(const TensorView& v) const {
   std::lock_guard<std::mutex> lock(mu_);
-  return queue_.size() < kMaxJobs && (queue_.empty() || queued_bytes_ + DataBytes(v) <= kMaxBytes);
+  return queue_.size() < kMaxJobs && (queue_.empty() || queued_bytes_ + ViewBytes(v) <= kMaxBytes);
 }
 
 void BackgroundReducer::Submit(std::unique_ptr<Job> job) {
-  const std::uint64_t bytes = DataBytes(job->request.tensor);
+  const std::uint64_t bytes = ViewBytes(job->request.tensor);
   {
     std::lock_guard<std::mutex> lock(mu_);
     queued_bytes_ += bytes;
@@ -65,7 +59,7 @@ std::unique_ptr<BackgroundReducer::Job> BackgroundReducer::TakeFinished(bool wai
   std::unique_ptr<Job> job = std::move(queue_.front());
   queue_.pop_front();
   --reduced_;
-  queued_bytes_ -= DataBytes(job->request.tensor);
+  queued_bytes_ -= ViewBytes(job->request.tensor);
   return job;
 }
 
@@ -106,7 +100,7 @@ void BackgroundReducer::Run() {
     if (job->copy_after) {
       const TensorView& v = job->request.tensor;
       const auto* data = static_cast<const std::uint8_t*>(v.data);
-      job->copy.assign(data, data + DataBytes(v));
+      job->copy.assign(data, data + ViewBytes(v));
     }
     lock.lock();
     ++reduced_;

@@ -188,21 +188,21 @@ EarlyCapture StepCapture::CaptureEarly(RegisteredTensor* t, StepBatch* batch,
   t->saved_epoch = clock.epoch();
   early_this_step_ = true;
   std::unique_ptr<BackgroundReducer::Job> job =
-      background != nullptr ? background->NewJob() : std::make_unique<BackgroundReducer::Job>();
-  job->id = t->info.id;
-  job->request.tensor = v;
-  options_.Prepare(t, v, due_cols_, key.global_step, batch, &job->request.options);
-  // A delta's previous values are replaced once the reduction has read
-  // them: the thread keeps a copy of what it read, which FinishEarly makes
-  // the previous values (Prepare's pending update is this tensor's).
-  job->copy_after = options_.has_delta_updates();
-  if (background != nullptr) {
+      background != nullptr ? background->NewJob() : nullptr;
+  std::vector<ReductionRequest> request(job != nullptr ? 0 : 1);
+  ReductionRequest& r = job != nullptr ? job->request : request[0];
+  r.tensor = v;
+  options_.Prepare(t, v, due_cols_, key.global_step, batch, &r.options);
+  if (job != nullptr) {
+    job->id = t->info.id;
+    // A delta's previous values are replaced once the reduction has read
+    // them: the thread keeps a copy of what it read, which FinishEarly
+    // makes the previous values (Prepare's pending update is this tensor's).
+    job->copy_after = options_.has_delta_updates();
     background->Submit(std::move(job));  // HasRoomFor said it fits
     options_.DropDeltaUpdates();
     return EarlyCapture::kQueued;
   }
-  std::vector<ReductionRequest> request(1);
-  std::swap(request[0], job->request);
   std::vector<ReductionResult> results;
   const Status s = HostBackend(1, v.numel)->Reduce(request, &results);
   if (!s.ok() || results.empty()) {

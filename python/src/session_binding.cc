@@ -284,8 +284,7 @@ class PySession {
 
   void end_step(std::uintptr_t stream) {
     RegisterPending();
-    FinishQueued(/*wait=*/true);
-    CheckProbes();
+    finish_queued();
     DropChangedInPlace();
     Status s;
     {

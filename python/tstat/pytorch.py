@@ -482,11 +482,9 @@ class Hook:
 
     def _output_hook(self, path):
         # This runs for every leaf module at every step: the common case (one
-        # tensor, the module's first call in the step) takes no f-string and
-        # no call but the session's.
+        # tensor, the module's first call in the step) builds no name.
         first_name = f"{path}_output"
         calls_of = self._calls  # cleared in place when a step ends
-        produced = self._produced
 
         def on_output(_module, _inputs, output):
             if self._closed:
@@ -496,9 +494,7 @@ class Hook:
             if calls == 0 and isinstance(output, torch.Tensor):
                 self._set(first_name, [], output)
                 if self._functional_relus:
-                    fn = output.grad_fn
-                    if fn is not None:
-                        produced[id(fn)] = (fn, path)
+                    self._note_produced(output, path)
                 return
             base = path if calls == 0 else f"{path}#{calls}"
             for i, t in enumerate(_tensors_of(output)):
@@ -555,7 +551,6 @@ class Hook:
         try:
             if self._fresh:
                 self._session.mark_fresh(self._fresh)
-                self._fresh.clear()
             self._session.end_step(stream)
         finally:
             self._step_open = False
