@@ -123,6 +123,9 @@ Status Session::Impl::EndStepLocked(CUstream_st* stream, bool capture_registered
   if (!clock.open()) TSTAT_RETURN_IF_ERROR(clock.Open(nullptr));
   StepBatch batch = std::move(pending);
   pending = StepBatch();
+  // The next step's early captures come in one by one: room for as many as
+  // this step's, so they are not moved again as the vector grows.
+  pending.stats.reserve(batch.stats.size());
   batch.key = clock.key();
   const std::uint64_t raw_reserved = pending_raw_bytes;
   pending_raw_bytes = 0;

@@ -202,10 +202,7 @@ class PySession {
     } else if (read_now || numel_fn().cast<std::int64_t>() >= kSmallTensorElements) {
       const EarlyCaptureMode mode =
           !read_now && s.background ? EarlyCaptureMode::kInBackground : EarlyCaptureMode::kNow;
-      Result<EarlyCapture> early = [&] {
-        py::gil_scoped_release release;
-        return session_->CaptureEarly(s.id, mode);
-      }();
+      Result<EarlyCapture> early = CaptureEarly(s.id, mode);
       if (early.ok() && *early == EarlyCapture::kQueued) {
         Queue(s, std::move(s.source));
         s.source = py::none();
@@ -240,8 +237,15 @@ class PySession {
   }
 
   // The gradient slots a backward produced in this step.
-  void mark_fresh(const std::vector<int>& slots) {
-    for (int slot : slots) At(slot).fresh = true;
+  // (A list read through the C API: pybind11's conversion to a vector
+  // costs ~1 us per item here, 35 items per step on a small CNN.)
+  void mark_fresh(const py::list& slots) {
+    const Py_ssize_t n = PyList_GET_SIZE(slots.ptr());
+    for (Py_ssize_t i = 0; i < n; ++i) {
+      const long slot = PyLong_AsLong(PyList_GET_ITEM(slots.ptr(), i));
+      if (slot == -1 && PyErr_Occurred()) throw py::error_already_set();
+      At(static_cast<int>(std::clamp<long>(slot, -1, INT32_MAX))).fresh = true;
+    }
   }
   // A step began (the forward of the registered module): its CPU
   // parameters of 8,192 values or more go to the capture thread, read while
@@ -258,10 +262,7 @@ class PySession {
           Call(p, TSTAT_INTERNED("numel")).cast<std::int64_t>() < kSmallTensorElements) {
         continue;
       }
-      Result<EarlyCapture> early = [&] {
-        py::gil_scoped_release release;
-        return session_->CaptureEarly(s.id, EarlyCaptureMode::kInBackgroundOrAtEndStep);
-      }();
+      Result<EarlyCapture> early = CaptureEarly(s.id, EarlyCaptureMode::kInBackgroundOrAtEndStep);
       if (early.ok() && *early == EarlyCapture::kQueued) Queue(s, std::move(p));
     }
   }
@@ -363,17 +364,26 @@ class PySession {
         // A weakref: None once the parameter is gone. A frozen parameter
         // (requires_grad false) is skipped while frozen: nothing trains it,
         // and its update of 0 is no fault of training.
-        py::object p = s.source();
-        if (!p.is_none() && !py::getattr(p, "requires_grad").cast<bool>()) return py::none();
+        py::object p = Referent(s.source);
+        if (!p.is_none() && !Attr(p, TSTAT_INTERNED("requires_grad")).cast<bool>()) {
+          return py::none();
+        }
         return p;
       }
       case SlotKind::kGradient: {
         if (!s.fresh) return py::none();
-        py::object p = s.source();
-        return p.is_none() ? p : py::getattr(p, "grad", py::none());
+        py::object p = Referent(s.source);
+        return p.is_none() ? p : Attr(p, TSTAT_INTERNED("grad"));
       }
     }
     return py::none();
+  }
+
+  // What the weak reference `ref` refers to (None once it is gone); any
+  // other callable is called. (The C API: twice per parameter per step.)
+  static py::object Referent(const py::object& ref) {
+    if (!PyWeakref_CheckRef(ref.ptr())) return ref();
+    return py::reinterpret_borrow<py::object>(PyWeakref_GetObject(ref.ptr()));
   }
 
   // `t`'s view: its storage in place, or a contiguous copy kept in `keep`.
@@ -447,8 +457,10 @@ class PySession {
       return !changed_.back();
     };
     std::size_t taken = 0;
-    {
-      py::gil_scoped_release release;
+    if (wait) {
+      py::gil_scoped_release release;  // other Python threads run meanwhile
+      taken = session_->FinishEarly(wait, unchanged);
+    } else {
       taken = session_->FinishEarly(wait, unchanged);
     }
     for (std::size_t i = 0; i < taken; ++i) {
@@ -458,6 +470,19 @@ class PySession {
       if (i < changed_.size() && changed_[i] && s.kind == SlotKind::kTensor) DropChanged(s);
     }
     queued_.erase(queued_.begin(), queued_.begin() + static_cast<std::ptrdiff_t>(taken));
+  }
+
+  // Session::CaptureEarly of slot `id`. A reduction on this thread (kNow)
+  // runs without the GIL; handing a tensor to the capture thread keeps it:
+  // that only resolves the view (a callback that would take the GIL back)
+  // and queues a job. (A queue without room reduces at once, with the GIL:
+  // rare, and only as long as one reduction.) Deadlock-free as the other
+  // calls are: the hook's lock serialises every call that takes the
+  // session's mutex, and no session thread takes the GIL.
+  Result<EarlyCapture> CaptureEarly(std::uint32_t id, EarlyCaptureMode mode) {
+    if (mode != EarlyCaptureMode::kNow) return session_->CaptureEarly(id, mode);
+    py::gil_scoped_release release;
+    return session_->CaptureEarly(id, mode);
   }
 
   // `tensor`, `s`'s, is with the capture thread: held until taken back.
@@ -546,7 +571,12 @@ class PySession {
       Slot* slot = &s;  // slots_ holds unique_ptrs: the address is stable
       spec.view_fn = [this, slot](TensorView* view) -> Status {
         py::gil_scoped_acquire gil;
-        py::object current = Current(*slot);
+        py::object current;
+        try {
+          current = Current(*slot);
+        } catch (py::error_already_set& e) {
+          return FromPython(slot->name, e);
+        }
         if (current.is_none()) {
           view->data = nullptr;
           return Status::OK();
