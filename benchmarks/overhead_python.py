@@ -15,7 +15,15 @@ in one process (the machine is shared and noisy):
 
     /usr/bin/python3 benchmarks/overhead_python.py [--steps 60] [--repeats 3]
         [--intervals 1,10,100] [--batch 16] [--threads 0] [--device cpu|cuda]
-        [--tensors 1000] [--cpp PATH] [--no-rules] [--no-functional-relus] [--json]
+        [--tensors 1000] [--cpp PATH] [--no-rules] [--no-functional-relus]
+        [--processes 1] [--json]
+
+--processes N runs the measurements in N fresh processes, one after the
+other, and pools their repeats: on this machine one process's figure sits
+up to ~5% away from another's for the same code (where the allocator puts
+the model's and torch's buffers differs from process to process), more
+than repeats within one process vary. The ranges printed are then of the
+processes' medians.
 
 Stats of every tensor at every step: weights, biases, gradients, the
 outputs of every module and of the ReLUs between them (F.relu), the loss,
@@ -151,15 +159,70 @@ def overhead(args, tmp):
             base_s.append(base)
             hook_s.append(captured["all"])
             shutil.rmtree(out, ignore_errors=True)
-        cases.append({"case": "stats_all", "device": args.device, "save_interval": interval, "steps": steps,
-                      "step_ms": 1e3 * statistics.median(base_s),
-                      "hook_step_ms": 1e3 * statistics.median(hook_s),
-                      "slowdown": statistics.median(ratios), "slowdown_min": min(ratios),
-                      "slowdown_max": max(ratios),
-                      "steady_slowdown": statistics.median(steady),
-                      "steady_slowdown_min": min(steady), "steady_slowdown_max": max(steady),
-                      "once_ms": 1e3 * statistics.median(once)})
+        cases.append(summarize({"case": "stats_all", "device": args.device, "save_interval": interval,
+                                "steps": steps, "ratios": ratios, "steady_ratios": steady,
+                                "once_s": once, "base_s": base_s, "hook_s": hook_s}))
     return cases
+
+
+def summarize(case):
+    """The case's medians and ranges, from its repeats' figures."""
+    ratios, steady = case["ratios"], case["steady_ratios"]
+    case.update({"step_ms": 1e3 * statistics.median(case["base_s"]),
+                 "hook_step_ms": 1e3 * statistics.median(case["hook_s"]),
+                 "slowdown": statistics.median(ratios), "slowdown_min": min(ratios),
+                 "slowdown_max": max(ratios),
+                 "steady_slowdown": statistics.median(steady),
+                 "steady_slowdown_min": min(steady), "steady_slowdown_max": max(steady),
+                 "once_ms": 1e3 * statistics.median(case["once_s"])})
+    return case
+
+
+def pooled(runs):
+    """The processes' cases pooled per save_interval: medians over every
+    repeat of every process; ranges of the processes' medians."""
+    out = []
+    for interval in sorted({c["save_interval"] for run in runs for c in run["cases"]}):
+        cases = [c for run in runs for c in run["cases"] if c["save_interval"] == interval]
+        merged = dict(cases[0])
+        for key in ("ratios", "steady_ratios", "once_s", "base_s", "hook_s"):
+            merged[key] = [x for c in cases for x in c[key]]
+        summarize(merged)
+        for key in ("slowdown", "steady_slowdown"):
+            merged[key + "_min"] = min(c[key] for c in cases)
+            merged[key + "_max"] = max(c[key] for c in cases)
+        merged["processes"] = len(cases)
+        out.append(merged)
+    smalls = [run["small"] for run in runs if run["small"] is not None]
+    small = None
+    if smalls:
+        small = dict(smalls[0])
+        small["costs_s"] = [x for m in smalls for x in m["costs_s"]]
+        small["us_per_tensor"] = 1e6 * statistics.median(small["costs_s"])
+        small["us_per_tensor_min"] = min(m["us_per_tensor"] for m in smalls)
+        small["us_per_tensor_max"] = max(m["us_per_tensor"] for m in smalls)
+    return out, small
+
+
+def in_processes(args):
+    """Runs this script --processes times, one process after the other,
+    with the same measurement arguments; their JSON lines."""
+    cmd = [sys.executable, os.path.abspath(__file__), "--json", "--steps", str(args.steps),
+           "--repeats", str(args.repeats), "--intervals", ",".join(str(i) for i in args.intervals),
+           "--batch", str(args.batch), "--threads", str(args.threads), "--device", args.device,
+           "--tensors", str(args.tensors)]
+    cmd += ["--no-rules"] if args.no_rules else []
+    cmd += ["--no-functional-relus"] if args.no_functional_relus else []
+    runs = []
+    for _ in range(args.processes):
+        done = subprocess.run(cmd, capture_output=True, text=True)
+        if done.returncode != 0:
+            sys.exit(f"overhead_python.py: a measuring process failed (exit {done.returncode}):\n"
+                     f"{done.stderr[-2000:]}")
+        rows = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+        runs.append({"cases": [r for r in rows if r["case"] == "stats_all"],
+                     "small": next((r for r in rows if r["case"] == "small_tensors"), None)})
+    return pooled(runs)
 
 
 def per_tensor(args, tmp):
@@ -189,7 +252,7 @@ def per_tensor(args, tmp):
                                   config={"save_config": {"save_interval": 1}})
         costs.append((loop(hook) - base) / args.tensors)
         shutil.rmtree(out, ignore_errors=True)
-    return {"case": "small_tensors", "tensors": args.tensors, "elements": 16,
+    return {"case": "small_tensors", "tensors": args.tensors, "elements": 16, "costs_s": costs,
             "us_per_tensor": 1e6 * statistics.median(costs),
             "us_per_tensor_min": 1e6 * min(costs), "us_per_tensor_max": 1e6 * max(costs)}
 
@@ -219,13 +282,15 @@ def main():
     p.add_argument("--no-rules", action="store_true")
     p.add_argument("--no-functional-relus", action="store_true",
                    help="Hook(functional_relus=False): the ReLUs' outputs not read")
+    p.add_argument("--processes", type=int, default=1,
+                   help="measure in this many fresh processes and pool their repeats")
     p.add_argument("--json", action="store_true")
     args = p.parse_args()
     try:
         args.intervals = [int(i) for i in args.intervals.split(",")]
     except ValueError:
         p.error(f"--intervals: comma-separated whole numbers, not {args.intervals!r}")
-    for name in ("steps", "repeats", "batch"):
+    for name in ("steps", "repeats", "batch", "processes"):
         if getattr(args, name) < 1:
             p.error(f"--{name} must be at least 1")
     if any(i < 1 for i in args.intervals):
@@ -234,12 +299,15 @@ def main():
         p.error("--tensors and --threads must not be negative")
     if args.threads > 0:
         torch.set_num_threads(args.threads)
-    tmp = tempfile.mkdtemp(prefix="tstat-overhead-python-")
-    try:
-        cases = overhead(args, tmp)
-        small = per_tensor(args, tmp) if args.tensors > 0 else None
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    if args.processes > 1:
+        cases, small = in_processes(args)
+    else:
+        tmp = tempfile.mkdtemp(prefix="tstat-overhead-python-")
+        try:
+            cases = overhead(args, tmp)
+            small = per_tensor(args, tmp) if args.tensors > 0 else None
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
     cpp = cpp_figures(args) if args.cpp else {}
     if args.json:
         for c in cases:
@@ -252,7 +320,9 @@ def main():
     print(f"tstat.pytorch.Hook overhead: torch {torch.__version__}, {args.device}, "
           f"{torch.get_num_threads()} torch thread(s), batch {args.batch} of 3x32x32, rules "
           f"{'off' if args.no_rules else 'on (default set)'}, ReLU outputs "
-          f"{'not read' if args.no_functional_relus else 'read'}")
+          f"{'not read' if args.no_functional_relus else 'read'}"
+          + (f", {args.processes} processes of {args.repeats} repeats pooled (ranges: of the "
+             f"processes' medians)" if args.processes > 1 else ""))
     print(f"{'case':<12} {'save_interval':>13} {'step ms':>9} {'hooked ms':>9} {'slowdown':>9}"
           f"  {'range':<15} {'steady':>8}  {'range':<15} {'once ms':>8} {'C++ adapter':>11}")
     for c in cases:
