@@ -30,9 +30,11 @@
 // stays read on this thread. Large CPU parameters are queued when a step
 // begins (queue_parameters); one changed meanwhile is read again by EndStep.
 //
-// The GIL: end_step and close release it around the session's calls (the CPU
-// reduction runs without it); the view callbacks, which run inside them on
-// the same thread, take it to read the tensors. A slot that cannot be
+// The GIL: end_step, close, and set() when it reduces a tensor at once release
+// it around the session's calls (the CPU reduction runs without it); the view
+// callbacks, which run inside them on the same thread, take it to read the
+// tensors. Handing a tensor to the capture thread, or taking back what it has
+// read without waiting, keeps it (no reduction runs on this thread). A slot that cannot be
 // registered (a dtype tstat does not reduce, a bad name) is not captured and
 // never retried; warnings() returns why, once.
 #include <pybind11/pybind11.h>
