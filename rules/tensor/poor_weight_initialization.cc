@@ -8,7 +8,11 @@
 //      `activation_inputs_regex` (default "(relu|tanh|sigmoid|gelu|elu|silu)
 //      [^/]*_input(_\d+)?$", case ignored: every nonlinearity's input), in
 //      the order they were registered (a hook registers them as the forward
-//      pass reaches them), the population variance of one over that of the
+//      pass reaches them), and with `functional_relus` (default true) the
+//      outputs "<P>_output" of the layers whose "<P>.relu_output" is in the
+//      same step (tstat.pytorch.Hook's name for the output of a ReLU that
+//      the model calls as a function after layer P: its input is P's
+//      output), the population variance of one over that of the
 //      next, either way up, exceeds `threshold` (default 15) for some pair
 //      (`compare` "consecutive", the default), or the largest variance over
 //      the smallest exceeds `threshold` (default 10; `compare` "all", as
@@ -41,6 +45,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -64,7 +69,15 @@ struct PoorInitParams {
   double distribution_range = 0;  // 0: check (b) is off
   std::int64_t patience = 0;      // 0: the loss check is off
   std::int64_t steps = 10;
+  bool functional_relus = true;  // "<P>_output" beside "<P>.relu_output" is a ReLU's input
 };
+
+constexpr std::string_view kOutputSuffix = "_output";
+constexpr std::string_view kReluOutputSuffix = ".relu_output";
+
+bool EndsWith(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
 
 class PoorWeightInitializationRule final : public TensorRuleT<PoorWeightInitializationRule> {
  public:
@@ -73,7 +86,11 @@ class PoorWeightInitializationRule final : public TensorRuleT<PoorWeightInitiali
 
   CaptureNeeds Needs(const TensorInfo& t) const override {
     const bool gradient = p_.distribution_range > 0 && Takes(t);
-    if (!gradient && !RE2::PartialMatch(t.name, *act_)) return {};
+    // A layer output may turn out to feed a functional ReLU (registered
+    // after it): its stats in the first steps are asked for in case.
+    const bool layer_output = p_.functional_relus && EndsWith(t.name, kOutputSuffix) &&
+                              !EndsWith(t.name, kReluOutputSuffix);
+    if (!gradient && !layer_output && !RE2::PartialMatch(t.name, *act_)) return {};
     CaptureNeeds n = StatsIn(t, JudgedModes(CaptureNeeds::TrainModes()));
     n.until_step = p_.steps;
     return n;
@@ -137,6 +154,13 @@ class PoorWeightInitializationRule final : public TensorRuleT<PoorWeightInitiali
     return is_input != 0;
   }
 
+  // "<P>_output" whose "<P>.relu_output" is in this step (relu_producers_).
+  bool FeedsFunctionalRelu(const std::string& name) const {
+    if (relu_producers_.empty() || !EndsWith(name, kOutputSuffix)) return false;
+    return relu_producers_.count(
+               std::string_view(name).substr(0, name.size() - kOutputSuffix.size())) != 0;
+  }
+
   struct LayerVariance {
     const TensorInfo* info;
     double var;
@@ -153,11 +177,20 @@ class PoorWeightInitializationRule final : public TensorRuleT<PoorWeightInitiali
   void CheckActivationVariance(const StepView& step, std::vector<Finding>* findings) {
     if (step.records == nullptr || variance_judged_.count(step.worker) != 0) return;
     layers_.clear();
+    relu_producers_.clear();
+    if (p_.functional_relus) {
+      for (const TensorStatsRecord& r : *step.records) {
+        const TensorInfo* info = Info(step, r.tensor_id);
+        if (info == nullptr || !EndsWith(info->name, kReluOutputSuffix)) continue;
+        relu_producers_.insert(
+            std::string_view(info->name).substr(0, info->name.size() - kReluOutputSuffix.size()));
+      }
+    }
     for (const TensorStatsRecord& r : *step.records) {
       const TensorInfo* info = Info(step, r.tensor_id);
       if (info == nullptr) continue;
       saw_records_ = true;
-      if (!IsActivationInput(step, *info)) continue;
+      if (!IsActivationInput(step, *info) && !FeedsFunctionalRelu(info->name)) continue;
       act_matched_ = true;
       const double var = r.has_stats ? r.stats.variance() : NAN;
       if (std::isfinite(var)) layers_.push_back({info, var});
@@ -238,7 +271,10 @@ class PoorWeightInitializationRule final : public TensorRuleT<PoorWeightInitiali
   };
   PoorInitParams p_;
   std::unique_ptr<RE2> act_;
-  std::vector<LayerVariance> layers_;        // scratch of CheckActivationVariance
+  std::vector<LayerVariance> layers_;  // scratch of CheckActivationVariance
+  // Scratch too: the P of this step's "<P>.relu_output" tensors (views of
+  // the catalog's names, used within the call).
+  std::unordered_set<std::string_view> relu_producers_;
   PerTensor<std::uint8_t> act_cache_;        // 1: matches activation_inputs_regex
   PerTensor<std::uint8_t> judged_;           // 1: (b) judged this gradient
   std::unordered_set<int> variance_judged_;  // workers (a) judged
@@ -263,6 +299,7 @@ Result<std::unique_ptr<Rule>> CreatePoorWeightInitializationRule(const RuleSpec&
   p.CheckRange("patience", static_cast<double>(q.patience), 0, 1e12);
   q.steps = p.Int("steps", q.steps);
   p.CheckRange("steps", static_cast<double>(q.steps), 1, 1e12);
+  q.functional_relus = p.Bool("functional_relus", q.functional_relus);
   TSTAT_RETURN_IF_ERROR(p.Finish());
   RE2::Options opt;
   opt.set_log_errors(false);

@@ -378,6 +378,77 @@ TEST(PoorWeightInitializationLayersTest, ThePairOfLayersIsTheWorstConsecutiveOne
   EXPECT_TRUE(Contains(f[0].message, "a constant input")) << f[0].message;
 }
 
+// A model that calls F.relu between its layers: the hook captures each
+// layer's output "fcN_output" and the ReLU's output "fcN.relu_output"; the
+// layer outputs that feed a ReLU are its inputs.
+MapCatalog FunctionalReluLayers() {
+  MapCatalog cat;
+  cat.Add(0, "fc1_output", {});
+  cat.Add(1, "fc1.relu_output", {});
+  cat.Add(2, "fc2_output", {});
+  cat.Add(3, "fc2.relu_output", {});
+  cat.Add(4, "fc3_output", {});  // the logits: no ReLU after them
+  return cat;
+}
+
+StepBatch FunctionalStep(double fc1, double fc2, double fc3, bool relu_outputs = true) {
+  std::vector<TensorStatsRecord> records;
+  const double v[] = {fc1, 0, fc2, 0, fc3};
+  for (std::uint32_t id = 0; id < 5; ++id) {
+    if (id % 2 == 1 && !relu_outputs) continue;
+    const double a = id % 2 == 1 ? std::sqrt(v[id - 1]) : std::sqrt(v[id]);
+    records.push_back(
+        RecordOf(id, id % 2 == 1 ? std::vector<double>{0, a} : std::vector<double>{-a, a}));
+  }
+  return Batch(0, std::move(records));
+}
+
+TEST(PoorWeightInitializationLayersTest, LayerOutputsFeedingFunctionalReluAreItsInputs) {
+  const MapCatalog cat = FunctionalReluLayers();
+  // fc2's input variance 32x fc1's (N(0, 1) weights on 64 inputs); the
+  // logits' variance, 1000x, is no ReLU's input and is not compared.
+  auto rule = MustCreate("poor_weight_initialization");
+  auto f = Feed(rule.get(), cat, FunctionalStep(1, 32, 32000));
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].tensor, "fc2_output");
+  EXPECT_DOUBLE_EQ(Value(f[0], "variance_ratio"), 32);
+  EXPECT_TRUE(Contains(f[0].message, "fc1_output: 1")) << f[0].message;
+  EXPECT_TRUE(rule->Diagnostics().empty()) << rule->Diagnostics();
+  // A healthy start: 6x between the ReLUs' inputs, whatever the logits.
+  auto healthy = MustCreate("poor_weight_initialization");
+  EXPECT_TRUE(Feed(healthy.get(), cat, FunctionalStep(1, 1.0 / 6, 1000)).empty());
+  // Without the ReLUs' outputs the layer outputs are no nonlinearity's
+  // inputs: nothing is judged, and the diagnostics say so.
+  auto no_relus = MustCreate("poor_weight_initialization");
+  EXPECT_TRUE(Feed(no_relus.get(), cat, FunctionalStep(1, 32, 1, false)).empty());
+  EXPECT_TRUE(Contains(no_relus->Diagnostics(), "matched no tensor")) << no_relus->Diagnostics();
+  // functional_relus false: only activation_inputs_regex selects.
+  auto off =
+      MustCreate("poor_weight_initialization", {{{"functional_relus", "false"}}, {}, "", {}});
+  EXPECT_TRUE(Feed(off.get(), cat, FunctionalStep(1, 32, 1)).empty());
+}
+
+// What the rule asks the session to capture: a layer output may feed a
+// functional ReLU registered after it.
+TEST(PoorWeightInitializationLayersTest, NeedsTheLayerOutputsInTheFirstSteps) {
+  auto rule = MustCreate("poor_weight_initialization");
+  TensorInfo out;
+  out.name = "fc1_output";
+  TensorInfo relu_out;
+  relu_out.name = "fc1.relu_output";
+  TensorInfo weight;
+  weight.name = "fc1.weight";
+  const CaptureNeeds n = rule->Needs(out);
+  EXPECT_TRUE(n.stats);
+  EXPECT_TRUE(n.any());
+  EXPECT_EQ(n.until_step, 10);
+  EXPECT_FALSE(rule->Needs(relu_out).any());
+  EXPECT_FALSE(rule->Needs(weight).any());
+  auto off =
+      MustCreate("poor_weight_initialization", {{{"functional_relus", "false"}}, {}, "", {}});
+  EXPECT_FALSE(off->Needs(out).any());
+}
+
 TEST_F(PoorWeightInitializationTest, NarrowGradientsOnlyWhenDistributionRangeIsSet) {
   // std of {-g, 0, g} = g*sqrt(2/3); 3.29 * 1e-4 * 0.816 = 2.7e-4 < 0.001.
   auto off = MustCreate("poor_weight_initialization");
