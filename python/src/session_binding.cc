@@ -34,9 +34,10 @@
 // it around the session's calls (the CPU reduction runs without it); the view
 // callbacks, which run inside them on the same thread, take it to read the
 // tensors. Handing a tensor to the capture thread, or taking back what it has
-// read without waiting, keeps it (no reduction runs on this thread). A slot that cannot be
-// registered (a dtype tstat does not reduce, a bad name) is not captured and
-// never retried; warnings() returns why, once.
+// read without waiting, keeps it (no reduction runs on this thread).
+//
+// A slot that cannot be registered (a dtype tstat does not reduce, a bad
+// name) is not captured and never retried; warnings() returns why, once.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
