@@ -31,7 +31,8 @@ do not save). Every fault found by its rule (critical ones stopped within 3
 steps).
 
 Usage: detection_python.py [--steps N] [--seeds K] [--only SUBSTRING] [--functional] [--json]
-(--functional: the ReLU MLPs call torch.relu between their layers, not nn.ReLU.)
+(--functional: the MLPs call torch.relu, torch.tanh or torch.sigmoid between their
+layers, not nn.ReLU, nn.Tanh or nn.Sigmoid.)
 Prints one line per run (or one JSON object) and a summary; exit 0 when the
 target is met, 1 otherwise.
 """
@@ -116,16 +117,22 @@ def make_task(task, shuffled, g):
     return x, y
 
 
-class FunctionalReluMLP(torch.nn.Module):
-    """Linear layers with torch.relu called between them, not nn.ReLU."""
+# The functions that --functional calls in place of the activation modules.
+FUNCTIONS = {torch.nn.ReLU: torch.relu, torch.nn.Tanh: torch.tanh, torch.nn.Sigmoid: torch.sigmoid}
 
-    def __init__(self, linears):
+
+class FunctionalMLP(torch.nn.Module):
+    """Linear layers with an activation called as a function between them
+    (torch.relu, torch.tanh, torch.sigmoid), not a module."""
+
+    def __init__(self, linears, function):
         super().__init__()
         self.layers = torch.nn.ModuleList(linears)
+        self.function = function
 
     def forward(self, x):
         for layer in self.layers[:-1]:
-            x = torch.relu(layer(x))
+            x = self.function(layer(x))
         return self.layers[-1](x)
 
 
@@ -135,8 +142,9 @@ def make_model(activation, hidden, weight_std, bias, functional=False):
         layers += [torch.nn.Linear(width, 64), activation()]
         width = 64
     layers.append(torch.nn.Linear(width, CLASSES))
-    if functional and activation is torch.nn.ReLU:
-        model = FunctionalReluMLP([m for m in layers if isinstance(m, torch.nn.Linear)])
+    if functional:
+        model = FunctionalMLP([m for m in layers if isinstance(m, torch.nn.Linear)],
+                              FUNCTIONS[activation])
         layers = list(model.layers)
     else:
         model = torch.nn.Sequential(*layers)
@@ -252,7 +260,7 @@ def main():
     ap.add_argument("--only", default="")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--functional", action="store_true",
-                    help="ReLU MLPs call torch.relu between their layers instead of nn.ReLU")
+                    help="the MLPs call their activation as a function instead of a module")
     a = ap.parse_args()
     if a.steps < 250:
         ap.error("--steps must be at least 250 (loss_not_decreasing judges from step 200)")

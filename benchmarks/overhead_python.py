@@ -15,7 +15,7 @@ in one process (the machine is shared and noisy):
 
     /usr/bin/python3 benchmarks/overhead_python.py [--steps 60] [--repeats 3]
         [--intervals 1,10,100] [--batch 16] [--threads 0] [--device cpu|cuda]
-        [--tensors 1000] [--cpp PATH] [--no-rules] [--no-functional-relus]
+        [--tensors 1000] [--cpp PATH] [--no-rules] [--no-functional-activations]
         [--processes 1] [--json]
 
 --processes N runs the measurements in N fresh processes, one after the
@@ -29,7 +29,7 @@ Stats of every tensor at every step: weights, biases, gradients, the
 outputs of every module and of the ReLUs between them (F.relu), the loss,
 labels and predictions, and the default in-process rules (what a user gets
 with no config). Rules off: --no-rules; ReLU outputs not read:
---no-functional-relus.
+--no-functional-activations.
 """
 
 import argparse
@@ -127,9 +127,9 @@ def train_block(net, opt, images, labels, steps, hook):
             "first": t1 - t0, "close": t3 - t2}
 
 
-def make_hook(out_dir, interval, rules, functional_relus=True):
+def make_hook(out_dir, interval, rules, functional_activations=True):
     return tstat.pytorch.Hook(out_dir=out_dir, num_classes=CLASSES, rules=rules,
-                              functional_relus=functional_relus,
+                              functional_activations=functional_activations,
                               config={"save_config": {"save_interval": interval}})
 
 
@@ -147,7 +147,7 @@ def overhead(args, tmp):
         for r in range(args.repeats):
             before = train_block(net, opt, images, labels, steps, None)
             out = os.path.join(tmp, f"i{interval}_r{r}")
-            hook = make_hook(out, interval, not args.no_rules, not args.no_functional_relus)
+            hook = make_hook(out, interval, not args.no_rules, not args.no_functional_activations)
             hook.register_module(net)
             captured = train_block(net, opt, images, labels, steps, hook)
             after = train_block(net, opt, images, labels, steps, None)
@@ -212,7 +212,7 @@ def in_processes(args):
            "--batch", str(args.batch), "--threads", str(args.threads), "--device", args.device,
            "--tensors", str(args.tensors)]
     cmd += ["--no-rules"] if args.no_rules else []
-    cmd += ["--no-functional-relus"] if args.no_functional_relus else []
+    cmd += ["--no-functional-activations"] if args.no_functional_activations else []
     runs = []
     for _ in range(args.processes):
         done = subprocess.run(cmd, capture_output=True, text=True)
@@ -280,8 +280,8 @@ def main():
                    help="small tensors for the per-tensor cost (0: not measured)")
     p.add_argument("--cpp", default="", help="the tstat binary: its figures beside")
     p.add_argument("--no-rules", action="store_true")
-    p.add_argument("--no-functional-relus", action="store_true",
-                   help="Hook(functional_relus=False): the ReLUs' outputs not read")
+    p.add_argument("--no-functional-activations", action="store_true",
+                   help="Hook(functional_activations=False): the ReLUs' outputs not read")
     p.add_argument("--processes", type=int, default=1,
                    help="measure in this many fresh processes and pool their repeats")
     p.add_argument("--json", action="store_true")
@@ -320,7 +320,7 @@ def main():
     print(f"tstat.pytorch.Hook overhead: torch {torch.__version__}, {args.device}, "
           f"{torch.get_num_threads()} torch thread(s), batch {args.batch} of 3x32x32, rules "
           f"{'off' if args.no_rules else 'on (default set)'}, ReLU outputs "
-          f"{'not read' if args.no_functional_relus else 'read'}"
+          f"{'not read' if args.no_functional_activations else 'read'}"
           + (f", {args.processes} processes of {args.repeats} repeats pooled (ranges: of the "
              f"processes' medians)" if args.processes > 1 else ""))
     print(f"{'case':<12} {'save_interval':>13} {'step ms':>9} {'hooked ms':>9} {'slowdown':>9}"

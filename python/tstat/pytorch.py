@@ -22,8 +22,9 @@ the outputs of the module's leaf modules ("<path>_output"; a numbered
 path gets the module's class, "features.1.ReLU_output"; a module called
 again in the same step "<path>#1_output"), the inputs of activation
 functions ("<path>_input", as they enter the function), the outputs of ReLUs
-called as functions (F.relu: "<layer>.relu_output", see _relu_hook), the
-module's input ("<name>_input") and the loss are registered with the session
+called as functions (F.relu: "<layer>.relu_output") and the inputs of other
+activations called as functions (torch.tanh: "<layer>.tanh_input"; see
+_functional_activation_hook), the module's input ("<name>_input") and the loss are registered with the session
 the first time they exist; each is read when its collections' schedules say
 it is due, in place (CPU tensors: no copy; CUDA tensors: reduced on the
 current CUDA stream, with no host synchronisation). A gradient counts only when a backward in this
@@ -78,6 +79,16 @@ _MAX_LOSS_CLASSES = 1024
 _ACTIVATION_FUNCTION = re.compile(
     r"(?i)relu|tanh|sigmoid|gelu|elu|silu|mish|softplus|hardswish|hardsigmoid")
 
+# The same functions called as functions, by the autograd node of their
+# output: what "<layer>.<name>_input" calls them. ReLUs are told apart
+# (ReluBackward0): their outputs are read, for dead_relu.
+_FUNCTIONAL_ACTIVATION = {
+    "TanhBackward0": "tanh", "SigmoidBackward0": "sigmoid", "GeluBackward0": "gelu",
+    "EluBackward0": "elu", "SiluBackward0": "silu", "MishBackward0": "mish",
+    "SoftplusBackward0": "softplus", "LeakyReluBackward0": "leaky_relu",
+    "HardswishBackward0": "hardswish", "HardsigmoidBackward0": "hardsigmoid",
+}
+
 
 def _queue_backward_callback(fn):
     torch.autograd.Variable._execution_engine.queue_callback(fn)
@@ -103,15 +114,17 @@ class Hook:
     for itself. num_classes: turns on label counts and the confusion matrix
     of save_labels(). start_step: a run resumed from a checkpoint numbers its
     first step start_step (global and in its mode) and counts on from there;
-    the rules then know it did not start from scratch. functional_relus:
-    capture the outputs of ReLUs called as functions where a layer takes
-    them in (see the module's text; False: not). rank, world_size, dry_run:
+    the rules then know it did not start from scratch.
+    functional_activations: capture the activation functions that the model
+    calls as functions where a layer takes their outputs in (the outputs of
+    ReLUs, the inputs of the others; see the module's text; False: not).
+    rank, world_size, dry_run:
     over the config's.
     """
 
     def __init__(self, out_dir=None, config=None, *, config_file=None, rank=None,
                  world_size=None, dry_run=None, num_classes=0, rules=True, step_on="auto",
-                 start_step=None, functional_relus=True):
+                 start_step=None, functional_activations=True):
         if step_on not in ("auto", "manual"):
             raise Error("invalid_argument", f"step_on must be 'auto' or 'manual', got {step_on!r}")
         if start_step is not None and (isinstance(start_step, bool) or
@@ -140,17 +153,18 @@ class Hook:
             int(num_classes), "predictions")
         self._num_classes = int(num_classes)
         self._step_on = step_on
-        self._functional_relus = bool(functional_relus)
+        self._functional_activations = bool(functional_activations)
         self._start_step = start_step  # numbers the first step, then None
         self._lock = threading.RLock()
         self._slots = {}          # name -> slot
         self._handles = []        # torch hook handles, removed by close()
         self._frozen = []         # (name, weakref) of parameters frozen at registration
         self._calls = {}          # module path -> calls in this step
-        # id(grad_fn) -> (grad_fn, name) of the tensors captured in this step
-        # that autograd produced: the layer outputs, and the outputs of ReLUs
-        # called as functions (_relu_hook). Held until the step ends, so that
-        # an id is not reused meanwhile.
+        # id(grad_fn) -> (grad_fn, name, weakref of the tensor or None) of the
+        # tensors autograd produced in this step that the hook has seen: the
+        # layer outputs, and the outputs of activations called as functions
+        # (_functional_activation_hook). Held until the step ends, so that an
+        # id is not reused meanwhile.
         self._produced = {}
         self._fresh = []          # gradient slots a backward produced in this step
         self._top = None
@@ -205,9 +219,9 @@ class Hook:
             if _ACTIVATION_FUNCTION.search(kind) is not None:
                 self._handles.append(sub.register_forward_pre_hook(
                     self._input_hook(prefix + path, bool(getattr(sub, "inplace", False)))))
-            elif self._functional_relus:
+            elif self._functional_activations:
                 self._handles.append(sub.register_forward_pre_hook(
-                    self._relu_hook(prefix + path)))
+                    self._functional_activation_hook(prefix + path)))
             self._handles.append(sub.register_forward_hook(self._output_hook(prefix + path)))
         if self._top is None:
             self._top = weakref.ref(module)
@@ -493,45 +507,64 @@ class Hook:
             calls_of[path] = calls + 1
             if calls == 0 and isinstance(output, torch.Tensor):
                 self._set(first_name, [], output)
-                if self._functional_relus:
+                if self._functional_activations:
                     self._note_produced(output, path)
                 return
             base = path if calls == 0 else f"{path}#{calls}"
             for i, t in enumerate(_tensors_of(output)):
                 name = f"{base}_output" if i == 0 else f"{base}_output_{i}"
                 self._set(name, [], t)
-                if self._functional_relus:
+                if self._functional_activations:
                     self._note_produced(t, base if i == 0 else name)
         return on_output
 
     def _note_produced(self, t, name):
         fn = t.grad_fn
         if fn is not None:
-            self._produced[id(fn)] = (fn, name)
+            self._produced[id(fn)] = (fn, name, weakref.ref(t))
 
-    def _relu_hook(self, path):
-        """A layer's input that a ReLU called as a function (F.relu,
-        torch.relu, x.relu()) produced: captured as "<producer>.relu_output"
-        when a captured layer's output went into the ReLU ("fc1.relu_output",
-        as for nn.ReLU modules the dead_relu rule judges), else as
-        "<path>_input.relu_output" (a ReLU after x + y). Seen through
-        autograd (the input's grad_fn), so only where gradients are
-        recorded; once a step however many layers take it in."""
+    def _functional_activation_hook(self, path):
+        """What an activation called as a function (F.relu, torch.tanh,
+        x.sigmoid(), F.gelu, ...) made of a leaf module's input, seen
+        through autograd (the input's grad_fn), so only where gradients are
+        recorded; once a step however many layers take it in.
+
+        A ReLU: its output, as "<producer>.relu_output" when a captured
+        layer's output went into it ("fc1.relu_output", as for the nn.ReLU
+        modules the dead_relu rule judges), else as "<path>_input.relu_output"
+        (a ReLU after x + y). Any other: its input, which is the producer's
+        output, as "<producer>.tanh_input" (what saturated_activation and
+        poor_weight_initialization judge, as for nn.Tanh modules); not read
+        when no captured layer's output went into it (the function keeps
+        its output, not its input), or when it overwrote that output
+        (torch.tanh_)."""
         def on_input(_module, inputs):
             if self._closed or not inputs or not isinstance(inputs[0], torch.Tensor):
                 return
             fn = inputs[0].grad_fn
-            if fn is None or id(fn) in self._produced or type(fn).__name__ != "ReluBackward0":
+            if fn is None or id(fn) in self._produced:
+                return
+            kind = type(fn).__name__
+            activation = "relu" if kind == "ReluBackward0" else _FUNCTIONAL_ACTIVATION.get(kind)
+            if activation is None:
                 return
             producer = fn.next_functions[0][0] if fn.next_functions else None
             known = self._produced.get(id(producer)) if producer is not None else None
-            if known is not None:
-                name = f"{known[1]}.relu"
-            else:
-                calls = self._calls.get(path, 0)
-                name = f"{path if calls == 0 else f'{path}#{calls}'}_input.relu"
-            self._produced[id(fn)] = (fn, name)
-            self._set(f"{name}_output", [], inputs[0])
+            if known is not None and known[1] is None:
+                known = None  # an activation's output that was not read
+            if activation == "relu":
+                if known is not None:
+                    name = f"{known[1]}.relu"
+                else:
+                    calls = self._calls.get(path, 0)
+                    name = f"{path if calls == 0 else f'{path}#{calls}'}_input.relu"
+                self._produced[id(fn)] = (fn, name, weakref.ref(inputs[0]))
+                self._set(f"{name}_output", [], inputs[0])
+                return
+            self._produced[id(fn)] = (fn, None, None)  # seen: not again in this step
+            x = known[2]() if known is not None else None
+            if x is not None and x.data_ptr() != inputs[0].data_ptr():
+                self._set(f"{known[1]}.{activation}_input", [], x)
         return on_input
 
     def _begin_step(self):

@@ -639,12 +639,74 @@ def test_relus_called_as_functions_are_captured_and_judged(tmp_path):
     dead_relu = found[found["type"] == "dead_relu"]
     assert set(dead_relu["tensor"]) == {"fc1.relu_output"}, found[["type", "tensor"]]
 
-    # functional_relus=False: not captured.
+    # functional_activations=False: not captured.
     with tstat.pytorch.Hook(out_dir=str(tmp_path / "off"), config=EVERY_STEP,
-                            functional_relus=False) as hook:
+                            functional_activations=False) as hook:
         train(FunctionalReluNet(), hook, 2, (8, 10))
     names = trials.create_trial(str(tmp_path / "off")).tensor_names()
     assert not [n for n in names if "relu" in n.lower()], names
+
+
+class FunctionalActivationNet(torch.nn.Module):
+    """Activations other than ReLU called as functions: after a layer (tanh,
+    sigmoid as a method, GELU); after a sum, and after another activation
+    that no layer takes in (their inputs are no captured layer's output);
+    and in place (its input is gone)."""
+
+    def __init__(self, scale=1.0):
+        super().__init__()
+        self.fc1, self.fc2, self.fc3 = (torch.nn.Linear(10, 16), torch.nn.Linear(16, 16),
+                                        torch.nn.Linear(16, 16))
+        self.fc4, self.fc5, self.fc6, self.out = (torch.nn.Linear(16, 16), torch.nn.Linear(16, 16),
+                                                  torch.nn.Linear(16, 16), torch.nn.Linear(16, 3))
+        self.skip = torch.nn.Linear(10, 16)
+        with torch.no_grad():
+            self.fc1.weight.mul_(scale)
+
+    def forward(self, x):
+        h = torch.tanh(self.fc1(x))                       # fc1.tanh_input
+        h = self.fc2(h).sigmoid()                         # fc2.sigmoid_input
+        h = torch.nn.functional.gelu(self.fc3(h))         # fc3.gelu_input
+        s = torch.tanh(self.fc4(h) + self.skip(x))        # a sum: not read
+        s = torch.sigmoid(torch.tanh(self.fc5(s)))        # neither read
+        return self.out(self.fc6(s).tanh_())              # in place: not read
+
+
+def test_activations_called_as_functions_have_their_inputs_captured(tmp_path):
+    torch.manual_seed(4)
+    model = FunctionalActivationNet()
+    rec = Recorder({name: getattr(model, name) for name in ("fc1", "fc2", "fc3")})
+    with pytest.warns(RuntimeWarning, match="fc6_output was changed in place"), \
+            tstat.pytorch.Hook(out_dir=str(tmp_path / "run"), config=EVERY_STEP) as hook:
+        train(model, hook, 5, (8, 10), seed=2,
+              per_step=lambda step, _m: setattr(rec, "step", step + 1))
+    trial = trials.create_trial(str(tmp_path / "run"))
+    inputs = sorted(n for n in trial.tensor_names() if "." in n and n.endswith("_input"))
+    assert inputs == ["fc1.tanh_input", "fc2.sigmoid_input", "fc3.gelu_input"], inputs
+    assert set(inputs) <= set(trial.tensor_names(collection="inputs"))
+    for step in (0, 3):
+        for name, activation in (("fc1", "tanh"), ("fc2", "sigmoid"), ("fc3", "gelu")):
+            assert_stats(trial, f"{name}.{activation}_input", step, rec.values[(name, step)])
+    assert trial.findings().empty, trial.findings()[["type", "tensor"]]
+
+    # fc1's tanh saturated by its weights (inputs of std ~1,000):
+    # saturated_activation and poor_weight_initialization name its input.
+    torch.manual_seed(4)
+    with pytest.warns(RuntimeWarning, match="fc6_output"), \
+            tstat.pytorch.Hook(out_dir=str(tmp_path / "saturated")) as hook:
+        train(FunctionalActivationNet(scale=2000.0), hook, 4, (64, 10), seed=2)
+    found = trials.create_trial(str(tmp_path / "saturated")).findings()
+    for rule in ("saturated_activation", "poor_weight_initialization"):
+        assert set(found[found["type"] == rule]["tensor"]) == {"fc1.tanh_input"}, \
+            found[["type", "tensor"]]
+
+    # functional_activations=False: not captured.
+    with pytest.warns(RuntimeWarning, match="fc6_output"), \
+            tstat.pytorch.Hook(out_dir=str(tmp_path / "off"), config=EVERY_STEP,
+                               functional_activations=False) as hook:
+        train(FunctionalActivationNet(), hook, 2, (8, 10))
+    names = trials.create_trial(str(tmp_path / "off")).tensor_names()
+    assert not [n for n in names if "." in n and n.endswith("_input")], names
 
 
 def test_frozen_parameters_are_not_judged_while_frozen(tmp_path):
