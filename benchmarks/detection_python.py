@@ -5,7 +5,8 @@ teacher, optionally with label noise, on a finite training set), SGD without
 momentum, small learning rates, long learning-rate warmups, Adam and momentum;
 healthy, healthy with gradient accumulation, with learning rates annealed to ~0 at the end, healthy under dynamic loss scaling (as torch.cuda.amp.GradScaler
 does it, with fp16's range emulated on the CPU: updates whose gradients
-overflow are skipped), fine-tuned (trained on after 1,500 steps without the
+overflow are skipped), other architectures (LSTM, GRU, CNN, transformer),
+fine-tuned (trained on after 1,500 steps without the
 hook: a fresh hook on a model at its plateau, as a job restarted from its
 checkpoint numbers its steps from 0), and with the learning rate 0 (nothing
 learns) and shuffled labels (nothing to learn but memorizing); and faults
@@ -24,8 +25,9 @@ Target: no finding on any healthy run (a critical one would stop it), slow
 ones included; fine-tuned runs with labels without a finding, and without
 labels not stopped (loss_not_decreasing may report their plateau as an
 error: nothing tells it from a network that learns nothing); the runs with
-learning rate 0 found by loss_not_decreasing after its horizon, and stopped
-when their labels show the loss began at chance. Shuffled labels are shown, not judged: a network memorizes them, so
+learning rate 0 (run 1,040 steps) found by loss_not_decreasing after its
+horizon, and stopped once flat for its stop_horizon when their labels show
+the loss began at chance. Shuffled labels are shown, not judged: a network memorizes them, so
 their training loss falls (overfit needs a validation loss, which these runs
 do not save). Every fault found by its rule (critical ones stopped within 3
 steps).
@@ -78,9 +80,19 @@ ACCUMULATED = [("adam", 1e-3, 1, 8), ("momentum", 0.01, 1, 16)]
 # Schedules that end with a learning rate near 0 (OneCycle ends at 1/250,000 of
 # its peak; "fade" decays by 0.85 a step): updates fade in the last steps.
 ANNEALED = [("adam", 1e-3, 1, "fade"), ("momentum", 0.02, 1, "fade"), ("adam", 3e-4, 1, "onecycle")]
+# Other architectures on the same task (each row of D_IN values read as a
+# sequence, or as a 4x5 image): (optimizer, learning rate, warmup, architecture).
+ARCHITECTURES = [("adam", 1e-3, 1, "lstm"), ("momentum", 0.01, 1, "gru"),
+                 ("adam", 1e-3, 1, "cnn"), ("momentum", 0.01, 1, "cnn"),
+                 ("adam", 3e-4, 1, "transformer_gelu"), ("adam", 3e-4, 100, "transformer_relu")]
 # Trained on from a plateau: 1,500 steps before the hook. Labels: "loss"
 # (register_loss's own), "save" (save_labels), "none" (labels=False).
 FINETUNE_PRETRAIN = 1500
+# loss_not_decreasing's defaults: it judges from its horizon and may stop a
+# run (critical) once the loss has been flat for stop_horizon steps; the
+# runs with learning rate 0 run past that.
+LEARNING_HORIZON, STOP_HORIZON = 200, 1000
+LR0_STEPS = STOP_HORIZON + 40
 LABELLING = ("none", "save", "loss")
 FINETUNED = [(opt, lr, 1, how) for opt, lr in (("adam", 1e-3), ("momentum", 0.01))
              for how in LABELLING]
@@ -136,6 +148,63 @@ class FunctionalMLP(torch.nn.Module):
         return self.layers[-1](x)
 
 
+class Recurrent(torch.nn.Module):
+    """An LSTM or GRU over the row's values as a sequence; the last hidden
+    state classified."""
+
+    def __init__(self, cell):
+        super().__init__()
+        self.rnn = cell(1, 32, batch_first=True)
+        self.head = torch.nn.Linear(32, CLASSES)
+
+    def forward(self, x):
+        out, _ = self.rnn(x.unsqueeze(-1))
+        return self.head(out[:, -1])
+
+
+class SmallCNN(torch.nn.Module):
+    """The row as a 1x4x5 image: two convolutions with BatchNorm and F.relu
+    (called as a function), dropout, a linear head."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1, self.bn1 = torch.nn.Conv2d(1, 16, 3, padding=1), torch.nn.BatchNorm2d(16)
+        self.conv2, self.bn2 = torch.nn.Conv2d(16, 16, 3, padding=1), torch.nn.BatchNorm2d(16)
+        self.drop = torch.nn.Dropout(0.1)
+        self.head = torch.nn.Linear(16 * D_IN, CLASSES)
+
+    def forward(self, x):
+        h = torch.nn.functional.relu(self.bn1(self.conv1(x.view(-1, 1, 4, 5))))
+        h = torch.nn.functional.relu(self.bn2(self.conv2(h)))
+        return self.head(self.drop(h.flatten(1)))
+
+
+class SmallTransformer(torch.nn.Module):
+    """The row's values as tokens (a linear embedding and learned positions),
+    two encoder layers (their activation a function inside the layer), the
+    mean token classified."""
+
+    def __init__(self, activation):
+        super().__init__()
+        self.embed = torch.nn.Linear(1, 32)
+        self.position = torch.nn.Parameter(0.02 * torch.randn(D_IN, 32))
+        layer = torch.nn.TransformerEncoderLayer(32, 4, 64, dropout=0.1, activation=activation,
+                                                 batch_first=True)
+        self.encoder = torch.nn.TransformerEncoder(layer, 2)
+        self.head = torch.nn.Linear(32, CLASSES)
+
+    def forward(self, x):
+        return self.head(self.encoder(self.embed(x.unsqueeze(-1)) + self.position).mean(1))
+
+
+def make_architecture(name):
+    if name in ("lstm", "gru"):
+        return Recurrent(torch.nn.LSTM if name == "lstm" else torch.nn.GRU)
+    if name == "cnn":
+        return SmallCNN()
+    return SmallTransformer(name.split("_")[1])
+
+
 def make_model(activation, hidden, weight_std, bias, functional=False):
     layers, width = [], D_IN
     for _ in range(hidden):
@@ -157,6 +226,8 @@ def make_model(activation, hidden, weight_std, bias, functional=False):
 
 
 def run(case, steps, out_dir):
+    if case["kind"] == "lr0":
+        steps = max(steps, LR0_STEPS)
     torch.manual_seed(case["seed"])
     g = torch.Generator().manual_seed(case["seed"] + 100)
     x_all, y_all = make_task(case["task"], case["kind"] == "shuffled", g)
@@ -164,8 +235,11 @@ def run(case, steps, out_dir):
     if fault == "imbalanced":  # 95% of the rows class 0
         rare = torch.rand(ROWS, generator=g) >= 0.95
         y_all = torch.where(rare, y_all, torch.zeros_like(y_all))
-    model = make_model(*FAULT_MODELS.get(fault, (torch.nn.ReLU, 2, None, None)),
-                       functional=case.get("functional", False))
+    if case.get("architecture"):
+        model = make_architecture(case["architecture"])
+    else:
+        model = make_model(*FAULT_MODELS.get(fault, (torch.nn.ReLU, 2, None, None)),
+                           functional=case.get("functional", False))
     lr = 0.0 if case["kind"] == "lr0" else case["lr"]
     if case["opt"] == "adam":
         opt = torch.optim.Adam(model.parameters(), lr=lr)
@@ -248,7 +322,7 @@ def run(case, steps, out_dir):
          "tensor": r.tensor} for r in found.itertuples()]
     findings.sort(key=lambda f: f["first_step"])
     head, tail = losses[:20], losses[-20:]
-    return {"steps_run": len(losses), "first_loss": sum(head) / max(1, len(head)),
+    return {"steps": steps, "steps_run": len(losses), "first_loss": sum(head) / max(1, len(head)),
             "last_loss": sum(tail) / max(1, len(tail)), "findings": findings, "skipped": skipped,
             "seconds": time.perf_counter() - t0}
 
@@ -267,7 +341,8 @@ def main():
     torch.set_num_threads(1)
     cases = []
     for task in ("teacher", "noisy"):
-        for kind, configs in (("healthy", HEALTHY), ("scaled", LOSS_SCALING),
+        for kind, configs in (("healthy", HEALTHY), ("architecture", ARCHITECTURES),
+                              ("scaled", LOSS_SCALING),
                               ("accumulated", ACCUMULATED), ("annealed", ANNEALED),
                               ("finetuned", FINETUNED), ("shuffled", SHUFFLED),
                               ("lr0", [("sgd", 0.01, 1, how) for how in LABELLING]),
@@ -291,6 +366,9 @@ def main():
                     elif kind == "annealed":
                         c["schedule"] = extra[0]
                         c["name"] += f"/{extra[0]}"
+                    elif kind == "architecture":
+                        c["architecture"] = extra[0]
+                        c["name"] += f"/{extra[0]}"
                     elif kind == "accumulated":
                         c["accumulate"] = extra[0]
                         c["name"] += f"/accumulate{extra[0]}"
@@ -305,7 +383,7 @@ def main():
             r = run(c, a.steps, f"{root}/run{i}")
             rules = sorted({f["rule"] for f in r["findings"]})
             ok = True
-            if c["kind"] in ("healthy", "scaled", "accumulated", "annealed"):
+            if c["kind"] in ("healthy", "architecture", "scaled", "accumulated", "annealed"):
                 healthy += 1
                 ok = not r["findings"] and r["steps_run"] == a.steps
                 clean += ok
@@ -322,12 +400,16 @@ def main():
             elif c["kind"] == "lr0":
                 lr0 += 1
                 ldn = [f for f in r["findings"] if f["rule"] == "loss_not_decreasing"]
-                stopped = bool(ldn) and ldn[0]["severity"] == "critical" and \
-                    r["steps_run"] <= ldn[0]["first_step"] + 2
+                # Reported from its horizon (step 199) as an error; critical,
+                # and stopped, once flat for its stop_horizon (1,000 steps).
+                stopped = bool(ldn) and ldn[0]["first_step"] == LEARNING_HORIZON - 1 and \
+                    any(f["severity"] == "critical" for f in ldn) and \
+                    r["steps_run"] <= STOP_HORIZON + 1
                 found_lr0 += bool(ldn)
                 stopped_lr0 += stopped
                 ok = stopped if c["labels"] != "none" else \
-                    bool(ldn) and r["steps_run"] == a.steps
+                    bool(ldn) and r["steps_run"] == r["steps"] and \
+                    all(f["severity"] == "error" for f in ldn)
             elif c["kind"] == "fault":
                 faults += 1
                 hits = [f for f in r["findings"] if f["rule"] == c["expect"]]

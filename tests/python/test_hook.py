@@ -485,15 +485,25 @@ def test_slow_healthy_trainings_are_not_stopped_and_a_learning_rate_of_0_is(tmp_
         assert len(losses) == 230 and found.empty, (name, found)
         assert np.median(losses[-20:]) < 0.99 * np.median(losses[:20]), name
     # Nothing learns: weight_update_ratio after 64 steps without any weight
-    # changing, loss_not_decreasing at the horizon (200 steps). With the
-    # labels captured, which show the loss began at chance, it is critical:
-    # the run stops. Without them it is an error (it could be a plateau the
-    # run began on) and the run goes on.
+    # changing, loss_not_decreasing at the horizon (200 steps), an error. With
+    # the labels captured, which show the loss began at chance, it becomes
+    # critical once the loss has been flat for stop_horizon steps (1,000; a
+    # network may sit at chance that long before it learns): the run stops.
+    # Without them it stays an error (it could be a plateau the run began on)
+    # and the run goes on.
+    stop_at_210 = {"rules": {"enabled": True, "config": {"defaults": True, "rules": [
+        {"type": "loss_not_decreasing", "parameters": {"stop_horizon": 210}}]}}}
     for how in ("save", "loss"):  # save_labels, or register_loss's own
         losses, found = teacher_run(tmp_path, f"lr0_{how}", "sgd", 0.0, labels=how)
         rules = found.groupby("type")["first_step"].min().to_dict()
         assert set(rules) == {"weight_update_ratio", "loss_not_decreasing"}, (how, found)
-        assert rules["loss_not_decreasing"] == 199 and len(losses) <= 201, how
+        assert rules["loss_not_decreasing"] == 199 and len(losses) == 230, how
+        assert set(found["severity"]) == {"error"}, found
+        losses, found = teacher_run(tmp_path, f"lr0_{how}_stop", "sgd", 0.0, labels=how,
+                                    config=stop_at_210)
+        ld = found[found["type"] == "loss_not_decreasing"]
+        assert int(ld["first_step"].min()) == 199 and len(losses) <= 212, (how, len(losses))
+        assert "critical" in set(ld["severity"]), found
     losses, found = teacher_run(tmp_path, "lr0_unlabelled", "sgd", 0.0, labels=None)
     ld = found[found["type"] == "loss_not_decreasing"]
     assert list(ld["first_step"]) == [199] and list(ld["severity"]) == ["error"], found

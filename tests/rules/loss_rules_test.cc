@@ -251,18 +251,30 @@ TEST(LossNotDecreasingTest, ALossThatBeganBelowItsLabelsChanceLevelIsNotJudged) 
 
 TEST(LossNotDecreasingTest, ItStopsTrainingOnlyWhenTheLabelsShowItBeganAtChance) {
   // Labels at chance: a fresh network that learns nothing keeps the rule's
-  // severity (critical by default: the run stops).
+  // severity (critical by default: the run stops) once its loss has been
+  // flat for stop_horizon (1,000) steps; before that it is an error, since
+  // some networks sit at chance for hundreds of steps before they learn.
   LabelledLossDriver fresh(Spec("loss_not_decreasing"), 10);
-  ASSERT_EQ(fresh.Flat(2.35).size(), 6u);
-  ASSERT_FALSE(fresh.found.empty());
-  EXPECT_EQ(fresh.found[0].severity, Severity::kCritical);
-  EXPECT_EQ(fresh.found[0].message.find("does not stop training"), std::string::npos);
+  ASSERT_EQ(fresh.Flat(2.35, 1005).size(), 806u);  // steps 199 to 1004
+  for (const Finding& f : fresh.found) {
+    const bool stops = f.step.global_step >= 999;
+    EXPECT_EQ(f.severity, stops ? Severity::kCritical : Severity::kError) << f.step.global_step;
+    EXPECT_EQ(f.message.find("does not stop training") == std::string::npos, stops) << f.message;
+  }
+  EXPECT_NE(fresh.found[0].message.find("plateau at the chance level"), std::string::npos)
+      << fresh.found[0].message;
+  EXPECT_NE(fresh.found[0].message.find("stop_horizon 1000"), std::string::npos);
+  LabelledLossDriver sooner(Spec("loss_not_decreasing", {{"stop_horizon", "200"}}), 10);
+  ASSERT_EQ(sooner.Flat(2.35).size(), 6u);
+  EXPECT_EQ(sooner.found[0].severity, Severity::kCritical);
+  EXPECT_EQ(sooner.found[0].message.find("does not stop training"), std::string::npos);
   // Without labels the same series gets unknown_start_severity.
   LabelledLossDriver unlabelled(Spec("loss_not_decreasing"), 10);
   ASSERT_EQ(unlabelled.Flat(2.35, 205, false).size(), 6u);
   EXPECT_EQ(unlabelled.found[0].severity, Severity::kError);
-  LabelledLossDriver stops(Spec("loss_not_decreasing", {{"unknown_start_severity", "critical"}}),
-                           10);
+  LabelledLossDriver stops(
+      Spec("loss_not_decreasing", {{"unknown_start_severity", "critical"}, {"stop_horizon", "1"}}),
+      10);
   ASSERT_EQ(stops.Flat(2.35, 205, false).size(), 6u);
   EXPECT_EQ(stops.found[0].severity, Severity::kCritical);
   // The cap never raises a severity the user lowered.
@@ -280,6 +292,9 @@ TEST(LossNotDecreasingTest, ItStopsTrainingOnlyWhenTheLabelsShowItBeganAtChance)
       MakeRule(Spec("loss_not_decreasing", {{"unknown_start_severity", "stop"}})).status();
   EXPECT_EQ(bad.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(bad.message().find("unknown_start_severity"), std::string::npos) << bad.message();
+  const Status never = MakeRule(Spec("loss_not_decreasing", {{"stop_horizon", "0"}})).status();
+  EXPECT_EQ(never.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(never.message().find("stop_horizon"), std::string::npos) << never.message();
 }
 
 TEST(LossNotDecreasingTest, TheLabelsEntropyIsTheirFrequenciesChanceLevel) {
