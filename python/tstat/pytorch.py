@@ -24,11 +24,12 @@ again in the same step "<path>#1_output"), the inputs of activation
 functions ("<path>_input", as they enter the function), the outputs of ReLUs
 called as functions (F.relu: "<layer>.relu_output") and the inputs of other
 activations called as functions (torch.tanh: "<layer>.tanh_input"; see
-_functional_activation_hook), the module's input ("<name>_input") and the loss are registered with the session
-the first time they exist; each is read when its collections' schedules say
-it is due, in place (CPU tensors: no copy; CUDA tensors: reduced on the
-current CUDA stream, with no host synchronisation). A gradient counts only when a backward in this
-step produced it. Tensors given to the hook are held until the step ends,
+_functional_activation_hook), the module's input ("<name>_input") and the
+loss are registered with the session the first time they exist; each is
+read when its collections' schedules say it is due, in place (CPU tensors:
+no copy; CUDA tensors: reduced on the current CUDA stream, with no host
+synchronisation). A gradient counts only when a backward in this step
+produced it. Tensors given to the hook are held until the step ends,
 except large CPU ones (8,192 values or more: read when given, the first time;
 then, unless something changed one in place by the step's end, read on
 tstat's capture thread while the forward goes on, and let go by the time
@@ -118,8 +119,7 @@ class Hook:
     functional_activations: capture the activation functions that the model
     calls as functions where a layer takes their outputs in (the outputs of
     ReLUs, the inputs of the others; see the module's text; False: not).
-    rank, world_size, dry_run:
-    over the config's.
+    rank, world_size, dry_run: over the config's.
     """
 
     def __init__(self, out_dir=None, config=None, *, config_file=None, rank=None,
