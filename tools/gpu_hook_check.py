@@ -4,8 +4,9 @@ the device machine's own PyTorch, when its Python is the one the bundle's
 module was built for (Debian 12's 3.11):
 
 1. tests/python/test_hook_cuda.py: CUDA training captured with no host
-   synchronisation (torch's sync debug mode "error"), stats equal torch's;
-   fp16 autocast with GradScaler overflows not stopped by the default rules;
+   synchronisation (torch's sync debug mode "error"), stats equal torch's,
+   a ReLU's output and a tanh's input called as functions included; fp16
+   autocast with GradScaler overflows not stopped by the default rules;
 2. benchmarks/overhead_python.py --device cuda: the hook's slowdown of the
    benchmark CNN on the GPU, and its cost per small tensor.
 
@@ -42,6 +43,7 @@ import test_hook_cuda  # noqa: E402
 
 with tempfile.TemporaryDirectory() as tmp:
     test_hook_cuda.test_cuda_training_is_captured_without_host_synchronisation(Path(tmp))
+    test_hook_cuda.test_activations_called_as_functions_on_cuda(Path(tmp))
     test_hook_cuda.test_mixed_precision_overflows_do_not_stop_training(Path(tmp))
 print("test_hook_cuda: passed", flush=True)
 

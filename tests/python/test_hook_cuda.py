@@ -1,8 +1,8 @@
 """tstat.pytorch.Hook on CUDA tensors (ctest tstat.python.pytorch_cuda,
 label gpu): reduced where they live, on torch's current stream, with no
 host synchronisation in the training step (torch's sync debug mode set to
-"error" raises on any), and the stats equal torch's own, a ReLU called as
-a function included; fp16 autocast with
+"error" raises on any), and the stats equal torch's own, a ReLU and a tanh
+called as functions included; fp16 autocast with
 torch's GradScaler is not stopped by its loss-scale overflows. Run as a script
 (no pytest: the GPU bundle runs it too, tools/gpu_hook_check.py): exit 77
 (SKIPPED) without a CUDA device or a CUDA build of torch."""
@@ -74,26 +74,39 @@ def test_cuda_training_is_captured_without_host_synchronisation(tmp_path):
         close(trial.tensor("loss").stat(step, "mean"), kept[("loss", step)].item(), 1e-6)
 
 
-class FunctionalRelu(torch.nn.Module):
-    def __init__(self):
+class FunctionalActivation(torch.nn.Module):
+    def __init__(self, function):
         super().__init__()
         self.fc1, self.fc2 = torch.nn.Linear(64, 256), torch.nn.Linear(256, 10)
+        self.function = function
 
     def forward(self, x):
-        return self.fc2(torch.nn.functional.relu(self.fc1(x)))
+        return self.fc2(self.function(self.fc1(x)))
 
 
-def test_relus_called_as_functions_on_cuda(tmp_path):
-    # The ReLU's output, found through autograd where fc2 takes it in, with
-    # the per-unit stats dead_relu asks for: no host synchronisation either.
+def test_activations_called_as_functions_on_cuda(tmp_path):
+    for activation in ("relu", "tanh"):
+        check_activation_called_as_function(tmp_path, activation)
+
+
+def check_activation_called_as_function(tmp_path, activation):
+    # Found through autograd where fc2 takes the activation's output in: a
+    # ReLU's output, with the per-unit stats dead_relu asks for; a tanh's
+    # input (fc1's output), with the band counts saturated_activation asks
+    # for. No host synchronisation either.
     torch.manual_seed(1)
     dev = torch.device("cuda")
-    model = FunctionalRelu().to(dev)
+    model = FunctionalActivation(getattr(torch, activation)).to(dev)
     loss_fn = torch.nn.CrossEntropyLoss()
     opt = torch.optim.SGD(model.parameters(), lr=0.05)
     kept = {}
-    model.fc2.register_forward_pre_hook(lambda _m, i: kept.__setitem__(step, i[0].clone()))
-    with tstat.pytorch.Hook(out_dir=str(tmp_path / "relu"), config=EVERY_STEP) as hook:
+    if activation == "relu":  # what fc2 takes in
+        model.fc2.register_forward_pre_hook(lambda _m, i: kept.__setitem__(step, i[0].clone()))
+        name = "fc1.relu_output"
+    else:  # what the tanh takes in
+        model.fc1.register_forward_hook(lambda _m, _i, o: kept.__setitem__(step, o.clone()))
+        name = "fc1.tanh_input"
+    with tstat.pytorch.Hook(out_dir=str(tmp_path / activation), config=EVERY_STEP) as hook:
         hook.register_module(model)
         hook.register_loss(loss_fn)
         with host_synchronisation_raises():
@@ -102,12 +115,13 @@ def test_relus_called_as_functions_on_cuda(tmp_path):
                 x = torch.randn(32, 64, device=dev)
                 loss_fn(model(x), torch.randint(0, 10, (32,), device=dev)).backward()
                 opt.step()
-    trial = trials.create_trial(str(tmp_path / "relu"))
-    assert "fc1.relu_output" in trial.tensor_names(), trial.tensor_names()
+    trial = trials.create_trial(str(tmp_path / activation))
+    assert name in trial.tensor_names(), trial.tensor_names()
     for step in (1, 3):
         ref = kept[step].double()
-        got = trial.tensor("fc1.relu_output").stats(step)
+        got = trial.tensor(name).stats(step)
         close(got["l2"], ref.norm().item(), 1e-5)
+        close(got["max"], ref.max().item(), 1e-6)
         assert got["zero_count"] == int((ref == 0).sum().item())
     assert trial.findings().empty
 
@@ -158,6 +172,6 @@ if __name__ == "__main__":
         sys.exit(77)
     with tempfile.TemporaryDirectory() as tmp:
         test_cuda_training_is_captured_without_host_synchronisation(Path(tmp))
-        test_relus_called_as_functions_on_cuda(Path(tmp))
+        test_activations_called_as_functions_on_cuda(Path(tmp))
         test_mixed_precision_overflows_do_not_stop_training(Path(tmp))
     print("tstat.python.pytorch_cuda: passed")
