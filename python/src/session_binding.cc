@@ -14,7 +14,9 @@
 //              produced it in this step (lazily created and unused
 //              gradients are skipped, not read stale).
 // A non-contiguous tensor is copied to a contiguous one at capture only, and
-// that copy lives until the step's reduction has been enqueued.
+// that copy lives until the step's reduction has been enqueued; so do the
+// stored values of a CPU sparse COO tensor (a sparse embedding's gradient),
+// which stand for it.
 //
 // A large CPU tensor due at its step is reduced when it is set, on this
 // thread the first time. If nothing changed it in place by the end of the
@@ -405,11 +407,18 @@ class PySession {
       const py::object layout = Attr(t, TSTAT_INTERNED("layout"));
       if (!layout.is(strided_)) {
         const std::string text = py::str(layout).cast<std::string>();
+        if (text == "torch.sparse_coo" && Attr(t, TSTAT_INTERNED("is_cpu")).cast<bool>()) {
+          // nn.Embedding(sparse=True)'s gradient: its stored rows, with the
+          // rows given twice summed (the gradient's norms are exact).
+          *keep = Call(Call(t, TSTAT_INTERNED("coalesce")), TSTAT_INTERNED("values"));
+          return ViewOf(name, *keep, v, keep);
+        }
         if (text != "torch.strided") {
           return Status::NotSupported(
               name + ": a " + text +
-              " tensor (tstat reads dense tensors; a sparse gradient comes from "
-              "nn.Embedding(sparse=True): capture the embedding with sparse=False, or save "
+              " tensor (tstat reads dense tensors and CPU sparse COO ones; a CUDA sparse "
+              "gradient comes from nn.Embedding(sparse=True), and coalescing it would wait "
+              "for the device: capture the embedding with sparse=False, or save "
               "grad.coalesce().values() with save_tensor)");
         }
         strided_ = layout;  // torch's layouts are singletons

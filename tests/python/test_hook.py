@@ -851,21 +851,23 @@ def test_bad_input_raises_or_warns_and_training_goes_on(tmp_path):
     assert list(trial.tensor("fc1.weight").steps()) == [0, 1]
     assert tuple(trial.tensor("wide").shape) == (6, 4)
 
-    # A sparse gradient (nn.Embedding(sparse=True)): a warning naming its layout
-    # and what to do, and the other tensors are captured.
+    # A sparse gradient (nn.Embedding(sparse=True)) is read as its stored
+    # rows, rows given twice summed: its norm is the dense gradient's.
     emb = torch.nn.Embedding(50, 4, sparse=True)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        with tstat.pytorch.Hook(out_dir=str(tmp_path / "sparse"), config=EVERY_STEP) as h:
-            h.register_module(emb)
-            for _ in range(2):
-                emb(torch.tensor([[1, 2], [3, 1]])).sum().backward()
-    messages = [str(w.message) for w in caught]
-    assert any("gradient/weight" in m and "torch.sparse_coo" in m and "sparse=False" in m
-               for m in messages), messages
+    grads = []
+    with tstat.pytorch.Hook(out_dir=str(tmp_path / "sparse"), config=EVERY_STEP) as h:
+        h.register_module(emb)
+        for ids in ([[1, 2], [3, 1]], [[7, 7], [7, 2]]):
+            emb(torch.tensor(ids)).pow(2).sum().backward()  # accumulates: rows 1 2 3 7
+            grads.append(emb.weight.grad.clone())
     trial = trials.create_trial(str(tmp_path / "sparse"))
-    assert "gradient/weight" not in trial.tensor_names()
     assert list(trial.tensor("weight").steps()) == [0, 1]
+    for step, rows in ((0, 3), (1, 4)):
+        values = grads[step].coalesce().values()
+        assert tuple(values.shape) == (rows, 4)
+        assert_stats(trial, "gradient/weight", step, torch_stats(values))
+        got = trial.tensor("gradient/weight").stats(step)["l2"]
+        assert got == pytest.approx(grads[step].to_dense().norm().item(), rel=1e-6)
 
 
 def test_large_outputs_are_read_at_once_and_not_held(tmp_path):
