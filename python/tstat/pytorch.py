@@ -19,8 +19,9 @@ hook.step() to end each step (before zero_grad(): gradients are read then).
 
 What is read, and when. Parameters and their gradients ("gradient/<name>"),
 the outputs of the module's leaf modules ("<path>_output"; a numbered
-path gets the module's class, "features.1.ReLU_output"; a module called
-again in the same step "<path>#1_output"), the inputs of activation
+path gets the module's class, "features.1.ReLU_output", and so does an
+activation module whose name does not say which, "block.act.GELU_output"; a
+module called again in the same step "<path>#1_output"), the inputs of activation
 functions ("<path>_input", as they enter the function), the outputs of ReLUs
 called as functions (F.relu: "<layer>.relu_output") and the inputs of other
 activations called as functions (torch.tanh: "<layer>.tanh_input"; see
@@ -214,9 +215,13 @@ class Hook:
             if path == "" or any(True for _ in sub.children()):
                 continue
             kind = type(sub).__name__
-            if path.rsplit(".", 1)[-1].isdigit():
-                path = f"{path}.{kind}"  # "features.1.ReLU": what the rules' regexes look for
-            if _ACTIVATION_FUNCTION.search(kind) is not None:
+            last = path.rsplit(".", 1)[-1]
+            activation = _ACTIVATION_FUNCTION.search(kind) is not None
+            # The rules select activations by name: "features.1.ReLU", and
+            # "block.act.GELU" for an activation whose name does not say which.
+            if last.isdigit() or (activation and _ACTIVATION_FUNCTION.search(last) is None):
+                path = f"{path}.{kind}"
+            if activation:
                 self._handles.append(sub.register_forward_pre_hook(
                     self._input_hook(prefix + path, bool(getattr(sub, "inplace", False)))))
             elif self._functional_activations:

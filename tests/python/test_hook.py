@@ -628,10 +628,11 @@ def test_relus_called_as_functions_are_captured_and_judged(tmp_path):
     with tstat.pytorch.Hook(out_dir=str(tmp_path / "run"), config=EVERY_STEP) as hook:
         train(model, hook, 6, (8, 10), seed=1)
     trial = trials.create_trial(str(tmp_path / "run"))
-    relus = sorted(n for n in trial.tensor_names() if "relu" in n.lower())
-    # The module's output is captured once, as a module output.
+    relus = sorted(n for n in trial.tensor_names() if n.endswith(".relu_output"))
     assert relus == ["fc1.relu_output", "fc3_input.relu_output"], relus
-    assert "act_output" in trial.tensor_names()
+    # The module's output is captured once, as a module output (named by its
+    # class: "act" does not say which activation it is).
+    assert "act.ReLU_output" in trial.tensor_names()
     for step in (1, 4):
         assert_stats(trial, "fc1.relu_output", step, seen["fc2"][step])
         assert_stats(trial, "fc3_input.relu_output", step, seen["fc3"][step])
@@ -654,7 +655,7 @@ def test_relus_called_as_functions_are_captured_and_judged(tmp_path):
                             functional_activations=False) as hook:
         train(FunctionalReluNet(), hook, 2, (8, 10))
     names = trials.create_trial(str(tmp_path / "off")).tensor_names()
-    assert not [n for n in names if "relu" in n.lower()], names
+    assert not [n for n in names if n.endswith(".relu_output")], names
 
 
 class FunctionalActivationNet(torch.nn.Module):
@@ -717,6 +718,41 @@ def test_activations_called_as_functions_have_their_inputs_captured(tmp_path):
         train(FunctionalActivationNet(), hook, 2, (8, 10))
     names = trials.create_trial(str(tmp_path / "off")).tensor_names()
     assert not [n for n in names if "." in n and n.endswith("_input")], names
+
+
+class GenericallyNamedActivations(torch.nn.Module):
+    """Activation modules under names that do not say which (as timm's
+    self.act and Hugging Face's act_fn are), and one that does."""
+
+    def __init__(self, scale=1.0):
+        super().__init__()
+        self.fc1, self.act = torch.nn.Linear(10, 16), torch.nn.Tanh()
+        self.fc2, self.act_fn = torch.nn.Linear(16, 16), torch.nn.ReLU()
+        self.fc3, self.gelu = torch.nn.Linear(16, 16), torch.nn.GELU()
+        self.out = torch.nn.Linear(16, 3)
+        with torch.no_grad():
+            self.fc1.weight.mul_(scale)
+
+    def forward(self, x):
+        return self.out(self.gelu(self.fc3(self.act_fn(self.fc2(self.act(self.fc1(x)))))))
+
+
+def test_activation_modules_are_named_by_their_class_when_their_name_does_not_say(tmp_path):
+    torch.manual_seed(6)
+    with tstat.pytorch.Hook(out_dir=str(tmp_path / "run"), config=EVERY_STEP) as hook:
+        train(GenericallyNamedActivations(), hook, 3, (8, 10))
+    names = trials.create_trial(str(tmp_path / "run")).tensor_names()
+    for name in ("act.Tanh_input", "act.Tanh_output", "act_fn.ReLU_input", "act_fn.ReLU_output",
+                 "gelu_input", "gelu_output"):
+        assert name in names, names
+    assert not {"act_input", "act_fn_output", "gelu.GELU_input"} & set(names), names
+    # So the rules select them: a tanh saturated by fc1's weights.
+    torch.manual_seed(6)
+    with tstat.pytorch.Hook(out_dir=str(tmp_path / "saturated")) as hook:
+        train(GenericallyNamedActivations(scale=2000.0), hook, 4, (64, 10))
+    found = trials.create_trial(str(tmp_path / "saturated")).findings()
+    assert set(found[found["type"] == "saturated_activation"]["tensor"]) == {"act.Tanh_input"}, \
+        found[["type", "tensor"]]
 
 
 def test_frozen_parameters_are_not_judged_while_frozen(tmp_path):
