@@ -537,12 +537,13 @@ class Hook:
         A ReLU: its output, as "<producer>.relu_output" when a captured
         layer's output went into it ("fc1.relu_output", as for the nn.ReLU
         modules the dead_relu rule judges), else as "<path>_input.relu_output"
-        (a ReLU after x + y). Any other: its input, which is the producer's
-        output, as "<producer>.tanh_input" (what saturated_activation and
-        poor_weight_initialization judge, as for nn.Tanh modules); not read
-        when no captured layer's output went into it (the function keeps
-        its output, not its input), or when it overwrote that output
-        (torch.tanh_)."""
+        (a ReLU after x + y). Any other: its input (what saturated_activation
+        and poor_weight_initialization judge, as for nn.Tanh modules): the
+        producer's output, as "<producer>.tanh_input"; when no captured
+        layer's output went into it, the input the function kept for the
+        backward pass, as "<path>_input.gelu_input" (GELU, SiLU, ELU, ...;
+        tanh and sigmoid keep their output instead: not read); never when
+        the function overwrote its input (torch.tanh_)."""
         def on_input(_module, inputs):
             if self._closed or not inputs or not isinstance(inputs[0], torch.Tensor):
                 return
@@ -567,9 +568,14 @@ class Hook:
                 self._set(f"{name}_output", [], inputs[0])
                 return
             self._produced[id(fn)] = (fn, None, None)  # seen: not again in this step
-            x = known[2]() if known is not None else None
-            if x is not None and x.data_ptr() != inputs[0].data_ptr():
-                self._set(f"{known[1]}.{activation}_input", [], x)
+            if known is not None:
+                x, name = known[2](), known[1]
+            else:  # GELU, SiLU, ... keep their input for the backward pass (tanh does not)
+                x = getattr(fn, "_saved_self", None)
+                calls = self._calls.get(path, 0)
+                name = f"{path if calls == 0 else f'{path}#{calls}'}_input"
+            if isinstance(x, torch.Tensor) and x.data_ptr() != inputs[0].data_ptr():
+                self._set(f"{name}.{activation}_input", [], x)
         return on_input
 
     def _begin_step(self):

@@ -660,9 +660,9 @@ def test_relus_called_as_functions_are_captured_and_judged(tmp_path):
 
 class FunctionalActivationNet(torch.nn.Module):
     """Activations other than ReLU called as functions: after a layer (tanh,
-    sigmoid as a method, GELU); after a sum, and after another activation
-    that no layer takes in (their inputs are no captured layer's output);
-    and in place (its input is gone)."""
+    sigmoid as a method, GELU); after a sum (a GELU keeps its input, a tanh
+    does not), and after another activation that no layer takes in; and in
+    place (its input is gone)."""
 
     def __init__(self, scale=1.0):
         super().__init__()
@@ -670,7 +670,7 @@ class FunctionalActivationNet(torch.nn.Module):
                                         torch.nn.Linear(16, 16))
         self.fc4, self.fc5, self.fc6, self.out = (torch.nn.Linear(16, 16), torch.nn.Linear(16, 16),
                                                   torch.nn.Linear(16, 16), torch.nn.Linear(16, 3))
-        self.skip = torch.nn.Linear(10, 16)
+        self.skip, self.fc7 = torch.nn.Linear(10, 16), torch.nn.Linear(16, 16)
         with torch.no_grad():
             self.fc1.weight.mul_(scale)
 
@@ -678,8 +678,10 @@ class FunctionalActivationNet(torch.nn.Module):
         h = torch.tanh(self.fc1(x))                       # fc1.tanh_input
         h = self.fc2(h).sigmoid()                         # fc2.sigmoid_input
         h = torch.nn.functional.gelu(self.fc3(h))         # fc3.gelu_input
-        s = torch.tanh(self.fc4(h) + self.skip(x))        # a sum: not read
-        s = torch.sigmoid(torch.tanh(self.fc5(s)))        # neither read
+        self.summed = self.fc4(h) + self.skip(x)
+        s = torch.nn.functional.gelu(self.summed)         # fc5_input.gelu_input
+        s = torch.tanh(self.fc5(s) + s)                   # a sum into a tanh: not read
+        s = torch.sigmoid(torch.tanh(self.fc7(s)))        # neither read
         return self.out(self.fc6(s).tanh_())              # in place: not read
 
 
@@ -687,17 +689,21 @@ def test_activations_called_as_functions_have_their_inputs_captured(tmp_path):
     torch.manual_seed(4)
     model = FunctionalActivationNet()
     rec = Recorder({name: getattr(model, name) for name in ("fc1", "fc2", "fc3")})
+    sums = []  # torch's stats of the sum that went into the GELU, by step
+    model.fc5.register_forward_pre_hook(lambda _m, _i: sums.append(torch_stats(model.summed)))
     with pytest.warns(RuntimeWarning, match="fc6_output was changed in place"), \
             tstat.pytorch.Hook(out_dir=str(tmp_path / "run"), config=EVERY_STEP) as hook:
         train(model, hook, 5, (8, 10), seed=2,
               per_step=lambda step, _m: setattr(rec, "step", step + 1))
     trial = trials.create_trial(str(tmp_path / "run"))
     inputs = sorted(n for n in trial.tensor_names() if "." in n and n.endswith("_input"))
-    assert inputs == ["fc1.tanh_input", "fc2.sigmoid_input", "fc3.gelu_input"], inputs
+    assert inputs == ["fc1.tanh_input", "fc2.sigmoid_input", "fc3.gelu_input",
+                      "fc5_input.gelu_input"], inputs
     assert set(inputs) <= set(trial.tensor_names(collection="inputs"))
     for step in (0, 3):
         for name, activation in (("fc1", "tanh"), ("fc2", "sigmoid"), ("fc3", "gelu")):
             assert_stats(trial, f"{name}.{activation}_input", step, rec.values[(name, step)])
+        assert_stats(trial, "fc5_input.gelu_input", step, sums[step])
     assert trial.findings().empty, trial.findings()[["type", "tensor"]]
 
     # fc1's tanh saturated by its weights (inputs of std ~1,000):
