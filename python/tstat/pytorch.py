@@ -571,7 +571,10 @@ class Hook:
             if known is not None:
                 x, name = known[2](), known[1]
             else:  # GELU, SiLU, ... keep their input for the backward pass (tanh does not)
-                x = getattr(fn, "_saved_self", None)
+                try:
+                    x = getattr(fn, "_saved_self", None)
+                except RuntimeError:  # freed by a backward: an output kept from an earlier step
+                    x = None
                 calls = self._calls.get(path, 0)
                 name = f"{path if calls == 0 else f'{path}#{calls}'}_input"
             if isinstance(x, torch.Tensor) and x.data_ptr() != inputs[0].data_ptr():

@@ -726,6 +726,37 @@ def test_activations_called_as_functions_have_their_inputs_captured(tmp_path):
     assert not [n for n in names if "." in n and n.endswith("_input")], names
 
 
+class KeptActivation(torch.nn.Module):
+    """A GELU's output made at the first step, in its loss (so the backward
+    frees what the GELU kept), then fed again to a branch no loss uses."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.side = torch.nn.Linear(10, 16), torch.nn.Linear(16, 3)
+        self.fc2, self.out = torch.nn.Linear(10, 16), torch.nn.Linear(16, 3)
+        self.kept = None
+
+    def forward(self, x):
+        first = self.kept is None
+        if first:
+            self.kept = torch.nn.functional.gelu(self.fc1(x[:1]) + 1)
+        side = self.side(self.kept)
+        out = self.out(torch.nn.functional.gelu(self.fc2(x) + 1))
+        return out + side if first else out
+
+
+def test_an_activation_kept_from_a_freed_graph_does_not_stop_training(tmp_path):
+    # Reading what the GELU kept raises once a backward freed it: the hook
+    # reads nothing then, and training goes on.
+    torch.manual_seed(7)
+    with tstat.pytorch.Hook(out_dir=str(tmp_path / "run"), config=EVERY_STEP) as hook:
+        losses = train(KeptActivation(), hook, 3, (8, 10))
+    assert len(losses) == 3
+    trial = trials.create_trial(str(tmp_path / "run"))
+    assert trial.tensor("side_input.gelu_input").steps() == [0], trial.tensor_names()
+    assert trial.tensor("out_input.gelu_input").steps() == [0, 1, 2]
+
+
 class GenericallyNamedActivations(torch.nn.Module):
     """Activation modules under names that do not say which (as timm's
     self.act and Hugging Face's act_fn are), and one that does."""
