@@ -558,27 +558,25 @@ class Hook:
             known = self._produced.get(id(producer)) if producer is not None else None
             if known is not None and known[1] is None:
                 known = None  # an activation's output that was not read
+            if known is not None:
+                base = known[1]
+            else:
+                calls = self._calls.get(path, 0)
+                base = f"{path if calls == 0 else f'{path}#{calls}'}_input"
             if activation == "relu":
-                if known is not None:
-                    name = f"{known[1]}.relu"
-                else:
-                    calls = self._calls.get(path, 0)
-                    name = f"{path if calls == 0 else f'{path}#{calls}'}_input.relu"
-                self._produced[id(fn)] = (fn, name, weakref.ref(inputs[0]))
-                self._set(f"{name}_output", [], inputs[0])
+                self._produced[id(fn)] = (fn, f"{base}.relu", weakref.ref(inputs[0]))
+                self._set(f"{base}.relu_output", [], inputs[0])
                 return
             self._produced[id(fn)] = (fn, None, None)  # seen: not again in this step
             if known is not None:
-                x, name = known[2](), known[1]
+                x = known[2]()
             else:  # GELU, SiLU, ... keep their input for the backward pass (tanh does not)
                 try:
                     x = getattr(fn, "_saved_self", None)
                 except RuntimeError:  # freed by a backward: an output kept from an earlier step
                     x = None
-                calls = self._calls.get(path, 0)
-                name = f"{path if calls == 0 else f'{path}#{calls}'}_input"
             if isinstance(x, torch.Tensor) and x.data_ptr() != inputs[0].data_ptr():
-                self._set(f"{name}.{activation}_input", [], x)
+                self._set(f"{base}.{activation}_input", [], x)
         return on_input
 
     def _begin_step(self):
