@@ -25,7 +25,7 @@ module called again in the same step "<path>#1_output"), the inputs of activatio
 functions ("<path>_input", as they enter the function), the outputs of ReLUs
 called as functions (F.relu: "<layer>.relu_output") and the inputs of other
 activations called as functions (torch.tanh: "<layer>.tanh_input"; see
-_functional_activation_hook), the module's input ("<name>_input") and the
+_functional_activation), the module's input ("<name>_input") and the
 loss are registered with the session the first time they exist; each is
 read when its collections' schedules say it is due, in place (CPU tensors:
 no copy; CUDA tensors: reduced on the current CUDA stream, with no host
@@ -164,7 +164,7 @@ class Hook:
         # id(grad_fn) -> (grad_fn, name, weakref of the tensor or None) of the
         # tensors autograd produced in this step that the hook has seen: the
         # layer outputs, and the outputs of activations called as functions
-        # (_functional_activation_hook). Held until the step ends, so that an
+        # (_functional_activation). Held until the step ends, so that an
         # id is not reused meanwhile.
         self._produced = {}
         self._fresh = []          # gradient slots a backward produced in this step
@@ -224,10 +224,10 @@ class Hook:
             if activation:
                 self._handles.append(sub.register_forward_pre_hook(
                     self._input_hook(prefix + path, bool(getattr(sub, "inplace", False)))))
-            elif self._functional_activations:
-                self._handles.append(sub.register_forward_pre_hook(
-                    self._functional_activation_hook(prefix + path)))
-            self._handles.append(sub.register_forward_hook(self._output_hook(prefix + path)))
+            # The output hook also looks at what went in: an activation
+            # called as a function (one hook per module, not two).
+            self._handles.append(sub.register_forward_hook(self._output_hook(
+                prefix + path, self._functional_activations and not activation)))
         if self._top is None:
             self._top = weakref.ref(module)
             self._top_name = name
@@ -499,17 +499,25 @@ class Hook:
                           about_to_change=in_place)
         return on_input
 
-    def _output_hook(self, path):
+    def _output_hook(self, path, functional):
+        """The module's outputs, and with `functional` what an activation
+        called as a function made of its first input
+        (_functional_activation)."""
         # This runs for every leaf module at every step: the common case (one
         # tensor, the module's first call in the step) builds no name.
         first_name = f"{path}_output"
         calls_of = self._calls  # cleared in place when a step ends
+        produced = self._produced
 
-        def on_output(_module, _inputs, output):
+        def on_output(_module, inputs, output):
             if self._closed:
                 return
             calls = calls_of.get(path, 0)
             calls_of[path] = calls + 1
+            if functional and inputs and isinstance(inputs[0], torch.Tensor):
+                fn = inputs[0].grad_fn
+                if fn is not None and id(fn) not in produced:
+                    self._functional_activation(path, calls, inputs[0], fn)
             if calls == 0 and isinstance(output, torch.Tensor):
                 self._set(first_name, [], output)
                 if self._functional_activations:
@@ -528,11 +536,14 @@ class Hook:
         if fn is not None:
             self._produced[id(fn)] = (fn, name, weakref.ref(t))
 
-    def _functional_activation_hook(self, path):
+    def _functional_activation(self, path, calls, x_in, fn):
         """What an activation called as a function (F.relu, torch.tanh,
-        x.sigmoid(), F.gelu, ...) made of a leaf module's input, seen
-        through autograd (the input's grad_fn), so only where gradients are
-        recorded; once a step however many layers take it in.
+        x.sigmoid(), F.gelu, ...) made of `x_in`, the first input of the leaf
+        module at `path` (called `calls` times before in this step), seen
+        through autograd (`fn`, its grad_fn, not yet seen in this step), so
+        only where gradients are recorded; once a step however many layers
+        take it in. Read after the module's forward, which does not change
+        its input.
 
         A ReLU: its output, as "<producer>.relu_output" when a captured
         layer's output went into it ("fc1.relu_output", as for the nn.ReLU
@@ -544,40 +555,32 @@ class Hook:
         backward pass, as "<path>_input.gelu_input" (GELU, SiLU, ELU, ...;
         tanh and sigmoid keep their output instead: not read); never when
         the function overwrote its input (torch.tanh_)."""
-        def on_input(_module, inputs):
-            if self._closed or not inputs or not isinstance(inputs[0], torch.Tensor):
-                return
-            fn = inputs[0].grad_fn
-            if fn is None or id(fn) in self._produced:
-                return
-            kind = type(fn).__name__
-            activation = "relu" if kind == "ReluBackward0" else _FUNCTIONAL_ACTIVATION.get(kind)
-            if activation is None:
-                return
-            producer = fn.next_functions[0][0] if fn.next_functions else None
-            known = self._produced.get(id(producer)) if producer is not None else None
-            if known is not None and known[1] is None:
-                known = None  # an activation's output that was not read
-            if known is not None:
-                base = known[1]
-            else:
-                calls = self._calls.get(path, 0)
-                base = f"{path if calls == 0 else f'{path}#{calls}'}_input"
-            if activation == "relu":
-                self._produced[id(fn)] = (fn, f"{base}.relu", weakref.ref(inputs[0]))
-                self._set(f"{base}.relu_output", [], inputs[0])
-                return
-            self._produced[id(fn)] = (fn, None, None)  # seen: not again in this step
-            if known is not None:
-                x = known[2]()
-            else:  # GELU, SiLU, ... keep their input for the backward pass (tanh does not)
-                try:
-                    x = getattr(fn, "_saved_self", None)
-                except RuntimeError:  # freed by a backward: an output kept from an earlier step
-                    x = None
-            if isinstance(x, torch.Tensor) and x.data_ptr() != inputs[0].data_ptr():
-                self._set(f"{base}.{activation}_input", [], x)
-        return on_input
+        kind = type(fn).__name__
+        activation = "relu" if kind == "ReluBackward0" else _FUNCTIONAL_ACTIVATION.get(kind)
+        if activation is None:
+            return
+        producer = fn.next_functions[0][0] if fn.next_functions else None
+        known = self._produced.get(id(producer)) if producer is not None else None
+        if known is not None and known[1] is None:
+            known = None  # an activation's output that was not read
+        if known is not None:
+            base = known[1]
+        else:
+            base = f"{path if calls == 0 else f'{path}#{calls}'}_input"
+        if activation == "relu":
+            self._produced[id(fn)] = (fn, f"{base}.relu", weakref.ref(x_in))
+            self._set(f"{base}.relu_output", [], x_in)
+            return
+        self._produced[id(fn)] = (fn, None, None)  # seen: not again in this step
+        if known is not None:
+            x = known[2]()
+        else:  # GELU, SiLU, ... keep their input for the backward pass (tanh does not)
+            try:
+                x = getattr(fn, "_saved_self", None)
+            except RuntimeError:  # freed by a backward: an output kept from an earlier step
+                x = None
+        if isinstance(x, torch.Tensor) and x.data_ptr() != x_in.data_ptr():
+            self._set(f"{base}.{activation}_input", [], x)
 
     def _begin_step(self):
         if self._start_step is None:
