@@ -153,6 +153,10 @@ class PySession {
     if (world_size) config.world_size = *world_size;
     if (dry_run) config.dry_run = *dry_run;
     if (num_classes > 0) AddLabels(&config, num_classes, predictions_name);
+    // One CPU thread per reduction unless the config says more: the cores are
+    // torch's (its intra-op threads, its BLAS's), and an OpenMP team's idle
+    // workers spin-wait after each reduction, on the cores the training uses.
+    if (config.pipeline.cpu_threads == 0) config.pipeline.cpu_threads = 1;
     session_ = Take(Session::Create(config));
   }
 

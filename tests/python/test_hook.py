@@ -1240,3 +1240,56 @@ def test_dynamic_loss_scaling_overflows_are_not_findings(tmp_path):
     assert len(origin) == 1 and origin["tensor"].iloc[0].startswith("gradient/"), found
     assert origin["first_step"].iloc[0] == first + 1, (first, found)
     assert origin["severity"].iloc[0] == "critical" and len(losses) <= first + 3
+
+
+_NEW_THREADS_SCRIPT = """
+import glob, json, sys, tempfile, torch, tstat.pytorch
+def names():
+    out = {}
+    for t in glob.glob("/proc/self/task/*"):
+        try:
+            out[t] = open(t + "/comm").read().strip()
+        except OSError:
+            pass
+    return out
+# Tensors of 8,192 values or more, averaging more: what the CPU backend
+# reduces with a team of every core when let.
+model = torch.nn.Sequential(torch.nn.Linear(256, 512), torch.nn.ReLU(), torch.nn.Linear(512, 512))
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+def step():
+    opt.zero_grad()
+    model(torch.randn(64, 256)).pow(2).mean().backward()
+    opt.step()
+step()  # torch's own threads, if any, exist from here on
+before = names()
+config = json.loads(sys.argv[1])
+with tstat.pytorch.Hook(out_dir=tempfile.mkdtemp(), config=config) as hook:
+    hook.register_module(model)
+    for _ in range(6):
+        step()
+    after = names()
+print(json.dumps(sorted(n for t, n in after.items() if t not in before)))
+"""
+
+
+def _threads_started(config):
+    done = subprocess.run([sys.executable, "-c", _NEW_THREADS_SCRIPT, json.dumps(config)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task") or len(os.sched_getaffinity(0)) < 2,
+                    reason="needs Linux's /proc and two processors")
+def test_the_hook_starts_no_spinning_openmp_team_beside_torch():
+    # The only threads the hook starts are tstat's, named: the reductions run
+    # one thread each (the training thread's, the capture thread's). An
+    # OpenMP team's idle workers would spin-wait on the cores torch uses.
+    started = _threads_started({"save_config": {"save_interval": 1}})
+    assert started and all(n.startswith("tstat-") for n in started), started
+    # Asked for two threads, an OpenMP team (unnamed workers) reduces: what
+    # the default above must not start (unless torch's own team is there).
+    if torch.get_num_threads() == 1:
+        started = _threads_started({"save_config": {"save_interval": 1},
+                                    "pipeline": {"cpu_threads": 2}})
+        assert any(not n.startswith("tstat-") for n in started), started
