@@ -3,7 +3,9 @@
 in one process (the machine is shared and noisy):
 
 1. overhead: the CNN of `tstat bench overhead` (ResNet-style blocks, 3x32x32
-   synthetic images, SGD, CPU) trained in Python without and with the hook,
+   synthetic images, SGD, CPU; --model mlp: an MLP of 4 x Linear(1024, 1024)
+   on 256 features, whose tensors are mostly parameters and gradients,
+   --batch 64) trained in Python without and with the hook,
    in interleaved blocks, per save_interval; the median slowdown of the
    repeats, with their range: of whole blocks (a hook made for the block,
    its close() included), and of the block's steady steps (after the first,
@@ -14,7 +16,8 @@ in one process (the machine is shared and noisy):
    no hook: the capture cost per tensor (--tensors 0: not measured).
 
     /usr/bin/python3 benchmarks/overhead_python.py [--steps 60] [--repeats 3]
-        [--intervals 1,10,100] [--batch 16] [--threads 0] [--device cpu|cuda]
+        [--intervals 1,10,100] [--model cnn|mlp] [--batch 16] [--threads 0]
+        [--device cpu|cuda]
         [--tensors 1000] [--cpp PATH] [--no-rules] [--no-functional-activations]
         [--processes 1] [--json]
 
@@ -83,11 +86,32 @@ class Net(nn.Module):
         return self.head(self.blocks(F.relu(self.stem(x))).mean((2, 3)))
 
 
-def synthetic_batch(batch, seed=1):
+class WideMLP(nn.Module):
+    """256 -> 1024 -> 1024 -> 1024 -> 1024 -> 10, ReLU modules between:
+    3.4 M parameters, 13 MiB of them and 13 MiB of gradients per step,
+    against 0.25 MiB per layer output at batch 64."""
+
+    def __init__(self, features=256, width=1024):
+        super().__init__()
+        layers, n = [], features
+        for _ in range(4):
+            layers += [nn.Linear(n, width), nn.ReLU()]
+            n = width
+        self.body = nn.Sequential(*layers)
+        self.head = nn.Linear(width, CLASSES)
+
+    def forward(self, x):
+        return self.head(self.body(x))
+
+
+MODELS = {"cnn": (Net, (3, 32, 32)), "mlp": (WideMLP, (256,))}
+
+
+def synthetic_batch(batch, seed=1, shape=(3, 32, 32)):
     g = torch.Generator().manual_seed(seed)
     labels = torch.randint(0, CLASSES, (batch,), generator=g)
-    patterns = torch.randn(CLASSES, 3, 32, 32, generator=g)
-    return torch.randn(batch, 3, 32, 32, generator=g) + patterns[labels], labels
+    patterns = torch.randn(CLASSES, *shape, generator=g)
+    return torch.randn(batch, *shape, generator=g) + patterns[labels], labels
 
 
 def sync(device):
@@ -135,9 +159,10 @@ def make_hook(out_dir, interval, rules, functional_activations=True):
 
 def overhead(args, tmp):
     device = torch.device(args.device)
-    net = Net().to(device)
+    model, shape = MODELS[args.model]
+    net = model().to(device)
     opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
-    images, labels = synthetic_batch(args.batch)
+    images, labels = synthetic_batch(args.batch, shape=shape)
     images, labels = images.to(device), labels.to(device)
     train_block(net, opt, images, labels, 3, None)  # warm-up
     cases = []
@@ -159,7 +184,8 @@ def overhead(args, tmp):
             base_s.append(base)
             hook_s.append(captured["all"])
             shutil.rmtree(out, ignore_errors=True)
-        cases.append(summarize({"case": "stats_all", "device": args.device, "save_interval": interval,
+        cases.append(summarize({"case": "stats_all", "model": args.model,
+                                "device": args.device, "save_interval": interval,
                                 "steps": steps, "ratios": ratios, "steady_ratios": steady,
                                 "once_s": once, "base_s": base_s, "hook_s": hook_s}))
     return cases
@@ -210,7 +236,7 @@ def in_processes(args):
     cmd = [sys.executable, os.path.abspath(__file__), "--json", "--steps", str(args.steps),
            "--repeats", str(args.repeats), "--intervals", ",".join(str(i) for i in args.intervals),
            "--batch", str(args.batch), "--threads", str(args.threads), "--device", args.device,
-           "--tensors", str(args.tensors)]
+           "--tensors", str(args.tensors), "--model", args.model]
     cmd += ["--no-rules"] if args.no_rules else []
     cmd += ["--no-functional-activations"] if args.no_functional_activations else []
     runs = []
@@ -273,7 +299,9 @@ def main():
     p.add_argument("--steps", type=int, default=60)
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--intervals", default="1,10,100")
-    p.add_argument("--batch", type=int, default=16)
+    p.add_argument("--model", choices=sorted(MODELS), default="cnn",
+                   help="cnn: `tstat bench overhead`'s; mlp: 4 x Linear(1024, 1024)")
+    p.add_argument("--batch", type=int, default=0, help="0: 16 for the CNN, 64 for the MLP")
     p.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
     p.add_argument("--device", default="cpu", help="cpu, or cuda: the CNN on the GPU")
     p.add_argument("--tensors", type=int, default=1000,
@@ -290,9 +318,13 @@ def main():
         args.intervals = [int(i) for i in args.intervals.split(",")]
     except ValueError:
         p.error(f"--intervals: comma-separated whole numbers, not {args.intervals!r}")
+    if args.batch == 0:
+        args.batch = 16 if args.model == "cnn" else 64
     for name in ("steps", "repeats", "batch", "processes"):
         if getattr(args, name) < 1:
             p.error(f"--{name} must be at least 1")
+    if args.cpp and args.model != "cnn":
+        p.error("--cpp: `tstat bench overhead` trains the CNN only (--model cnn)")
     if any(i < 1 for i in args.intervals):
         p.error("--intervals must all be at least 1")
     if args.tensors < 0 or args.threads < 0:
@@ -317,8 +349,9 @@ def main():
         if small is not None:
             print(json.dumps(small))
         return
+    what = "3x32x32 images (CNN)" if args.model == "cnn" else "256 features (MLP)"
     print(f"tstat.pytorch.Hook overhead: torch {torch.__version__}, {args.device}, "
-          f"{torch.get_num_threads()} torch thread(s), batch {args.batch} of 3x32x32, rules "
+          f"{torch.get_num_threads()} torch thread(s), batch {args.batch} of {what}, rules "
           f"{'off' if args.no_rules else 'on (default set)'}, ReLU outputs "
           f"{'not read' if args.no_functional_activations else 'read'}"
           + (f", {args.processes} processes of {args.repeats} repeats pooled (ranges: of the "
