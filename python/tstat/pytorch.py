@@ -542,8 +542,10 @@ class Hook:
         module at `path` (called `calls` times before in this step), seen
         through autograd (`fn`, its grad_fn, not yet seen in this step), so
         only where gradients are recorded; once a step however many layers
-        take it in. Read after the module's forward, which does not change
-        its input.
+        take it in. Read after the module's forward, which may overwrite its
+        input (nn.Dropout(inplace=True)) without changing what is read: a
+        ReLU's output, which autograd lets nothing change in place (the
+        ReLU's backward needs it), or another function's input.
 
         A ReLU: its output, as "<producer>.relu_output" when a captured
         layer's output went into it ("fc1.relu_output", as for the nn.ReLU
