@@ -16,8 +16,8 @@ in one process (the machine is shared and noisy):
    no hook: the capture cost per tensor (--tensors 0: not measured).
 
     /usr/bin/python3 benchmarks/overhead_python.py [--steps 60] [--repeats 3]
-        [--intervals 1,10,100] [--model cnn|mlp] [--batch 16] [--threads 0]
-        [--device cpu|cuda]
+        [--intervals 1,10,100] [--model cnn|mlp] [--batch 16 (CNN), 64 (MLP)]
+        [--threads 0] [--device cpu|cuda]
         [--tensors 1000] [--cpp PATH] [--no-rules] [--no-functional-activations]
         [--processes 1] [--json]
 
@@ -303,7 +303,7 @@ def main():
                    help="cnn: `tstat bench overhead`'s; mlp: 4 x Linear(1024, 1024)")
     p.add_argument("--batch", type=int, default=0, help="0: 16 for the CNN, 64 for the MLP")
     p.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
-    p.add_argument("--device", default="cpu", help="cpu, or cuda: the CNN on the GPU")
+    p.add_argument("--device", default="cpu", help="cpu, or cuda: the model on the GPU")
     p.add_argument("--tensors", type=int, default=1000,
                    help="small tensors for the per-tensor cost (0: not measured)")
     p.add_argument("--cpp", default="", help="the tstat binary: its figures beside")
