@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -341,6 +342,20 @@ void Execute(const LaunchPlan& plan, BatchArrays* a) {
               [&](const WorkItem& item, BlockScratch* s) { EmulateValueBlock(plan, item, s, a); });
 }
 
+// options.delta.next, which the CUDA backend does not take: the tensors of
+// the valid requests that have one, copied once every pass has read them.
+void CopyDeltaNext(const std::vector<ReductionRequest>& requests,
+                   const std::vector<ReductionResult>& results) {
+  for (std::size_t i = 0; i < requests.size() && i < results.size(); ++i) {
+    const ReductionRequest& r = requests[i];
+    if (r.options.delta.next == nullptr || r.tensor.numel <= 0 || !results[i].status.ok()) {
+      continue;
+    }
+    std::memcpy(r.options.delta.next, r.tensor.data,
+                static_cast<std::size_t>(r.tensor.numel) * DTypeSize(r.tensor.dtype));
+  }
+}
+
 class EmulatedCudaBackend final : public Backend {
  public:
   explicit EmulatedCudaBackend(int threads) : threads_(threads) {}
@@ -369,6 +384,7 @@ class EmulatedCudaBackend final : public Backend {
     const PlanOutputs outputs{a.finals.data(), a.samples.data(), a.counters.data(),
                               a.delta_partials.data()};
     UnpackResults(plan, outputs, results);
+    CopyDeltaNext(requests, *results);
     return Status::OK();
   }
 

@@ -1,6 +1,8 @@
 #include "kernels/request_check.h"
 
 #include <cmath>
+#include <cstddef>
+#include <cstdint>
 #include <cstdio>
 #include <string>
 
@@ -15,9 +17,33 @@ std::string Num(double v) {
 
 Status Invalid(const std::string& what) { return Status::InvalidArgument(what); }
 
-// options.delta: floating tensors only; tolerances finite and >= 0.
-Status CheckDelta(const TensorView& t, const DeltaOptions& d) {
-  if (d.previous == nullptr) return Status::OK();  // off
+// Whether [a, a + n) and [b, b + n) share a byte.
+bool Overlap(const void* a, const void* b, std::size_t n) {
+  const auto x = reinterpret_cast<std::uintptr_t>(a);
+  const auto y = reinterpret_cast<std::uintptr_t>(b);
+  return x < y + n && y < x + n;
+}
+
+// options.delta: floating tensors only; tolerances finite and >= 0; `next`
+// on the CPU, with previous, previous itself or apart from both.
+Status CheckDelta(const TensorView& t, const DeltaOptions& d, BackendKind backend) {
+  if (d.previous == nullptr) {
+    if (d.next != nullptr) return Invalid("options.delta.next needs options.delta.previous");
+    return Status::OK();  // off
+  }
+  if (d.next != nullptr) {
+    if (backend != BackendKind::kCpu) {
+      return Status::NotSupported(
+          "options.delta.next: only the CPU backend copies a tensor in its delta pass");
+    }
+    const std::size_t bytes = static_cast<std::size_t>(t.numel) * DTypeSize(t.dtype);
+    if (d.next != d.previous &&
+        (Overlap(d.next, d.previous, bytes) || Overlap(d.next, t.data, bytes))) {
+      return Invalid(
+          "options.delta.next overlaps the tensor or options.delta.previous "
+          "(it must be previous itself or apart from both)");
+    }
+  }
   if (!IsFloatingDType(t.dtype)) {
     return Invalid(std::string("options.delta.previous needs a floating tensor (f32, f16, bf16, "
                                "f64, f8e4m3, f8e5m2), got ") +
@@ -129,14 +155,16 @@ Status CheckRequest(const ReductionRequest& r, BackendKind backend) {
   }
   if (o.label_classes > 0) {
     if (!IsIntegerDType(t.dtype)) {
-      return Invalid(std::string("options.label_classes needs an integer tensor (i32, i64, u8), got ") +
-                     DTypeName(t.dtype));
+      return Invalid(
+          std::string("options.label_classes needs an integer tensor (i32, i64, u8), got ") +
+          DTypeName(t.dtype));
     }
     // Label counts come with the stat set, not with per-channel or linear
     // histogram statistics.
     if (o.per_channel_axis >= 0 || o.linear_histogram.bins != 0) {
-      return Invalid("options.label_classes cannot be combined with per_channel_axis or "
-                     "linear_histogram");
+      return Invalid(
+          "options.label_classes cannot be combined with per_channel_axis or "
+          "linear_histogram");
     }
   }
   if (std::isnan(o.band_lo) || std::isnan(o.band_hi)) {
@@ -147,8 +175,8 @@ Status CheckRequest(const ReductionRequest& r, BackendKind backend) {
   }
   const LinearHistogramOptions& h = o.linear_histogram;
   if (h.bins < 0 || h.bins > kMaxLinearBins) {
-    return Invalid("options.linear_histogram.bins " + std::to_string(h.bins) +
-                   " is outside [0, " + std::to_string(kMaxLinearBins) + "]");
+    return Invalid("options.linear_histogram.bins " + std::to_string(h.bins) + " is outside [0, " +
+                   std::to_string(kMaxLinearBins) + "]");
   }
   if (h.fixed_range) {
     if (h.bins == 0) {
@@ -159,8 +187,8 @@ Status CheckRequest(const ReductionRequest& r, BackendKind backend) {
                      Num(h.hi) + ")");
     }
     if (!(h.lo < h.hi)) {
-      return Invalid("options.linear_histogram.lo (" + Num(h.lo) + ") must be < hi (" +
-                     Num(h.hi) + ")");
+      return Invalid("options.linear_histogram.lo (" + Num(h.lo) + ") must be < hi (" + Num(h.hi) +
+                     ")");
     }
   }
   if (o.per_channel_axis < -1) {
@@ -178,7 +206,7 @@ Status CheckRequest(const ReductionRequest& r, BackendKind backend) {
     return Invalid("options.sample_count " + std::to_string(o.sample_count) +
                    " is outside [0, 2^24]");
   }
-  TSTAT_RETURN_IF_ERROR(CheckDelta(t, o.delta));
+  TSTAT_RETURN_IF_ERROR(CheckDelta(t, o.delta, backend));
   TSTAT_RETURN_IF_ERROR(CheckConfusion(t, o));
   TSTAT_RETURN_IF_ERROR(CheckCountValues(t, o));
   return Status::OK();

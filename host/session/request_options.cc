@@ -26,12 +26,18 @@ void RequestOptions::Prepare(RegisteredTensor* t, const TensorView& v, const std
   o = co.stats;  // assigned: the request's count_values keeps its capacity
   o.sample_seed = t->name_hash ^ static_cast<std::uint64_t>(global_step);
   parts_.rules->ApplyNeeds(co, t, v, *parts_.registry, &o);
-  // Delta: host tensors keep a host copy; CUDA tensors a device copy
+  // Delta: host tensors keep a host copy, which the delta pass overwrites
+  // with the values it reads (delta.next), and which is first made after
+  // the reduction (UpdateDeltaCopies); CUDA tensors a device copy
   // (device_delta.h), copied after the step's reductions are queued.
   if (co.delta && v.space == MemorySpace::kHost) {
     const std::size_t bytes = ViewBytes(v);
-    if (t->has_previous && t->previous.size() == bytes) o.delta.previous = t->previous.data();
-    delta_updates_.emplace_back(t, v);
+    if (t->has_previous && t->previous.size() == bytes && bytes > 0) {
+      o.delta.previous = t->previous.data();
+      o.delta.next = t->previous.data();
+    } else {
+      delta_updates_.emplace_back(t, v);
+    }
   } else if (co.delta && v.space == MemorySpace::kCuda) {
     DeviceDeltaStore* store = parts_.device->DeltaStore(v.device, t->info.id, batch);
     if (store != nullptr) o.delta.previous = store->Prepare(t->info.id, v, batch);

@@ -226,8 +226,16 @@ std::size_t StepCapture::FinishEarly(bool wait, const std::function<bool(std::ui
     if (unchanged && !unchanged(job->id)) {
       // Read while it changed: EndStep captures it instead, if its view
       // still gives data (the caller's view gives none for a tensor whose
-      // values at this step are gone); its previous values stay.
+      // values at this step are gone). The delta pass has overwritten its
+      // previous values with what it read: its delta starts again.
       t->saved_epoch = UINT64_MAX;
+      if (job->request.options.delta.next != nullptr) {
+        t->has_previous = false;
+        batch->drops.push_back({job->id, "delta",
+                                "changed in place while it was read: its previous values are "
+                                "gone, its deltas start again at its next save",
+                                0});
+      }
       background->Recycle(std::move(job));
       continue;
     }

@@ -228,6 +228,11 @@ struct DeltaOptions {
   const void* previous = nullptr;  // null = off; same dtype, numel and memory space
   double atol = 1e-8;              // changed: |x - p| > atol + rtol * |p|
   double rtol = 1e-5;
+  // Host tensors (BackendKind::kCpu) with previous: the delta pass also
+  // copies x here as it reads it, so that the copy for the next delta costs
+  // no pass of its own. `previous` itself (each block is copied once it is
+  // read), or bytes that overlap neither x nor previous. Null: no copy.
+  void* next = nullptr;
 };
 // float64 pairs whose difference exceeds DBL_MAX give +Inf norms.
 struct DeltaStats {

@@ -25,8 +25,6 @@ namespace {
 
 INSTANTIATE_TEST_SUITE_P(Gpu, AuxReductionTest, ::testing::Values(CudaUnderTest()), BackendName);
 
-bool SameBits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
-
 // The emulator runs the kernels' per-thread code and merge order: with the
 // same address phases its delta norms are the GPU's bit for bit.
 TEST(GpuAuxTest, BitwiseEqualToTheEmulator) {

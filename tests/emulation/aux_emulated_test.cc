@@ -91,7 +91,6 @@ class AuxBatch {
 bool Within(double a, double b, double rtol) {
   return std::fabs(a - b) <= rtol * std::max(std::fabs(a), std::fabs(b));
 }
-bool SameBits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
 
 // The launch plan of the auxiliary reductions: the delta kernel walks the
 // same chunks as the stats kernel, the confusion and value kernels those of

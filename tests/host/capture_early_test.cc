@@ -294,8 +294,10 @@ TEST(CaptureEarlyTest, BackgroundAndEndStepCapturesAgreeIncludingDeltas) {
   if (!HasCaptureThread()) GTEST_SKIP() << "one core: no capture thread";
   // As EarlyAndEndStepCapturesAgreeIncludingDeltas, in the background; at
   // step 2 the background read is said to have raced with a change, so
-  // EndStep captures that tensor instead (its view still gives the data),
-  // against the previous values the left-out read did not replace.
+  // EndStep captures that tensor instead (its view still gives the data).
+  // The delta pass wrote what it read over the previous values: that
+  // step's delta is dropped, with a record saying so, and the next step's
+  // is against the values EndStep read.
   auto sink = std::make_shared<io::MemorySink>();
   SessionConfig config = ConfigWithDeltas();
   auto session = MakeSession(config, sink);
@@ -318,9 +320,22 @@ TEST(CaptureEarlyTest, BackgroundAndEndStepCapturesAgreeIncludingDeltas) {
     int records = 0;
     for (const TensorStatsRecord& r : batch.stats) records += r.tensor_id == early_id;
     EXPECT_EQ(records, 1) << batch.key.global_step;
-    ExpectSameRecords(batch, early_id, late_id);
+    int delta_drops = 0;
+    for (const DropRecord& d : batch.drops) {
+      delta_drops += d.tensor_id == early_id && d.kind == "delta" &&
+                     d.reason.find("changed in place while it was read") != std::string::npos;
+    }
+    EXPECT_EQ(delta_drops, batch.key.global_step == 2 ? 1 : 0) << batch.key.global_step;
+    if (batch.key.global_step != 2) ExpectSameRecords(batch, early_id, late_id);
   }
   EXPECT_FALSE(FindStats(batches[0], early_id)->delta.has_value());  // nothing before it
+  const TensorStatsRecord* raced = FindStats(batches[2], early_id);
+  ASSERT_NE(raced, nullptr);
+  EXPECT_FALSE(raced->delta.has_value());
+  EXPECT_TRUE(testing::ResultMatches(testing::ToResult(*raced),
+                                     testing::ToResult(*FindStats(batches[2], late_id)),
+                                     testing::ToleranceFor(DType::kFloat64)));
+  EXPECT_TRUE(FindStats(batches[3], early_id)->delta.has_value());  // against step 2's values
 
   // early_capture_thread off: no capture thread, everything at once.
   auto sink2 = std::make_shared<io::MemorySink>();

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -51,8 +52,6 @@ INSTANTIATE_TEST_SUITE_P(Cpu, AuxReductionTest,
                                            CpuBackend(2, CpuIsa::kAvx2),
                                            CpuBackend(2, CpuIsa::kBaseline)),
                          BackendName);
-
-bool SameBits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
 
 TEST(CpuAuxTest, ResultsDoNotDependOnTheWorkerCount) {
   const std::int64_t n = 300001;
@@ -143,6 +142,62 @@ TEST(CpuAuxTest, DeltaIsBitwiseTheSameForEveryIsaAndWorkerCount) {
         EXPECT_EQ(a.changed_count, b.changed_count);
         EXPECT_EQ(a.nonfinite_pairs, b.nonfinite_pairs);
         EXPECT_TRUE(SameBits(a.l1, b.l1) && SameBits(a.l2, b.l2) && SameBits(a.amax, b.amax));
+      }
+    }
+  }
+}
+
+// Element i of `t` set to element j of `from` (same dtype), bytes as they are.
+void SetElement(HostTensor* t, std::int64_t i, const HostTensor& from, std::int64_t j) {
+  const std::size_t elem = DTypeSize(t->dtype());
+  std::memcpy(static_cast<unsigned char*>(t->data()) + static_cast<std::size_t>(i) * elem,
+              static_cast<const unsigned char*>(from.data()) + static_cast<std::size_t>(j) * elem,
+              elem);
+}
+
+// The pass reduces a block of finite pairs without the finiteness masks, and
+// a block with a non-finite pair again with them. A NaN/NaN pair (masked: +0
+// to the norms, changed, non-finite) and an equal finite pair (unmasked: +0,
+// unchanged) in the middle block must give the same norms bit for bit, on
+// every ISA and worker count.
+TEST(CpuAuxTest, DeltaFiniteAndMaskedLoopsAgreeBitwise) {
+  const std::int64_t n = 3 * 32768 + 5;
+  const std::int64_t at = 32768 + 100;
+  for (DType dtype : {DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kFloat64}) {
+    SCOPED_TRACE(DTypeName(dtype));
+    HostTensor x = GenerateTensor(dtype, n, Distribution{}, ValueMix{}, 61);
+    HostTensor p = GenerateTensor(dtype, n, Distribution{}, ValueMix{}, 62);
+    for (std::int64_t i = 0; i < n; ++i) {
+      if (i % 3 != 0) SetElement(&p, i, x, i);  // two thirds unchanged
+    }
+    SetElement(&p, at, x, at);
+    HostTensor nan_x = WithOffset(x, 0), nan_p = WithOffset(p, 0);
+    const HostTensor nan = MakeTensor(dtype, {std::numeric_limits<double>::quiet_NaN()});
+    SetElement(&nan_x, at, nan, 0);
+    SetElement(&nan_p, at, nan, 0);
+    for (CpuIsa isa : {CpuIsa::kAuto, CpuIsa::kAvx2, CpuIsa::kBaseline}) {
+      for (int threads : {1, 2}) {
+        CpuBackendOptions o;
+        o.threads = threads;
+        o.isa = isa;
+        const auto delta = [&](const HostTensor& a, const HostTensor& b) {
+          ReductionRequest r;
+          r.tensor = a.View();
+          r.options.delta.previous = b.data();
+          std::vector<ReductionResult> results;
+          EXPECT_TRUE(CreateCpuBackend(o)->Reduce({r}, &results).ok());
+          EXPECT_TRUE(results.size() == 1 && results[0].delta.has_value());
+          return results.empty() || !results[0].delta ? DeltaStats{} : *results[0].delta;
+        };
+        const DeltaStats finite = delta(x, p);
+        const DeltaStats masked = delta(nan_x, nan_p);
+        EXPECT_EQ(finite.nonfinite_pairs, 0u);
+        EXPECT_EQ(masked.nonfinite_pairs, 1u);
+        EXPECT_EQ(masked.changed_count, finite.changed_count + 1);
+        EXPECT_GT(finite.changed_count, static_cast<std::uint64_t>(n / 4));
+        EXPECT_TRUE(SameBits(finite.l1, masked.l1) && SameBits(finite.l2, masked.l2) &&
+                    SameBits(finite.amax, masked.amax))
+            << finite.l1 << " " << masked.l1;
       }
     }
   }

@@ -2,11 +2,13 @@
 // reference for every floating dtype and the tail/chunk sizes, misaligned and
 // differently aligned (x, previous) pairs, hand-checked NaN/Inf pair rules and
 // tolerance boundaries, a tensor against itself, delta beside other requests
-// of a batch, and rejected options naming their field.
+// of a batch, rejected options naming their field, and options.delta.next
+// (the CPU backends copy the tensor there in the delta pass).
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <vector>
@@ -217,6 +219,90 @@ TEST_P(AuxReductionTest, DeltaRejectsBadOptionsNamingTheField) {
   EXPECT_TRUE(DeltaMatches(*results[7].delta, ExpectedDelta(x, p, 0.0, 0.0), kDeltaRtol));
   // Null previous: delta is off.
   EXPECT_FALSE(ReduceOne(Request(x)).delta.has_value());
+}
+
+// Previous values all finite, every third one changed: the pairs of weights
+// between two steps, which the CPU pass reduces without its finiteness masks.
+HostTensor FinitePrevious(const HostTensor& x, std::uint64_t seed) {
+  const HostTensor other = GenerateTensor(x.dtype(), x.numel(), Distribution{}, ValueMix{}, seed);
+  std::vector<double> v(static_cast<std::size_t>(x.numel()));
+  for (std::int64_t i = 0; i < x.numel(); ++i) {
+    v[static_cast<std::size_t>(i)] = i % 3 == 0 ? other.Value(i) : x.Value(i);
+  }
+  return MakeTensor(x.dtype(), v);
+}
+
+TEST_P(AuxReductionTest, DeltaOfFinitePairsMatchesReference) {
+  const std::int64_t n = 3 * 32768 + 5;  // several of the CPU pass's blocks, and a tail
+  for (DType dtype : FloatDTypes()) {
+    SCOPED_TRACE(DTypeLabel(dtype));
+    const HostTensor x = GenerateTensor(dtype, n, Distribution{}, ValueMix{}, 21);
+    const HostTensor p = FinitePrevious(x, 22);
+    const ReductionResult r = ReduceOne(DeltaRequest(x, p, 1e-8, 1e-5));
+    ASSERT_TRUE(r.delta.has_value()) << r.status.ToString();
+    EXPECT_EQ(r.delta->nonfinite_pairs, 0u);
+    EXPECT_GT(r.delta->changed_count, 0u);
+    EXPECT_TRUE(DeltaMatches(*r.delta, ExpectedDelta(x, p, 1e-8, 1e-5), kDeltaRtol));
+  }
+}
+
+// options.delta.next: a backend of host tensors copies the tensor there in
+// its delta pass, over previous itself or into another buffer, and reduces
+// the same delta as without it; the CUDA backend does not take it.
+TEST_P(AuxReductionTest, DeltaNextGetsTheTensorsValues) {
+  for (DType dtype : FloatDTypes()) {
+    for (std::int64_t n : {std::int64_t{1001}, std::int64_t{3 * 32768 + 5}}) {  // 1 block, several
+      SCOPED_TRACE(DTypeLabel(dtype) + " numel " + std::to_string(n));
+      const HostTensor x = GenerateDefaultTensor(dtype, n, 41);
+      const HostTensor p = MakePrevious(x, 42);
+      const ReductionResult plain = ReduceOne(DeltaRequest(x, p, 1e-8, 1e-5));
+      ASSERT_TRUE(plain.delta.has_value()) << plain.status.ToString();
+      for (bool over_previous : {true, false}) {
+        HostTensor previous = WithOffset(p, 0);  // a copy of p, maybe written over
+        HostTensor apart(dtype, n);
+        void* next = over_previous ? previous.data() : apart.data();
+        ReductionRequest r = DeltaRequest(x, previous, 1e-8, 1e-5);
+        if (backend_->kind() != BackendKind::kCpu) {
+          r.options.delta.next = next;
+          const ReductionResult got = ReduceOne(r);
+          EXPECT_EQ(got.status.code(), StatusCode::kNotSupported) << got.status.ToString();
+          EXPECT_NE(got.status.message().find("options.delta.next"), std::string::npos);
+          continue;
+        }
+        r.options.delta.previous = previous.data();  // read where it is written
+        r.options.delta.next = next;
+        const ReductionResult got = ReduceOne(r);
+        ASSERT_TRUE(got.delta.has_value()) << got.status.ToString();
+        EXPECT_EQ(got.delta->changed_count, plain.delta->changed_count);
+        EXPECT_EQ(got.delta->nonfinite_pairs, plain.delta->nonfinite_pairs);
+        EXPECT_TRUE(SameBits(got.delta->l1, plain.delta->l1) &&
+                    SameBits(got.delta->l2, plain.delta->l2) &&
+                    SameBits(got.delta->amax, plain.delta->amax));
+        EXPECT_EQ(std::memcmp(next, x.data(), x.bytes()), 0);
+      }
+    }
+  }
+}
+
+TEST_P(AuxReductionTest, DeltaNextRejectedWithoutPreviousOrOverlapping) {
+  if (backend_->kind() != BackendKind::kCpu) GTEST_SKIP() << "the CUDA backend takes no next";
+  HostTensor x = GenerateDefaultTensor(DType::kFloat32, 1000, 51);
+  HostTensor p = MakePrevious(x, 52);
+  HostTensor spare(DType::kFloat32, 1000);
+  ReductionRequest no_previous = Request(x);
+  no_previous.options.delta.next = spare.data();
+  ReductionRequest over_x = DeltaRequest(x, p, 1e-8, 1e-5);
+  over_x.tensor = x.View();
+  over_x.options.delta.previous = p.data();
+  over_x.options.delta.next = static_cast<unsigned char*>(x.data()) + 8;
+  ReductionRequest over_previous = over_x;
+  over_previous.options.delta.next = static_cast<unsigned char*>(p.data()) + 4;
+  const std::vector<ReductionResult> results = Reduce({no_previous, over_x, over_previous});
+  for (const ReductionResult& r : results) {
+    EXPECT_TRUE(RejectedNaming(r, "options.delta.next"));
+    EXPECT_FALSE(r.delta.has_value());
+  }
+  EXPECT_EQ(std::memcmp(p.data(), MakePrevious(x, 52).data(), p.bytes()), 0);  // not written
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <sstream>
 
 #include "tests/support/data.h"
@@ -160,6 +161,8 @@ std::vector<std::uint64_t> ReferenceValueCounts(const void* data, DType dtype, s
   }
   return ::testing::AssertionSuccess();
 }
+
+bool SameBits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
 
 ::testing::AssertionResult RejectedNaming(const ReductionResult& r, const std::string& field) {
   if (r.status.code() != StatusCode::kInvalidArgument) {

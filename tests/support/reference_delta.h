@@ -45,6 +45,9 @@ std::vector<std::uint64_t> ReferenceValueCounts(const void* data, DType dtype, s
 ::testing::AssertionResult ValueCountsEqual(const std::vector<std::uint64_t>& got,
                                             const std::vector<std::uint64_t>& want);
 
+// The same double bit for bit (the sign of zero and NaN payloads included).
+bool SameBits(double a, double b);
+
 // kInvalidArgument whose message contains `field`.
 ::testing::AssertionResult RejectedNaming(const ReductionResult& r, const std::string& field);
 
