@@ -151,10 +151,12 @@ def train_block(net, opt, images, labels, steps, hook):
             "first": t1 - t0, "close": t3 - t2}
 
 
-def make_hook(out_dir, interval, rules, functional_activations=True):
+def make_hook(out_dir, interval, rules, functional_activations=True, pipeline=None):
+    config = {"save_config": {"save_interval": interval}}
+    if pipeline:
+        config["pipeline"] = pipeline
     return tstat.pytorch.Hook(out_dir=out_dir, num_classes=CLASSES, rules=rules,
-                              functional_activations=functional_activations,
-                              config={"save_config": {"save_interval": interval}})
+                              functional_activations=functional_activations, config=config)
 
 
 def overhead(args, tmp):
@@ -172,7 +174,8 @@ def overhead(args, tmp):
         for r in range(args.repeats):
             before = train_block(net, opt, images, labels, steps, None)
             out = os.path.join(tmp, f"i{interval}_r{r}")
-            hook = make_hook(out, interval, not args.no_rules, not args.no_functional_activations)
+            hook = make_hook(out, interval, not args.no_rules, not args.no_functional_activations,
+                             args.pipeline)
             hook.register_module(net)
             captured = train_block(net, opt, images, labels, steps, hook)
             after = train_block(net, opt, images, labels, steps, None)
@@ -239,6 +242,7 @@ def in_processes(args):
            "--tensors", str(args.tensors), "--model", args.model]
     cmd += ["--no-rules"] if args.no_rules else []
     cmd += ["--no-functional-activations"] if args.no_functional_activations else []
+    cmd += ["--pipeline", json.dumps(args.pipeline)] if args.pipeline else []
     runs = []
     for _ in range(args.processes):
         done = subprocess.run(cmd, capture_output=True, text=True)
@@ -310,6 +314,8 @@ def main():
     p.add_argument("--no-rules", action="store_true")
     p.add_argument("--no-functional-activations", action="store_true",
                    help="Hook(functional_activations=False): the ReLUs' outputs not read")
+    p.add_argument("--pipeline", default="",
+                   help='the hook\'s pipeline config, JSON: \'{"early_capture_evict": false}\'')
     p.add_argument("--processes", type=int, default=1,
                    help="measure in this many fresh processes and pool their repeats")
     p.add_argument("--json", action="store_true")
@@ -318,6 +324,12 @@ def main():
         args.intervals = [int(i) for i in args.intervals.split(",")]
     except ValueError:
         p.error(f"--intervals: comma-separated whole numbers, not {args.intervals!r}")
+    try:
+        args.pipeline = json.loads(args.pipeline) if args.pipeline else {}
+    except ValueError as e:
+        p.error(f"--pipeline: not JSON ({e})")
+    if not isinstance(args.pipeline, dict):
+        p.error("--pipeline: a JSON object, such as '{\"early_capture_evict\": false}'")
     if args.batch == 0:
         args.batch = 16 if args.model == "cnn" else 64
     for name in ("steps", "repeats", "batch", "processes"):
@@ -354,6 +366,7 @@ def main():
           f"{torch.get_num_threads()} torch thread(s), batch {args.batch} of {what}, rules "
           f"{'off' if args.no_rules else 'on (default set)'}, ReLU outputs "
           f"{'not read' if args.no_functional_activations else 'read'}"
+          + (f", pipeline {json.dumps(args.pipeline)}" if args.pipeline else "")
           + (f", {args.processes} processes of {args.repeats} repeats pooled (ranges: of the "
              f"processes' medians)" if args.processes > 1 else ""))
     print(f"{'case':<12} {'save_interval':>13} {'step ms':>9} {'hooked ms':>9} {'slowdown':>9}"

@@ -106,6 +106,7 @@ void PipelineToProto(const PipelineConfig& in, config::PipelineConfig* out) {
   out->set_flush_interval_steps(in.flush_interval_steps);
   out->set_drop_stats_when_full(in.drop_stats_when_full);
   out->set_early_capture_thread(in.early_capture_thread);
+  out->set_early_capture_evict(in.early_capture_evict);
   out->set_stop_check_interval_ms(in.stop_check_interval_ms);
   out->set_cpu_threads(in.cpu_threads);
   out->set_cuda_device(in.cuda_device);
@@ -123,6 +124,7 @@ PipelineConfig PipelineFromProto(const config::PipelineConfig& in) {
   if (in.has_flush_interval_steps()) p.flush_interval_steps = in.flush_interval_steps();
   if (in.has_drop_stats_when_full()) p.drop_stats_when_full = in.drop_stats_when_full();
   if (in.has_early_capture_thread()) p.early_capture_thread = in.early_capture_thread();
+  if (in.has_early_capture_evict()) p.early_capture_evict = in.early_capture_evict();
   if (in.has_stop_check_interval_ms()) p.stop_check_interval_ms = in.stop_check_interval_ms();
   if (in.has_cpu_threads()) p.cpu_threads = in.cpu_threads();
   if (in.has_cuda_device()) p.cuda_device = in.cuda_device();

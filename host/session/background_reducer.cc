@@ -5,12 +5,15 @@
 #include <utility>
 
 #include "host/pipeline/background_thread.h"
+#include "host/session/cache_eviction.h"
 #include "host/session/step_records.h"
 
 namespace tstat::host {
 
-BackgroundReducer::BackgroundReducer(std::unique_ptr<Backend> backend)
-    : backend_(std::move(backend)), thread_([this] { Run(); }) {}
+BackgroundReducer::BackgroundReducer(std::unique_ptr<Backend> backend, bool evict_after_read)
+    : backend_(std::move(backend)),
+      evict_after_read_(evict_after_read),
+      thread_([this] { Run(); }) {}
 
 BackgroundReducer::~BackgroundReducer() {
   {
@@ -102,6 +105,8 @@ void BackgroundReducer::Run() {
       const auto* data = static_cast<const std::uint8_t*>(v.data);
       job->copy.assign(data, data + ViewBytes(v));
     }
+    if (evict_after_read_)
+      EvictFromCaches(job->request.tensor.data, ViewBytes(job->request.tensor));
     lock.lock();
     ++reduced_;
     last_job = std::chrono::steady_clock::now();

@@ -12,7 +12,9 @@
 // late as the one before up to kLastPoll - and Submit wakes it only once it
 // has slept through kPollFor without any. (Every 100 us throughout cost the
 // thread 5.5 ms of CPU a 35 ms step, in timer wake-ups.) A caller that
-// waits for a job wakes it at once.
+// waits for a job wakes it at once. With `evict_after_read` the thread
+// drops the lines of each tensor it has read from the caches
+// (cache_eviction.h) before it hands the job back.
 // Thread safety: Submit, TakeFinished and Recycle from one thread at a time
 // (the session lock); the reducing thread only touches the job it reduces.
 #pragma once
@@ -57,7 +59,7 @@ class BackgroundReducer {
   static constexpr std::chrono::milliseconds kPollFor{50};
 
   // `backend` reduces the jobs (one thread: the reducing thread itself).
-  explicit BackgroundReducer(std::unique_ptr<Backend> backend);
+  BackgroundReducer(std::unique_ptr<Backend> backend, bool evict_after_read);
   // Reduces what is queued, then ends the thread.
   ~BackgroundReducer();
   BackgroundReducer(const BackgroundReducer&) = delete;
@@ -81,6 +83,7 @@ class BackgroundReducer {
   void Run();
 
   std::unique_ptr<Backend> backend_;
+  const bool evict_after_read_;
   mutable std::mutex mu_;
   std::condition_variable work_;  // a job queued, or stopping
   std::condition_variable done_;  // a job reduced

@@ -162,7 +162,8 @@ Result<std::unique_ptr<Session>> CreateSessionWithDeps(const SessionConfig& give
                                : CreateCpuBackend({config.pipeline.cpu_threads});
   // A core for the training thread and one for the capture thread.
   if (config.pipeline.early_capture_thread && UsableProcessors() > 1) {
-    impl->background = std::make_unique<host::BackgroundReducer>(CreateCpuBackend({1}));
+    impl->background = std::make_unique<host::BackgroundReducer>(
+        CreateCpuBackend({1}), config.pipeline.early_capture_evict);
   }
   TSTAT_RETURN_IF_ERROR(impl->Start(std::move(deps.sink), std::move(deps.observer)));
   return SessionFactory::Make(std::move(impl));

@@ -128,6 +128,11 @@ struct PipelineConfig {
   // on two processors or more; false: on the training thread, before
   // CaptureEarly returns.
   bool early_capture_thread = true;
+  // The capture thread drops each tensor it has read from the processors'
+  // caches (x86-64 clflushopt; nothing elsewhere), so that the training
+  // thread, writing over that memory later, does not have to take the lines
+  // back from the capture thread's core (host/session/cache_eviction.h).
+  bool early_capture_evict = true;
   // RUN/STOP and RUN/capture/ are checked at EndStep when the last check is
   // at least this old (0: at every EndStep; one stat() each, ~1 us), and by
   // the writer thread every max(this, 100) ms (a training thread that is

@@ -361,6 +361,42 @@ TEST(CaptureEarlyTest, BackgroundAndEndStepCapturesAgreeIncludingDeltas) {
   }
 }
 
+TEST(CaptureEarlyTest, BackgroundCapturesWithAndWithoutEvictionMatchTheReference) {
+  if (!HasCaptureThread()) GTEST_SKIP() << "one core: no capture thread";
+  // pipeline.early_capture_evict: the capture thread drops what it read
+  // from the caches. Neither the records nor the tensor's bytes change; a
+  // tensor that begins and ends inside cache lines included.
+  for (const bool evict : {true, false}) {
+    auto sink = std::make_shared<io::MemorySink>();
+    SessionConfig config = TestConfig();
+    config.pipeline.early_capture_evict = evict;
+    auto session = MakeSession(config, sink);
+    constexpr int kN = 9001;
+    std::vector<float> storage = Values(kN + 1, 0.75f);
+    const std::vector<float> values(storage.begin() + 1, storage.end());
+    const float* const data = storage.data() + 1;  // 4 bytes into a line
+    TensorSpec spec;
+    spec.name = "unaligned";
+    spec.view = TensorView::Host(data, DType::kFloat32, kN);
+    const std::uint32_t id = session->RegisterTensor(spec).value();
+    const std::vector<float> before = storage;
+    for (int step = 0; step < 2; ++step) {
+      ASSERT_TRUE(session->BeginStep().ok());
+      ASSERT_EQ(Early(session.get(), id, kInBackground), EarlyCapture::kQueued) << evict;
+      EXPECT_EQ(session->FinishEarly(/*wait=*/true), 1u);
+      ASSERT_TRUE(session->EndStep().ok());
+    }
+    ASSERT_TRUE(session->Close().ok());
+    EXPECT_EQ(storage, before) << evict;
+    const auto batches = sink->batches();
+    ASSERT_EQ(batches.size(), 2u);
+    for (const StepBatch& batch : batches) {
+      EXPECT_TRUE(MatchesReference(FindStats(batch, id), values))
+          << "evict " << evict << ", step " << batch.key.global_step;
+    }
+  }
+}
+
 TEST(CaptureEarlyTest, TheBackgroundQueueIsBoundedAndCloseTakesItBack) {
   if (!HasCaptureThread()) GTEST_SKIP() << "one core: no capture thread";
   auto sink = std::make_shared<io::MemorySink>();

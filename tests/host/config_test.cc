@@ -45,7 +45,7 @@ constexpr const char* kFull = R"({
                "drop_stats_when_full": true, "stop_check_interval_ms": 100,
                "cpu_threads": 2, "cuda_device": 0, "cuda_inflight": 3,
                "compression_level": 6, "raw_compression_level": 7,
-               "early_capture_thread": false}
+               "early_capture_thread": false, "early_capture_evict": false}
 })";
 
 TEST(ConfigTest, ParsesEveryField) {
@@ -87,6 +87,7 @@ TEST(ConfigTest, ParsesEveryField) {
   EXPECT_EQ(c.pipeline.compression_level, 6);
   EXPECT_EQ(c.pipeline.raw_compression_level, 7);
   EXPECT_FALSE(c.pipeline.early_capture_thread);
+  EXPECT_FALSE(c.pipeline.early_capture_evict);
 }
 
 TEST(ConfigTest, EmptyObjectGivesDefaults) {
@@ -98,6 +99,7 @@ TEST(ConfigTest, EmptyObjectGivesDefaults) {
   EXPECT_EQ(r->pipeline.flush_interval_seconds, 1.0);
   EXPECT_FALSE(r->pipeline.drop_stats_when_full);
   EXPECT_TRUE(r->pipeline.early_capture_thread);
+  EXPECT_TRUE(r->pipeline.early_capture_evict);
   EXPECT_EQ(r->rank, 0);
   EXPECT_EQ(r->world_size, 1);
   EXPECT_FALSE(r->save_config.base.save_interval.has_value());
