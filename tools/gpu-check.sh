@@ -19,6 +19,8 @@
 #                       for the device; capture_cuda_separate.json the same
 #                       with every tensor its own allocation,
 #                       capture_cuda_rules.json with the in-process rules
+#   bench/caches.json   `tstat bench caches`: what another core's reads of a
+#                       thread's fresh data cost it, with and without a flush
 #   summary.json, summary.md  everything above in one place, with the targets
 #                       of docs/gpu.md marked met or not
 # Exit status: 0 when every test passed and no sanitizer reported an error;
@@ -121,6 +123,10 @@ run_step "capture cuda 1000x1000 separate" 30 180 "$out/bench/capture_cuda_separ
 run_step "capture cuda 1000x1000 rules" 30 180 "$out/bench/capture_cuda_rules.json" \
   "$tstat" bench capture --device cuda --tensors 1000 --elements 1000 --steps 200 \
   --in-process-rules --json
+# The host's cores: what the capture thread's reads of fresh layer outputs
+# cost the training thread there, with and without its flush
+# (pipeline.early_capture_evict; on a 2-vCPU VM the flush won).
+run_step "caches" 15 60 "$out/bench/caches.json" "$tstat" bench caches --json
 
 # 5. Sanitizers on reduced sizes (TSTAT_TEST_QUICK), after the figures: what
 # the budget cannot fit is skipped here, never a measurement. The bad-input

@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
 #include <immintrin.h>
 #define TSTAT_HAS_CLFLUSHOPT 1
 #endif
@@ -24,8 +25,15 @@ __attribute__((target("clflushopt"))) void FlushLines(std::uintptr_t first, std:
 
 }  // namespace
 
+// CPUID leaf 7, EBX bit 23 (GCC's and Clang's __builtin_cpu_supports do not
+// agree on its name).
+bool ProcessorHasClflushopt() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  return __get_cpuid_count(7, 0, &a, &b, &c, &d) != 0 && (b & (1u << 23)) != 0;
+}
+
 bool CanEvictFromCaches() {
-  static const bool supported = __builtin_cpu_supports("clflushopt") != 0;
+  static const bool supported = ProcessorHasClflushopt();
   return supported;
 }
 

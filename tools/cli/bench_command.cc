@@ -1,13 +1,15 @@
-// `tstat bench stats`, `rules`, `read`, `capture` and `device`: flag
-// parsing only; the measurements are tstat::bench::RunStatsBench
+// `tstat bench stats`, `rules`, `read`, `capture`, `device` and `caches`:
+// flag parsing only; the measurements are tstat::bench::RunStatsBench
 // (benchmarks/stats_bench.h), tstat::bench::RunRulesBench
-// (benchmarks/rules_bench.h) and tstat::bench::RunCaptureBench
-// (benchmarks/capture_bench.h).
+// (benchmarks/rules_bench.h), tstat::bench::RunCaptureBench
+// (benchmarks/capture_bench.h) and tstat::bench::RunCacheSharingBench
+// (benchmarks/cache_sharing_bench.h).
 #include <cstdint>
 #include <iostream>
 #include <memory>
 #include <string>
 
+#include "benchmarks/cache_sharing_bench.h"
 #include "benchmarks/capture_bench.h"
 #include "benchmarks/capture_cuda_bench.h"
 #include "benchmarks/device_bench.h"
@@ -271,6 +273,22 @@ Command AddBenchCommand(CLI::App& root) {
       ->default_str("10");
   device->add_flag("--json", device_flags->json, "One JSON object");
 
+  auto caches_flags = std::make_shared<bench::CacheSharingOptions>();
+  CLI::App* caches = bench->add_subcommand(
+      "caches",
+      "What another core's reads of a thread's fresh data cost that thread, with and without "
+      "flushing what was read (pipeline.early_capture_evict)");
+  caches->add_option("--rounds", caches_flags->rounds, "Writer rounds per mode")
+      ->check(CLI::Range(1, 1000000))
+      ->default_str("200");
+  caches->add_option("--chunks", caches_flags->chunks, "Buffers the writer writes in turn")
+      ->check(CLI::Range(2, 100000))
+      ->default_str("34");
+  caches->add_option("--chunk-kib", caches_flags->chunk_kib, "Each buffer's size, KiB")
+      ->check(CLI::Range(4.0, 1048576.0))
+      ->default_str("400");
+  caches->add_flag("--json", caches_flags->json, "One JSON object per line per mode");
+
   std::function<int()> run_overhead;
   CLI::App* overhead = AddBenchOverheadCommand(bench, &run_overhead);
   std::function<int()> run_detection;
@@ -279,13 +297,14 @@ Command AddBenchCommand(CLI::App& root) {
   Command c;
   c.app = bench;
   c.run = [stats, flags, rules, rules_flags, read, read_flags, capture, capture_flags, device,
-           device_flags, overhead, run_overhead, detection, run_detection]() {
+           device_flags, caches, caches_flags, overhead, run_overhead, detection, run_detection]() {
     if (stats->parsed()) return RunStats(*flags);
     if (rules->parsed())
       return ReportError(bench::RunRulesBench(*rules_flags, std::cout, std::cerr));
     if (read->parsed()) return ReportError(bench::RunReadBench(*read_flags, std::cout, std::cerr));
     if (capture->parsed()) return RunCapture(*capture_flags);
     if (device->parsed()) return ReportError(bench::RunDeviceBench(*device_flags, std::cout));
+    if (caches->parsed()) return ReportError(bench::RunCacheSharingBench(*caches_flags, std::cout));
     if (overhead->parsed()) return run_overhead();
     if (detection->parsed()) return run_detection();
     return kExitUsage;  // unreachable: require_subcommand(1)

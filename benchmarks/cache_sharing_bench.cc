@@ -1,0 +1,202 @@
+// See cache_sharing_bench.h.
+#include "benchmarks/cache_sharing_bench.h"
+
+#include <sched.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "benchmarks/bench_timing.h"
+#include "host/session/cache_eviction.h"
+
+namespace tstat::bench {
+namespace {
+
+enum class Mode { kAlone, kReadsOther, kReadsFresh, kReadsEvicts };
+constexpr Mode kModes[] = {Mode::kAlone, Mode::kReadsOther, Mode::kReadsFresh, Mode::kReadsEvicts};
+constexpr int kBlockRounds = 10;
+// Arithmetic after each buffer, in dependent multiply-adds per float written:
+// about the benchmark CNN's ratio of compute to output bytes (a 22 ms step
+// writing 13 MB of layer outputs).
+constexpr std::size_t kFillerPerFloat = 3;
+
+// The modes' names, in Mode's order.
+const char* ModeName(Mode m) {
+  static constexpr const char* kNames[] = {"alone", "reads_other", "reads_fresh", "reads_evicts"};
+  return kNames[static_cast<int>(m)];
+}
+
+// A float buffer on its own cache lines, freed by the deleter.
+struct Freer {
+  void operator()(float* p) const { std::free(p); }
+};
+using Buffer = std::unique_ptr<float[], Freer>;
+
+Buffer Allocate(std::size_t floats) {
+  const std::size_t bytes = (floats * sizeof(float) + 63) / 64 * 64;
+  Buffer b(static_cast<float*>(std::aligned_alloc(64, bytes)));
+  for (std::size_t i = 0; i < floats; ++i) b[i] = static_cast<float>(i % 97) * 0.01f;
+  return b;
+}
+
+// Keeps results alive so that the loops are not optimised away.
+std::atomic<float> g_sink{0.0f};
+
+float Sum(const float* p, std::size_t n) {
+  float lanes[16] = {};
+  std::size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    for (int j = 0; j < 16; ++j) lanes[j] += p[i + static_cast<std::size_t>(j)];
+  }
+  float s = 0.0f;
+  for (; i < n; ++i) s += p[i];
+  for (float l : lanes) s += l;
+  return s;
+}
+
+class Rig {
+ public:
+  Rig(int chunks, std::size_t floats)
+      : chunks_(chunks),
+        floats_(floats),
+        written_(Allocate(floats * static_cast<std::size_t>(chunks))),
+        other_(Allocate(floats * static_cast<std::size_t>(chunks))) {}
+
+  // The writer's round times, `rounds` of them, with the reader in `mode`.
+  std::vector<double> Block(Mode mode, int rounds) {
+    published_.store(0, std::memory_order_relaxed);
+    stop_.store(false, std::memory_order_relaxed);
+    std::thread reader;
+    if (mode != Mode::kAlone) reader = std::thread([this, mode] { Read(mode); });
+    std::vector<double> times;
+    for (int r = 0; r < rounds; ++r) {
+      const double t0 = NowSeconds();
+      Round();
+      times.push_back(NowSeconds() - t0);
+    }
+    stop_.store(true, std::memory_order_release);
+    if (reader.joinable()) reader.join();
+    return times;
+  }
+
+ private:
+  float* Chunk(float* base, std::int64_t c) const {
+    return base + static_cast<std::size_t>(c % chunks_) * floats_;
+  }
+
+  // Each chunk from the one before, then arithmetic on registers (a layer's
+  // compute that is not memory traffic), then the chunk is published.
+  void Round() {
+    float filler = 1.0f;
+    for (int c = 0; c < chunks_; ++c) {
+      float* out = Chunk(written_.get(), c);
+      const float* in = Chunk(written_.get(), c + chunks_ - 1);
+      for (int pass = 0; pass < 2; ++pass) {
+        for (std::size_t i = 0; i < floats_; ++i) out[i] = in[i] * 0.5f + out[i] * 0.25f + 1.0f;
+      }
+      for (std::size_t i = 0; i < kFillerPerFloat * floats_; ++i) filler = filler * 0.999f + 0.5f;
+      published_.fetch_add(1, std::memory_order_release);
+    }
+    g_sink.store(filler, std::memory_order_relaxed);
+  }
+
+  void Read(Mode mode) {
+    std::int64_t seen = 0;
+    float s = 0.0f;
+    while (!stop_.load(std::memory_order_acquire)) {
+      const std::int64_t now = published_.load(std::memory_order_acquire);
+      if (now == seen) {
+        std::this_thread::yield();
+        continue;
+      }
+      for (; seen < now; ++seen) {
+        const float* chunk = Chunk(mode == Mode::kReadsOther ? other_.get() : written_.get(), seen);
+        s += Sum(chunk, floats_);
+        if (mode == Mode::kReadsEvicts) host::EvictFromCaches(chunk, floats_ * sizeof(float));
+      }
+    }
+    g_sink.store(s, std::memory_order_relaxed);
+  }
+
+  const int chunks_;
+  const std::size_t floats_;
+  Buffer written_;
+  Buffer other_;
+  std::atomic<std::int64_t> published_{0};
+  std::atomic<bool> stop_{false};
+};
+
+double Mean(const std::vector<double>& v) {
+  double s = 0.0;
+  for (double x : v) s += x;
+  return v.empty() ? 0.0 : s / static_cast<double>(v.size());
+}
+
+bool HasTwoProcessors() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  return ::sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 1;
+}
+
+}  // namespace
+
+Status RunCacheSharingBench(const CacheSharingOptions& o, std::ostream& out) {
+  if (o.rounds < 1 || o.chunks < 2 || !(o.chunk_kib >= 4.0 && o.chunk_kib <= 1024.0 * 1024.0)) {
+    return Status::InvalidArgument(
+        "bench caches: --rounds must be at least 1, --chunks at least 2, --chunk-kib 4 to "
+        "1048576");
+  }
+  if (!HasTwoProcessors()) {
+    return Status::FailedPrecondition(
+        "bench caches: the process may run on one processor only: no other core to read from");
+  }
+  const auto floats = static_cast<std::size_t>(o.chunk_kib * 1024.0 / sizeof(float));
+  Rig rig(o.chunks, floats);
+  (void)rig.Block(Mode::kAlone, 2);  // pages faulted in, caches warm
+  std::vector<double> times[4];
+  for (int done = 0; done < o.rounds; done += kBlockRounds) {
+    const int n = std::min(kBlockRounds, o.rounds - done);
+    for (Mode m : kModes) {
+      std::vector<double> t = rig.Block(m, n);
+      times[static_cast<int>(m)].insert(times[static_cast<int>(m)].end(), t.begin(), t.end());
+    }
+  }
+  const double alone_mean = Mean(times[0]);
+  const double alone_median = Median(times[0]);
+  const bool evicts = host::CanEvictFromCaches();
+  if (!o.json) {
+    out << "tstat bench caches: a writer's round (" << o.chunks << " chunks of " << o.chunk_kib
+        << " KiB written in turn) while another thread reads; " << o.rounds
+        << " rounds per mode, alternating in blocks of " << kBlockRounds << "; flushing "
+        << (evicts ? "with clflushopt" : "not available here (reads_evicts = reads_fresh)") << "\n";
+    out << "mode           mean ms  median ms  mean/alone  median/alone\n";
+  }
+  for (Mode m : kModes) {
+    const std::vector<double>& t = times[static_cast<int>(m)];
+    const double mean = Mean(t), median = Median(t);
+    char line[256];
+    if (o.json) {
+      std::snprintf(line, sizeof(line),
+                    "{\"case\": \"%s\", \"rounds\": %zu, \"chunks\": %d, \"chunk_kib\": %g, "
+                    "\"mean_ms\": %.6g, \"median_ms\": %.6g, \"mean_ratio\": %.6g, "
+                    "\"median_ratio\": %.6g, \"evicts\": %s}\n",
+                    ModeName(m), t.size(), o.chunks, o.chunk_kib, 1e3 * mean, 1e3 * median,
+                    mean / alone_mean, median / alone_median, evicts ? "true" : "false");
+    } else {
+      std::snprintf(line, sizeof(line), "%-13s %8.3f %10.3f %10.3fx %12.3fx\n", ModeName(m),
+                    1e3 * mean, 1e3 * median, mean / alone_mean, median / alone_median);
+    }
+    out << line;
+  }
+  return Status::OK();
+}
+
+}  // namespace tstat::bench
