@@ -23,14 +23,14 @@ __attribute__((target("clflushopt"))) void FlushLines(std::uintptr_t first, std:
   _mm_sfence();  // done before the job is handed back
 }
 
-}  // namespace
-
 // CPUID leaf 7, EBX bit 23 (GCC's and Clang's __builtin_cpu_supports do not
 // agree on its name).
 bool ProcessorHasClflushopt() {
   unsigned a = 0, b = 0, c = 0, d = 0;
   return __get_cpuid_count(7, 0, &a, &b, &c, &d) != 0 && (b & (1u << 23)) != 0;
 }
+
+}  // namespace
 
 bool CanEvictFromCaches() {
   static const bool supported = ProcessorHasClflushopt();
