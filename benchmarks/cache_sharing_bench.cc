@@ -1,7 +1,7 @@
 // See cache_sharing_bench.h.
 #include "benchmarks/cache_sharing_bench.h"
 
-#include <sched.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -12,9 +12,11 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "benchmarks/bench_timing.h"
+#include "host/pipeline/background_thread.h"
 #include "host/session/cache_eviction.h"
 
 namespace tstat::bench {
@@ -40,11 +42,22 @@ struct Freer {
 };
 using Buffer = std::unique_ptr<float[], Freer>;
 
+// Null when the memory is not there.
 Buffer Allocate(std::size_t floats) {
   const std::size_t bytes = (floats * sizeof(float) + 63) / 64 * 64;
   Buffer b(static_cast<float*>(std::aligned_alloc(64, bytes)));
+  if (b == nullptr) return b;
   for (std::size_t i = 0; i < floats; ++i) b[i] = static_cast<float>(i % 97) * 0.01f;
   return b;
+}
+
+// Bytes of physical memory (0: unknown).
+std::uint64_t PhysicalMemory() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES);
+  const long page = ::sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0
+             ? static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page)
+             : 0;
 }
 
 // Keeps results alive so that the loops are not optimised away.
@@ -64,11 +77,9 @@ float Sum(const float* p, std::size_t n) {
 
 class Rig {
  public:
-  Rig(int chunks, std::size_t floats)
-      : chunks_(chunks),
-        floats_(floats),
-        written_(Allocate(floats * static_cast<std::size_t>(chunks))),
-        other_(Allocate(floats * static_cast<std::size_t>(chunks))) {}
+  // `written` and `other`: `chunks` chunks of `floats` each.
+  Rig(int chunks, std::size_t floats, Buffer written, Buffer other)
+      : chunks_(chunks), floats_(floats), written_(std::move(written)), other_(std::move(other)) {}
 
   // The writer's round times, `rounds` of them, with the reader in `mode`.
   std::vector<double> Block(Mode mode, int rounds) {
@@ -140,12 +151,6 @@ double Mean(const std::vector<double>& v) {
   return v.empty() ? 0.0 : s / static_cast<double>(v.size());
 }
 
-bool HasTwoProcessors() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  return ::sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 1;
-}
-
 }  // namespace
 
 Status RunCacheSharingBench(const CacheSharingOptions& o, std::ostream& out) {
@@ -154,12 +159,28 @@ Status RunCacheSharingBench(const CacheSharingOptions& o, std::ostream& out) {
         "bench caches: --rounds must be at least 1, --chunks at least 2, --chunk-kib 4 to "
         "1048576");
   }
-  if (!HasTwoProcessors()) {
+  if (host::UsableProcessors() < 2) {
     return Status::FailedPrecondition(
         "bench caches: the process may run on one processor only: no other core to read from");
   }
   const auto floats = static_cast<std::size_t>(o.chunk_kib * 1024.0 / sizeof(float));
-  Rig rig(o.chunks, floats);
+  const std::size_t all = floats * static_cast<std::size_t>(o.chunks);
+  // Two sets of chunks, every page written: past half the memory the machine
+  // would swap or kill the process, not measure.
+  const double need_mib = 2.0 * static_cast<double>(all * sizeof(float)) / (1024.0 * 1024.0);
+  const std::uint64_t physical = PhysicalMemory();
+  char too_much[160];
+  std::snprintf(too_much, sizeof(too_much),
+                "bench caches: --chunks %d x --chunk-kib %.10g need %.0f MiB (two sets of chunks)",
+                o.chunks, o.chunk_kib, need_mib);
+  if (physical > 0 && need_mib * 1024.0 * 1024.0 > static_cast<double>(physical) / 2.0) {
+    return Status::ResourceExhausted(std::string(too_much) + ", more than half of this machine's " +
+                                     std::to_string(physical >> 20) + " MiB");
+  }
+  Buffer written = Allocate(all);
+  Buffer other = written != nullptr ? Allocate(all) : nullptr;
+  if (other == nullptr) return Status::ResourceExhausted(std::string(too_much) + ": not allocated");
+  Rig rig(o.chunks, floats, std::move(written), std::move(other));
   (void)rig.Block(Mode::kAlone, 2);  // pages faulted in, caches warm
   std::vector<double> times[4];
   for (int done = 0; done < o.rounds; done += kBlockRounds) {

@@ -2,7 +2,7 @@
 # `tstat bench caches` (ctest tstat.tools.bench_caches): a tiny run whose
 # JSON has the four modes with the rounds asked for and consistent ratios, a
 # process held to one processor refused with the reason, and bad sizes
-# refused with the flag's name. Speeds are not judged here: the benchmark
+# refused with the flag's name, and so are sizes past the machine's memory. Speeds are not judged here: the benchmark
 # prints them.
 # Usage: bench_caches_test.sh TSTAT PYTHON
 TSTAT="$1"
@@ -48,4 +48,14 @@ for bad in "--chunks 1" "--chunk-kib 2" "--rounds 0"; do
   if "$TSTAT" bench caches $bad >"$T/o" 2>"$T/e"; then fail "$bad was accepted"; fi
   grep -q -- "${bad%% *}" "$T/e" || fail "the refusal of $bad does not name it: $(cat "$T/e")"
 done
+# More memory than the machine has (2 x 100,000 x 1 GiB) is refused before
+# anything is allocated, naming both flags.
+if [[ "$(nproc)" -gt 1 ]]; then
+  if "$TSTAT" bench caches --chunks 100000 --chunk-kib 1048576 >"$T/o" 2>"$T/e"; then
+    fail "100,000 chunks of 1 GiB were accepted"
+  fi
+  grep -q -- "--chunks 100000 x --chunk-kib 1048576" "$T/e" ||
+    fail "the refusal does not name the sizes: $(cat "$T/e")"
+  grep -q "half of this machine" "$T/e" || fail "the refusal does not say why: $(cat "$T/e")"
+fi
 echo "tstat bench caches: ok"

@@ -2,6 +2,7 @@
 #include "host/pipeline/background_thread.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -25,6 +26,13 @@ void LowerCurrentThreadPriority() {
   const int current = ::getpriority(PRIO_PROCESS, tid);
   if (current == -1 && errno != 0) return;
   (void)::setpriority(PRIO_PROCESS, tid, std::min(19, current + kBackgroundNiceIncrement));
+}
+
+int UsableProcessors() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (::sched_getaffinity(0, sizeof(set), &set) != 0) return 1;
+  return CPU_COUNT(&set);
 }
 
 }  // namespace tstat::host

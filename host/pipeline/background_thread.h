@@ -22,4 +22,9 @@ void NameCurrentThread(const char* name);
 // in-process rules thread).
 void LowerCurrentThreadPriority();
 
+// The processors this process may run on (its affinity mask; not
+// OMP_NUM_THREADS, which sizes OpenMP's teams, not tstat's own threads): a
+// thread beside the training thread needs a second one.
+int UsableProcessors();
+
 }  // namespace tstat::host

@@ -2,7 +2,6 @@
 // times itself into the step's capture time, and forwards to Session::Impl.
 #include "tstat/session.h"
 
-#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -10,6 +9,7 @@
 #include <string>
 #include <system_error>
 
+#include "host/pipeline/background_thread.h"
 #include "host/pipeline/null_sink.h"
 #include "host/session/session_impl.h"
 #include "host/session/session_internal.h"
@@ -31,15 +31,6 @@ std::string HostName() {
 }
 
 Status Closed() { return Status::FailedPrecondition("the session is closed"); }
-
-// The processors this process may run on (its affinity mask; not
-// OMP_NUM_THREADS, which sizes OpenMP's teams, not tstat's own threads).
-int UsableProcessors() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (::sched_getaffinity(0, sizeof(set), &set) != 0) return 1;
-  return CPU_COUNT(&set);
-}
 
 }  // namespace
 
@@ -161,7 +152,7 @@ Result<std::unique_ptr<Session>> CreateSessionWithDeps(const SessionConfig& give
   impl->cpu = deps.cpu_backend ? std::move(deps.cpu_backend)
                                : CreateCpuBackend({config.pipeline.cpu_threads});
   // A core for the training thread and one for the capture thread.
-  if (config.pipeline.early_capture_thread && UsableProcessors() > 1) {
+  if (config.pipeline.early_capture_thread && host::UsableProcessors() > 1) {
     impl->background = std::make_unique<host::BackgroundReducer>(
         CreateCpuBackend({1}), config.pipeline.early_capture_evict);
   }

@@ -5,12 +5,12 @@
 // (the session's capture thread): the data kept until taken back, in order,
 // a changed tensor left out, the queue's limits, Close.
 #include <gtest/gtest.h>
-#include <sched.h>
 
 #include <algorithm>
 #include <string>
 #include <vector>
 
+#include "host/pipeline/background_thread.h"
 #include "tests/host/host_test_util.h"
 #include "tests/support/compare.h"
 #include "tests/support/reference.h"
@@ -201,11 +201,7 @@ TEST(CaptureEarlyTest, WhatMustWaitForEndStep) {
 constexpr auto kInBackground = EarlyCaptureMode::kInBackground;
 
 // The capture thread exists where the process may run on two processors.
-bool HasCaptureThread() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  return ::sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 1;
-}
+bool HasCaptureThread() { return host::UsableProcessors() > 1; }
 
 TEST(CaptureEarlyTest, BackgroundCapturesKeepTheDataUntilTakenBackInOrder) {
   if (!HasCaptureThread()) GTEST_SKIP() << "one core: no capture thread";
