@@ -1,8 +1,9 @@
 // Setup for tstat's own background threads (pipeline writer and collector,
-// in-process rules): a name that `top -H`, perf and gdb show, and for the
-// pipeline's threads a lower scheduling priority, so that they use spare CPU
-// time and do not delay the training thread or the capture's OpenMP workers
-// (a worker preempted by the writer holds the whole team at its barrier).
+// capture thread, in-process rules): a name that `top -H`, perf and gdb show,
+// and for the pipeline's and the capture thread a lower scheduling priority,
+// so that they use spare CPU time and do not delay the training thread,
+// torch's workers or the capture's OpenMP workers (a worker preempted by the
+// writer holds the whole team at its barrier).
 #pragma once
 
 namespace tstat::host {

@@ -77,6 +77,11 @@ std::size_t BackgroundReducer::queued() const {
 
 void BackgroundReducer::Run() {
   NameCurrentThread("tstat-capture");
+  // Where torch's own workers want every core (a BLAS team that spins
+  // between calls), this thread takes only what they leave; when the
+  // training thread waits for it (TakeFinished), that thread sleeps and
+  // its team soon does, which leaves the core to this one.
+  LowerCurrentThreadPriority();
   std::vector<ReductionRequest> one(1);
   std::unique_lock<std::mutex> lock(mu_);
   auto last_job = std::chrono::steady_clock::now();

@@ -1,11 +1,13 @@
 // tstat's background threads as the operating system sees them: the pipeline
-// writer is named "tstat-writer" and runs 10 nice levels below the thread
-// that created the session (so it never preempts training or the capture's
+// writer ("tstat-writer") and, with two processors, the capture thread
+// ("tstat-capture") run 10 nice levels below the thread that created the
+// session (so they never preempt training, torch's workers or the capture's
 // OpenMP workers); the in-process rules thread is named "tstat-rules" and
 // keeps the creator's priority (EndStep waits for it). Read from
 // /proc/self/task/*/{comm,stat}, independently of how tstat sets them.
 #include <dirent.h>
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -50,7 +52,7 @@ std::multimap<std::string, int> ThreadNiceByName() {
   return out;
 }
 
-TEST(BackgroundThreadsTest, WriterIsNamedAndNicedRulesThreadKeepsPriority) {
+TEST(BackgroundThreadsTest, WriterAndCaptureThreadAreNamedAndNicedRulesThreadKeepsPriority) {
   errno = 0;
   const int own = ::getpriority(PRIO_PROCESS, 0);
   ASSERT_EQ(errno, 0);
@@ -63,17 +65,29 @@ TEST(BackgroundThreadsTest, WriterIsNamedAndNicedRulesThreadKeepsPriority) {
   float v[4] = {1, 2, 3, 4};
   ASSERT_TRUE((*session)->RegisterTensor({"w", TensorView::Host(v, DType::kFloat32, 4)}).ok());
   ASSERT_TRUE((*session)->EndStep().ok());
+  // The capture thread exists where there is a processor for it (counted
+  // here from the affinity mask, as the session does).
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  const bool capture_thread = ::sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 1;
   // The threads set themselves up when they start: poll briefly.
   std::multimap<std::string, int> threads;
   for (int i = 0; i < 200; ++i) {
     threads = ThreadNiceByName();
-    if (threads.count("tstat-writer") && threads.count("tstat-rules")) break;
+    if (threads.count("tstat-writer") && threads.count("tstat-rules") &&
+        (!capture_thread || threads.count("tstat-capture"))) {
+      break;
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   ASSERT_EQ(threads.count("tstat-writer"), 1u);
   EXPECT_EQ(threads.find("tstat-writer")->second, std::min(19, own + 10));
   ASSERT_EQ(threads.count("tstat-rules"), 1u);
   EXPECT_EQ(threads.find("tstat-rules")->second, own);
+  if (capture_thread) {
+    ASSERT_EQ(threads.count("tstat-capture"), 1u);
+    EXPECT_EQ(threads.find("tstat-capture")->second, std::min(19, own + 10));
+  }
   ASSERT_TRUE((*session)->Close().ok());
 }
 
