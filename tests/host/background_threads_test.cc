@@ -7,7 +7,6 @@
 // /proc/self/task/*/{comm,stat}, independently of how tstat sets them.
 #include <dirent.h>
 #include <gtest/gtest.h>
-#include <sched.h>
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -19,6 +18,7 @@
 #include <string>
 #include <thread>
 
+#include "host/pipeline/background_thread.h"
 #include "tests/host/host_test_util.h"
 #include "tstat/session.h"
 
@@ -65,11 +65,9 @@ TEST(BackgroundThreadsTest, WriterAndCaptureThreadAreNamedAndNicedRulesThreadKee
   float v[4] = {1, 2, 3, 4};
   ASSERT_TRUE((*session)->RegisterTensor({"w", TensorView::Host(v, DType::kFloat32, 4)}).ok());
   ASSERT_TRUE((*session)->EndStep().ok());
-  // The capture thread exists where there is a processor for it (counted
-  // here from the affinity mask, as the session does).
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  const bool capture_thread = ::sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 1;
+  // The capture thread exists where there is a processor for it (the
+  // session's own count).
+  const bool capture_thread = host::UsableProcessors() > 1;
   // The threads set themselves up when they start: poll briefly.
   std::multimap<std::string, int> threads;
   for (int i = 0; i < 200; ++i) {
