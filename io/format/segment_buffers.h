@@ -1,8 +1,8 @@
 // SegmentBuffers: the rows of a segment's tables, as both sides hold them.
 // The writer keeps the rows of the segment being written here until the
 // segment's flush writes each table with one H5Dwrite (io/write/segment_rows.h
-// turns step batches into rows; the stats and exp_hist rows go to the open
-// file a chunk at a time instead); the reader fills every table.
+// turns step batches into rows; the stats, exp_hist and channels rows go to
+// the open file a chunk at a time instead); the reader fills every table.
 // Thread safety: none; owned by one thread.
 #pragma once
 

@@ -302,7 +302,7 @@ Status Hdf5RunWriter::Write(const StepBatch& batch) {
     }
   }
   {
-    H5Lock lock;  // full stats and exp_hist chunks are written as they fill
+    H5Lock lock;  // full chunks of the streamed tables are written as they fill
     Status appended = AppendBatch(batch, segment_->file.get(), streamed_.get(), segment_->tmp_path,
                                   buffers_.get());
     if (!appended.ok()) return fail(appended);

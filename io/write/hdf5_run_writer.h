@@ -119,7 +119,7 @@ class Hdf5RunWriter final : public StepSink {
   static constexpr std::uint32_t kDenseIds = 1u << 20;
   std::vector<std::uint8_t> declared_;
   std::unique_ptr<SegmentBuffers> buffers_;
-  std::unique_ptr<StreamedRows> streamed_;    // the open segment's stats and exp_hist
+  std::unique_ptr<StreamedRows> streamed_;    // the open segment's streamed tables
   std::unique_ptr<PackedRawDataset> packed_;  // the open segment's raw/packed
   std::unique_ptr<OpenSegmentFile> segment_;  // null: no segment open
   double segment_created_ = 0.0;

@@ -155,7 +155,6 @@ Status WriteSegmentTables(hid_t file, const SegmentHeader& header,
   TSTAT_IO_TABLE(kStepsTable, StepRowType, b.steps);
   TSTAT_RETURN_IF_ERROR(streamed->Finish(file, path));
   TSTAT_IO_TABLE(kLinearHistTable, LinearHistRowType, b.linear_hist);
-  TSTAT_IO_TABLE(kChannelsTable, ChannelRowType, b.channels);
   TSTAT_IO_TABLE(kLabelsTable, LabelRowType, b.labels);
   TSTAT_IO_TABLE(kSamplesTable, SampleRowType, b.samples);
   TSTAT_IO_TABLE(kDeltaTable, DeltaRowType, b.delta);

@@ -21,6 +21,7 @@ Row KeyedRow(const StepKey& key, std::uint32_t tensor_id) {
 Status StreamedRows::Start(int level) {
   TSTAT_RETURN_IF_ERROR(stats.Reset(level));
   exp_hist_counts.Reset(level);
+  TSTAT_RETURN_IF_ERROR(channels.Reset(ChannelRowType, level));
   return exp_hist.Reset(ExpHistRowType, level);
 }
 
@@ -37,6 +38,7 @@ bool StreamedRows::FitsCounts(const StepBatch& batch) const {
 Status StreamedRows::Finish(hid_t file, const std::string& path) {
   TSTAT_RETURN_IF_ERROR(stats.Finish(file, &deflater, path));
   TSTAT_RETURN_IF_ERROR(exp_hist.Finish(file, &deflater, path));
+  TSTAT_RETURN_IF_ERROR(channels.Finish(file, &deflater, path));
   return exp_hist_counts.Finish(file, &deflater, path);
 }
 
@@ -44,6 +46,7 @@ void StreamedRows::Close() {
   stats.Close();
   exp_hist.Close();
   exp_hist_counts.Close();
+  channels.Close();
 }
 
 namespace {
@@ -87,6 +90,12 @@ Status AppendBatch(const StepBatch& batch, hid_t file, StreamedRows* streamed,
   b->steps.push_back(StepRow{key.global_step, static_cast<std::uint8_t>(key.mode), key.mode_step,
                              batch.wall_time, batch.step_seconds, batch.capture_seconds});
   std::uint64_t histograms = 0;
+  std::uint64_t channel_rows = 0;
+  for (const TensorStatsRecord& r : batch.stats) {
+    if (r.per_channel) channel_rows += r.per_channel->channels.size();
+  }
+  // The level-1 encoder matches a channel's row with its row one step earlier.
+  if (channel_rows) streamed->channels.set_step_rows(channel_rows);
   std::uint32_t capture_index = 0;
   for (const TensorStatsRecord& r : batch.stats) {
     StatsRow row = KeyedRow<StatsRow>(key, r.tensor_id);
@@ -126,7 +135,7 @@ Status AppendBatch(const StepBatch& batch, hid_t file, StreamedRows* streamed,
         ch.axis = r.per_channel->axis;
         ch.channel = static_cast<std::uint32_t>(c);
         ch.s = ToStored(r.per_channel->channels[c]);
-        b->channels.push_back(ch);
+        TSTAT_RETURN_IF_ERROR(streamed->channels.Append(file, &ch, &streamed->deflater, path));
       }
     }
     if (r.label_counts) {

@@ -1,6 +1,7 @@
 // Turns step batches into the rows of a segment's tables: the exp_hist rows
-// and counts (a record's largest) into the open file a chunk at a time
-// (StreamedRows: streamed_table.h, streamed_counts.h), the stats rows into
+// and counts (a record's largest) and the per-channel rows (thousands a step
+// where layers are wide) into the open file a chunk at a time (StreamedRows:
+// streamed_table.h, streamed_counts.h), the stats rows into
 // GroupedStatsTable (written grouped by tensor at the flush), every other
 // table into SegmentBuffers until the segment's flush; raw
 // snapshots are written at Write time and only their index rows kept.
@@ -21,12 +22,13 @@
 
 namespace tstat::io {
 
-// The writer's streamed stats and exp_hist tables (and exp_hist's counts)
-// of the open segment.
+// The writer's streamed stats, exp_hist (and exp_hist's counts) and
+// channels tables of the open segment.
 struct StreamedRows {
   GroupedStatsTable stats;                // StatsRow, grouped by tensor at the flush
   StreamedTable exp_hist{kExpHistTable};  // ExpHistRow
   StreamedCounts exp_hist_counts{kExpHistCounts};
+  StreamedTable channels{kChannelsTable};  // ChannelRow
   // Deflates their chunks, and the other tables' at the segment's flush.
   ChunkDeflater deflater;
   // The flush's narrowed count arrays (segment_file_writer.cc), reused.

@@ -70,9 +70,9 @@ struct Layout {
   std::vector<H5Z_filter_t> filters;
 };
 
-Layout ReadLayout(hid_t file) {
+Layout ReadLayout(hid_t file, const char* table = kStatsTable) {
   Layout out;
-  H5DataSet ds(H5Dopen2(file, kStatsTable, H5P_DEFAULT));
+  H5DataSet ds(H5Dopen2(file, table, H5P_DEFAULT));
   EXPECT_TRUE(ds.valid());
   if (!ds.valid()) return out;
   H5Plist dcpl(H5Dget_create_plist(ds.get()));
@@ -264,6 +264,66 @@ TEST(StreamedTableTest, WriterCountsEveryRecordLostToAFailingChunkWrite) {
   TSTAT_ASSERT_OK(stats);
   ExpectStatsEqual(*stats, SyntheticStatsRecord(100, 999).stats, "w999 at step 100");
   writer.reset();
+  EXPECT_EQ(OpenH5ObjectCount(), 0);
+}
+
+// Per-channel rows (thousands a step where layers are wide) go to the
+// segment file a chunk at a time as well: a segment of three chunks and a
+// tail reads back channel by channel at every step, streamed (chunked and
+// extendible) at level 1 and written whole at the flush at level 0.
+TEST(StreamedTableTest, WriterStreamsWideChannelTables) {
+  constexpr std::uint32_t kTensors = 2, kChannels = 1500;
+  constexpr std::int64_t kSteps = 8;
+  const std::uint64_t rows = kTensors * kChannels * static_cast<std::uint64_t>(kSteps);
+  StreamedTable probe(kChannelsTable);
+  {
+    H5Lock lock;
+    TSTAT_ASSERT_OK(probe.Reset(ChannelRowType, 1));
+  }
+  ASSERT_GT(rows, 3 * probe.chunk_rows());
+  ASSERT_NE(rows % probe.chunk_rows(), 0u);
+  auto record = [](std::int64_t step, std::uint32_t t) {
+    TensorStatsRecord r = SyntheticStatsRecord(step, t);
+    PerChannelStats& pc = r.per_channel.emplace();
+    pc.axis = static_cast<int>(t);
+    for (std::uint32_t c = 0; c < kChannels; ++c) {
+      pc.channels.push_back(SyntheticStatsRecord(step, 1000 + c * kTensors + t).stats);
+    }
+    return r;
+  };
+  for (int level : {0, 1}) {
+    SCOPED_TRACE("level " + std::to_string(level));
+    TempDir dir;
+    auto writer = OpenWriterOrDie(dir.path(), 0, 1, "{}", level);
+    TSTAT_ASSERT_OK(writer->RegisterTensors(NumberedTensors(kTensors)));
+    for (std::int64_t step = 0; step < kSteps; ++step) {
+      StepBatch b = MakeBatch(step);
+      for (std::uint32_t t = 0; t < kTensors; ++t) b.stats.push_back(record(step, t));
+      TSTAT_ASSERT_OK(writer->Write(b));
+    }
+    TSTAT_ASSERT_OK(writer->Close({}));
+    writer.reset();
+    {
+      H5Lock lock;
+      const std::string seg = dir.Sub("worker-00000/seg-000000000000.h5");
+      H5File file(H5Fopen(seg.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
+      ASSERT_TRUE(file.valid()) << seg;
+      const Layout layout = ReadLayout(file.get(), kChannelsTable);
+      EXPECT_EQ(layout.layout, level == 0 ? H5D_CONTIGUOUS : H5D_CHUNKED);
+      EXPECT_EQ(layout.max_rows, level == 0 ? rows : H5S_UNLIMITED);
+      if (level == 1) EXPECT_EQ(layout.chunk, probe.chunk_rows());
+    }
+    auto trial = Trial::Open(dir.path());
+    TSTAT_ASSERT_OK(trial);
+    for (std::int64_t step = 0; step < kSteps; ++step) {
+      for (std::uint32_t t = 0; t < kTensors; ++t) {
+        auto got = (*trial)->record("w" + std::to_string(t), step);
+        TSTAT_ASSERT_OK(got);
+        testing::ExpectRecordEqual(*got, record(step, t),
+                                   "w" + std::to_string(t) + " at step " + std::to_string(step));
+      }
+    }
+  }
   EXPECT_EQ(OpenH5ObjectCount(), 0);
 }
 
