@@ -554,9 +554,11 @@ class Hook:
         and poor_weight_initialization judge, as for nn.Tanh modules): the
         producer's output, as "<producer>.tanh_input"; when no captured
         layer's output went into it, the input the function kept for the
-        backward pass, as "<path>_input.gelu_input" (GELU, SiLU, ELU, ...;
-        tanh and sigmoid keep their output instead: not read); never when
-        the function overwrote its input (torch.tanh_)."""
+        backward pass, as "<path>_input.gelu_input" (GELU, SiLU, ELU, ...),
+        or for a tanh or sigmoid, which keep their output instead, that
+        output, as "<path>_input.tanh_output" (saturated_activation judges
+        it against the activation of its bounds); never the input of a
+        function that overwrote it (torch.tanh_ on a layer's output)."""
         kind = type(fn).__name__
         activation = "relu" if kind == "ReluBackward0" else _FUNCTIONAL_ACTIVATION.get(kind)
         if activation is None:
@@ -576,7 +578,10 @@ class Hook:
         self._produced[id(fn)] = (fn, None, None)  # seen: not again in this step
         if known is not None:
             x = known[2]()
-        else:  # GELU, SiLU, ... keep their input for the backward pass (tanh does not)
+        elif activation in ("tanh", "sigmoid"):  # autograd keeps their output, not their input
+            self._set(f"{base}.{activation}_output", [], x_in)
+            return
+        else:  # GELU, SiLU, ... keep their input for the backward pass
             try:
                 x = getattr(fn, "_saved_self", None)
             except RuntimeError:  # freed by a backward: an output kept from an earlier step

@@ -17,11 +17,16 @@
 // min/max: every input when all lie on one side (min >= max_threshold or
 // max <= min_threshold), else none (a lower bound: never a false alarm).
 // The activation is told by the tensor name (containing "tanh" or
-// "sigmoid"). Default selection: tensor_regex
-// "(tanh|sigmoid)[^/]*_input(_\d+)?$", case ignored (tanh1_input,
-// fc1.sigmoid_input). TRAIN and GLOBAL steps unless modes are given.
+// "sigmoid"). A name ending in _output (or _output_N) is the activation's
+// output, judged against f(min) and f(max): the Python hook reads a tanh or
+// sigmoid called as a function after a sum only there ("fc2_input.tanh_output"),
+// since autograd keeps its output, not its input. Default selection:
+// tensor_regex "(tanh|sigmoid)[^/]*_input(_\d+)?$" (tanh1_input,
+// fc1.sigmoid_input) or "_input\.(tanh|sigmoid)_output$", case ignored. TRAIN
+// and GLOBAL steps unless modes are given.
 // Needs: per-unit stats with the activation's band counts.
 #include <algorithm>
+#include <cmath>
 #include <deque>
 #include <unordered_map>
 
@@ -47,22 +52,38 @@ bool NameContains(const std::string& name, const char* word) {
   return lower.find(word) != std::string::npos;
 }
 
+// Whether `name` is an activation's output: it ends in _output or _output_N.
+bool NamesAnOutput(const std::string& name) {
+  std::size_t end = name.size();
+  while (end > 0 && name[end - 1] >= '0' && name[end - 1] <= '9') --end;
+  if (end < name.size()) {
+    if (end == 0 || name[end - 1] != '_') return false;
+    --end;
+  }
+  static constexpr char kOutput[] = "_output";
+  constexpr std::size_t n = sizeof(kOutput) - 1;
+  return end >= n && name.compare(end - n, n, kOutput) == 0;
+}
+
 class SaturatedActivationRule final : public TensorRuleT<SaturatedActivationRule> {
  public:
   SaturatedActivationRule(const RuleSpec& spec, SaturationParams p)
-      : TensorRuleT(WithDefaultRegex(spec, "(?i)(tanh|sigmoid)[^/]*_input(_\\d+)?$"), {},
-                    "per-unit statistics (per_channel_axis 1)"),
+      : TensorRuleT(WithDefaultRegex(spec,
+                                     "(?i)(tanh|sigmoid)[^/]*_input(_\\d+)?$|_input\\.(tanh|"
+                                     "sigmoid)_output$"),
+                    {}, "per-unit statistics (per_channel_axis 1)"),
         p_(p) {}
 
   CaptureNeeds Needs(const TensorInfo& t) const override {
     if (!Takes(t) || !MayHaveUnits(t)) return {};
     const Kind kind = KindOf(t.name);
     if (kind == Kind::kUnknown) return {};
+    const Bounds b = BoundsOf(kind, t.name);
     CaptureNeeds n;
     n.per_unit = true;
     n.band = true;
-    n.band_lo = kind == Kind::kTanh ? p_.tanh_min : p_.sigmoid_min;
-    n.band_hi = kind == Kind::kTanh ? p_.tanh_max : p_.sigmoid_max;
+    n.band_lo = b.lo;
+    n.band_hi = b.hi;
     n.modes = JudgedModes(CaptureNeeds::TrainModes());
     return n;
   }
@@ -75,9 +96,9 @@ class SaturatedActivationRule final : public TensorRuleT<SaturatedActivationRule
     State& st = state_.Get(PerTensor<State>::WorkerGroup(step.worker), info.id, &first);
     if (first) {
       st.kind = KindOf(info.name);
-      const double lo = st.kind == Kind::kTanh ? p_.tanh_min : p_.sigmoid_min;
-      const double hi = st.kind == Kind::kTanh ? p_.tanh_max : p_.sigmoid_max;
-      st.exact = p_.band_counts == 1 || (p_.band_counts < 0 && HasBandCounts(info, lo, hi));
+      st.bounds = BoundsOf(st.kind, info.name);
+      st.exact = p_.band_counts == 1 ||
+                 (p_.band_counts < 0 && HasBandCounts(info, st.bounds.lo, st.bounds.hi));
     }
     if (st.kind == Kind::kUnknown) {
       // Noted at the first sight only (the same text each time after it).
@@ -95,8 +116,7 @@ class SaturatedActivationRule final : public TensorRuleT<SaturatedActivationRule
       return;
     }
     const bool tanh = st.kind == Kind::kTanh;
-    const double lo = tanh ? p_.tanh_min : p_.sigmoid_min;
-    const double hi = tanh ? p_.tanh_max : p_.sigmoid_max;
+    const double lo = st.bounds.lo, hi = st.bounds.hi;
     const std::vector<TensorStats>& ch = r.per_channel->channels;
     if (st.units != ch.size()) {  // a new layer shape starts over
       st.units = ch.size();
@@ -130,10 +150,14 @@ class SaturatedActivationRule final : public TensorRuleT<SaturatedActivationRule
     findings->push_back(MakeFinding(
         step, info.name,
         std::to_string(sat.size()) + " of " + std::to_string(units) + " units of " +
-            (tanh ? "tanh" : "sigmoid") + " input " + info.name + " (" + Num(pct) +
-            "% > threshold_layer " + Num(p_.threshold_layer) + "%) are saturated: outside (" +
-            Num(lo) + ", " + Num(hi) + ") in > " + Num(100 - p_.threshold_inactivity) +
-            "% of their inputs (channels " + IndexList(sat) +
+            (tanh ? "tanh" : "sigmoid") + (st.bounds.output ? " output " : " input ") + info.name +
+            " (" + Num(pct) + "% > threshold_layer " + Num(p_.threshold_layer) +
+            "%) are saturated: outside (" + Num(lo) + ", " + Num(hi) + ")" +
+            (st.bounds.output ? std::string(", the activation of (") + Num(st.bounds.x_lo) + ", " +
+                                    Num(st.bounds.x_hi) + "),"
+                              : std::string()) +
+            " in > " + Num(100 - p_.threshold_inactivity) + "% of their inputs (channels " +
+            IndexList(sat) +
             "), so almost no gradient flows; normalize the inputs (batch/layer norm), lower the "
             "learning rate, or scale the initialization down",
         {{"saturated_percent", pct},
@@ -147,6 +171,27 @@ class SaturatedActivationRule final : public TensorRuleT<SaturatedActivationRule
 
  private:
   enum class Kind { kTanh, kSigmoid, kUnknown };
+  // The saturation band of a tensor: its input's (x_lo, x_hi), or for an
+  // output the activation of those bounds (the function is increasing). In
+  // float32, tanh(9.4999) rounds to 1, where torch's backward (1 - y^2) is
+  // exactly 0, and sigmoid(16.99999) to the float below 1 (y (1 - y) < 1e-7).
+  struct Bounds {
+    double lo = 0, hi = 0;
+    double x_lo = 0, x_hi = 0;
+    bool output = false;
+  };
+  Bounds BoundsOf(Kind kind, const std::string& name) const {
+    Bounds b;
+    b.x_lo = kind == Kind::kTanh ? p_.tanh_min : p_.sigmoid_min;
+    b.x_hi = kind == Kind::kTanh ? p_.tanh_max : p_.sigmoid_max;
+    b.output = NamesAnOutput(name);
+    const auto f = [kind](double x) {
+      return kind == Kind::kTanh ? std::tanh(x) : 1.0 / (1.0 + std::exp(-x));
+    };
+    b.lo = b.output ? f(b.x_lo) : b.x_lo;
+    b.hi = b.output ? f(b.x_hi) : b.x_hi;
+    return b;
+  }
   static Kind KindOf(const std::string& name) {
     return NameContains(name, "tanh")      ? Kind::kTanh
            : NameContains(name, "sigmoid") ? Kind::kSigmoid
@@ -154,6 +199,7 @@ class SaturatedActivationRule final : public TensorRuleT<SaturatedActivationRule
   }
   struct State {
     Kind kind = Kind::kUnknown;
+    Bounds bounds;
     bool exact = false;  // band counts of the rule's band
     std::size_t units = 0;
     // Per judged step in the window: (unsaturated, non-NaN) inputs per unit.

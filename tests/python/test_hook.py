@@ -661,7 +661,7 @@ def test_relus_called_as_functions_are_captured_and_judged(tmp_path):
 class FunctionalActivationNet(torch.nn.Module):
     """Activations other than ReLU called as functions: after a layer (tanh,
     sigmoid as a method, GELU); after a sum (a GELU keeps its input, a tanh
-    does not), and after another activation that no layer takes in; and in
+    its output), and after another activation that no layer takes in; and in
     place (its input is gone)."""
 
     def __init__(self, scale=1.0):
@@ -680,8 +680,8 @@ class FunctionalActivationNet(torch.nn.Module):
         h = torch.nn.functional.gelu(self.fc3(h))         # fc3.gelu_input
         self.summed = self.fc4(h) + self.skip(x)
         s = torch.nn.functional.gelu(self.summed)         # fc5_input.gelu_input
-        s = torch.tanh(self.fc5(s) + s)                   # a sum into a tanh: not read
-        s = torch.sigmoid(torch.tanh(self.fc7(s)))        # neither read
+        s = torch.tanh(self.fc5(s) + s)                   # fc7_input.tanh_output
+        s = torch.sigmoid(torch.tanh(self.fc7(s)))        # fc6_input.sigmoid_output
         return self.out(self.fc6(s).tanh_())              # in place: not read
 
 
@@ -691,6 +691,10 @@ def test_activations_called_as_functions_have_their_inputs_captured(tmp_path):
     rec = Recorder({name: getattr(model, name) for name in ("fc1", "fc2", "fc3")})
     sums = []  # torch's stats of the sum that went into the GELU, by step
     model.fc5.register_forward_pre_hook(lambda _m, _i: sums.append(torch_stats(model.summed)))
+    fed = {"fc7": [], "fc6": []}  # torch's stats of the tanh's and sigmoid's outputs
+    for name in fed:
+        getattr(model, name).register_forward_pre_hook(
+            lambda _m, i, name=name: fed[name].append(torch_stats(i[0])))
     with pytest.warns(RuntimeWarning, match="fc6_output was changed in place"), \
             tstat.pytorch.Hook(out_dir=str(tmp_path / "run"), config=EVERY_STEP) as hook:
         train(model, hook, 5, (8, 10), seed=2,
@@ -704,6 +708,11 @@ def test_activations_called_as_functions_have_their_inputs_captured(tmp_path):
         for name, activation in (("fc1", "tanh"), ("fc2", "sigmoid"), ("fc3", "gelu")):
             assert_stats(trial, f"{name}.{activation}_input", step, rec.values[(name, step)])
         assert_stats(trial, "fc5_input.gelu_input", step, sums[step])
+        assert_stats(trial, "fc7_input.tanh_output", step, fed["fc7"][step])
+        assert_stats(trial, "fc6_input.sigmoid_output", step, fed["fc6"][step])
+    outputs = sorted(n for n in trial.tensor_names() if "." in n and n.endswith("_output")
+                     and not n.endswith("relu_output"))
+    assert outputs == ["fc6_input.sigmoid_output", "fc7_input.tanh_output"], outputs
     assert trial.findings().empty, trial.findings()[["type", "tensor"]]
 
     # fc1's tanh saturated by its weights (inputs of std ~1,000):
@@ -724,6 +733,42 @@ def test_activations_called_as_functions_have_their_inputs_captured(tmp_path):
         train(FunctionalActivationNet(), hook, 2, (8, 10))
     names = trials.create_trial(str(tmp_path / "off")).tensor_names()
     assert not [n for n in names if "." in n and n.endswith("_input")], names
+
+
+class SummedGate(torch.nn.Module):
+    """A tanh and a sigmoid of sums (a residual, an LSTM-like gate): autograd
+    keeps their outputs, not the sums."""
+
+    def __init__(self, scale=1.0):
+        super().__init__()
+        self.a, self.b = torch.nn.Linear(10, 16), torch.nn.Linear(10, 16)
+        self.c, self.d = torch.nn.Linear(16, 16), torch.nn.Linear(16, 16)
+        self.out = torch.nn.Linear(16, 3)
+        with torch.no_grad():
+            self.a.weight.mul_(scale)
+
+    def forward(self, x):
+        h = torch.tanh(self.a(x) + self.b(x))         # c_input.tanh_output
+        g = torch.sigmoid(self.c(h) + 1.0)            # d_input.sigmoid_output
+        return self.out(self.d(g) * h)
+
+
+def test_a_tanh_after_a_sum_is_judged_on_its_output(tmp_path):
+    torch.manual_seed(5)
+    with tstat.pytorch.Hook(out_dir=str(tmp_path / "run")) as hook:
+        train(SummedGate(), hook, 6, (64, 10))
+    trial = trials.create_trial(str(tmp_path / "run"))
+    assert {"c_input.tanh_output", "d_input.sigmoid_output"} <= set(trial.tensor_names())
+    assert trial.findings().empty, trial.findings()[["type", "tensor"]]
+    # The sum's weights scaled up: |a(x) + b(x)| in the thousands, the tanh
+    # at +-1 (float32), no gradient through it.
+    torch.manual_seed(5)
+    with tstat.pytorch.Hook(out_dir=str(tmp_path / "saturated")) as hook:
+        train(SummedGate(scale=2000.0), hook, 6, (64, 10))
+    found = trials.create_trial(str(tmp_path / "saturated")).findings()
+    sat = found[found["type"] == "saturated_activation"]
+    assert set(sat["tensor"]) == {"c_input.tanh_output"}, found[["type", "tensor"]]
+    assert "tanh output" in sat["message"].iloc[0], sat["message"].iloc[0]
 
 
 class KeptActivation(torch.nn.Module):

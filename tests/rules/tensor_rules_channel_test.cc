@@ -3,6 +3,8 @@
 // nlp_sequence_ratio and low_precision_range.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "tests/rules/tensor_rules_test_util.h"
 
 namespace tstat::rules::test {
@@ -183,7 +185,8 @@ TEST_F(SaturatedActivationTest, ActivityIsOverTheLastWindowOfSteps) {
     std::vector<std::int64_t> steps;
     for (int s = 0; s <= 5; ++s) {
       const auto& x = s < 3 ? ok : sat;
-      for (const Finding& f : Feed(rule.get(), cat_, Batch(s, {RecordOf(0, x, PerChannel(), {2, 4})}))) {
+      for (const Finding& f :
+           Feed(rule.get(), cat_, Batch(s, {RecordOf(0, x, PerChannel(), {2, 4})}))) {
         steps.push_back(f.step.global_step);
       }
     }
@@ -204,8 +207,8 @@ TEST_F(SaturatedActivationTest, BandCountsAreUsedWhenTheRulesAskedForThem) {
   }
   x[0] = 0.0;  // channel 0: 1 of 20 inputs live (5%): not saturated
   MapCatalog cat;
-  cat.Add(0, "fc1.tanh_input", {"inputs", "rules.units.band_-9.4999000000000002_9.4999000000000002.train"},
-          {20, 4});
+  cat.Add(0, "fc1.tanh_input",
+          {"inputs", "rules.units.band_-9.4999000000000002_9.4999000000000002.train"}, {20, 4});
   cat.Add(1, "fc2.tanh_input", {"inputs"}, {20, 4});
   auto rule = MustCreate("saturated_activation");
   TensorInfo t = *cat.Find(0);
@@ -213,13 +216,59 @@ TEST_F(SaturatedActivationTest, BandCountsAreUsedWhenTheRulesAskedForThem) {
   EXPECT_TRUE(n.per_unit && n.band);
   EXPECT_EQ(n.band_lo, -9.4999);
   EXPECT_EQ(n.band_hi, 9.4999);
-  auto f = Feed(rule.get(), cat, Batch(0, {RecordOf(0, std::vector<double>(x.begin(), x.begin() + 80), opt, {20, 4}),
-                                           RecordOf(1, std::vector<double>(x.begin(), x.begin() + 80), opt, {20, 4})}));
+  auto f =
+      Feed(rule.get(), cat,
+           Batch(0, {RecordOf(0, std::vector<double>(x.begin(), x.begin() + 80), opt, {20, 4}),
+                     RecordOf(1, std::vector<double>(x.begin(), x.begin() + 80), opt, {20, 4})}));
   // fc1 (in the rules' band collection): exact counts, 3 of 4 units saturated.
   // fc2: min/max only, and every channel is two-sided: nothing.
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].tensor, "fc1.tanh_input");
   EXPECT_DOUBLE_EQ(Value(f[0], "saturated_units"), 3);
+}
+
+// An activation's output (the hook's name for a tanh or sigmoid after a
+// sum) is judged against the activation of the bounds: in float32 a tanh
+// saturates to exactly +-1 (tanh(9.4999) rounds to 1), a sigmoid to the
+// float below 1 or more, or to sigmoid(-23) or less. Selected by default as
+// "<module>_input.<act>_output", and its band counts are asked for in output space.
+TEST_F(SaturatedActivationTest, OutputsAreJudgedAgainstTheActivationOfTheBounds) {
+  MapCatalog cat;
+  cat.Add(0, "fc2_input.tanh_output", {}, {2, 4});
+  cat.Add(1, "fc3_input.sigmoid_output", {}, {2, 4});
+  cat.Add(2, "act.Tanh_output", {}, {2, 4});  // a module's output: not selected by default
+  auto rule = MustCreate("saturated_activation");
+  const CaptureNeeds n = rule->Needs(*cat.Find(0));
+  EXPECT_TRUE(n.per_unit && n.band);
+  EXPECT_EQ(static_cast<float>(n.band_lo), -1.0f);
+  EXPECT_EQ(static_cast<float>(n.band_hi), 1.0f);
+  EXPECT_EQ(n.band_hi, std::tanh(9.4999));
+  const CaptureNeeds ns = rule->Needs(*cat.Find(1));
+  EXPECT_EQ(ns.band_lo, 1.0 / (1.0 + std::exp(23.0)));
+  EXPECT_EQ(static_cast<float>(ns.band_hi), std::nextafter(1.0f, 0.0f));  // y (1 - y) < 1e-7
+  EXPECT_FALSE(rule->Needs(*cat.Find(2)).per_unit);
+
+  // tanh outputs: 3 of 4 units at +-1; 0.9999 is a live unit (as is 9 as an input).
+  const auto sat = Channels({1, -1, 1, 0.2}, {1, -1, 1, 0.9999});
+  auto f = Feed(rule.get(), cat, Batch(0, {RecordOf(0, sat, PerChannel(), {2, 4})}));
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_DOUBLE_EQ(Value(f[0], "saturated_units"), 3);
+  EXPECT_DOUBLE_EQ(Value(f[0], "threshold_max"), std::tanh(9.4999));
+  EXPECT_TRUE(Contains(f[0].message, "tanh output fc2_input.tanh_output")) << f[0].message;
+  EXPECT_TRUE(Contains(f[0].message, "the activation of (-9.4999, 9.4999)")) << f[0].message;
+  // Healthy outputs of an input-space rule's saturated inputs (|x| = 10, 12)
+  // are not judged as inputs: tanh(10) < 10.
+  auto healthy = MustCreate("saturated_activation");
+  const auto live = Channels({0.5, -0.9, 0.99, 0}, {0.7, -0.2, 0.999, 0.1});
+  EXPECT_TRUE(
+      Feed(healthy.get(), cat, Batch(0, {RecordOf(0, live, PerChannel(), {2, 4})})).empty());
+  // sigmoid outputs: 1 and 1e-11 saturated, 0.5 and 1e-9 live.
+  auto sig = MustCreate("saturated_activation");
+  const auto ys = Channels({1, 1e-11, 1, 0.5}, {1, 1e-11, 1, 1e-9});
+  f = Feed(sig.get(), cat, Batch(0, {RecordOf(1, ys, PerChannel(), {2, 4})}));
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_DOUBLE_EQ(Value(f[0], "saturated_units"), 3);
+  EXPECT_TRUE(Contains(f[0].message, "sigmoid output")) << f[0].message;
 }
 
 TEST_F(SaturatedActivationTest, ParametersAndDiagnostics) {
