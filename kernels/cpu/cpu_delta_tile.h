@@ -47,22 +47,26 @@ static inline double LoadDeltaScalar(const unsigned char* base, std::int64_t i) 
   }
 }
 
+// The lane accumulators of pairs [0, whole) of a block.
+struct DeltaLanes {
+  DeltaVecD l1 = {}, l2sq = {}, amax = {};
+  DeltaVecL changed = {}, nonfinite = {};  // -1 per counted pair, negated when folded
+};
+
 // The lanes folded in lane order, then the last n % 8 pairs one by one.
 template <DType D>
 static inline DeltaPartial FoldDeltaLanes(const unsigned char* x, const unsigned char* p,
                                           std::int64_t n, std::int64_t whole,
-                                          const DeltaTolerance& tol, const DeltaVecD& l1,
-                                          const DeltaVecD& l2sq, const DeltaVecD& amax,
-                                          const DeltaVecL& changed, const DeltaVecL& nonfinite) {
+                                          const DeltaTolerance& tol, const DeltaLanes& a) {
   DeltaPartial acc = DeltaPartial::Identity();
   for (int l = 0; l < kDeltaLanes; ++l) {
     DeltaPartial lane;
     lane.count = static_cast<std::uint64_t>(whole / kDeltaLanes);
-    lane.changed = static_cast<std::uint64_t>(-changed[l]);
-    lane.nonfinite = static_cast<std::uint64_t>(-nonfinite[l]);
-    lane.l1 = l1[l];
-    lane.l2sq = l2sq[l];
-    lane.amax = amax[l];
+    lane.changed = static_cast<std::uint64_t>(-a.changed[l]);
+    lane.nonfinite = static_cast<std::uint64_t>(-a.nonfinite[l]);
+    lane.l1 = a.l1[l];
+    lane.l2sq = a.l2sq[l];
+    lane.amax = a.amax[l];
     acc = MergeDelta(acc, lane);
   }
   for (std::int64_t i = whole; i < n; ++i) {
@@ -71,60 +75,58 @@ static inline DeltaPartial FoldDeltaLanes(const unsigned char* x, const unsigned
   return acc;
 }
 
-// A block is first reduced as if every pair were finite, as nearly every
-// block of weights is: for finite pairs the same arithmetic as the masked
-// loop below, in the same lanes, without its finiteness masks (about half
-// its work per pair). A pair with a NaN or an infinity makes its |x - p|,
-// and so its lane's l1, NaN or infinite; a block with any l1 lane not
-// finite (that, or float64 values whose sum overflows) is reduced again by
-// the masked loop. The result has the masked loop's bits either way.
-template <DType D>
-__attribute__((flatten)) static DeltaPartial DeltaBlockVec(const unsigned char* x,
-                                                           const unsigned char* p, std::int64_t n,
-                                                           const DeltaTolerance& tol) {
+// kMasked false: every pair taken as finite, the arithmetic of the masked
+// loop for finite pairs in the same lanes, without its finiteness masks
+// (about half its work per pair); a pair with a NaN or an infinity makes its
+// |x - p|, and so its lane's l1, NaN or infinite. kMasked true: a pair with a
+// non-finite side adds d = +0, counts as non-finite, and as changed when its
+// sides differ.
+template <DType D, bool kMasked>
+static inline DeltaLanes DeltaLoop(const unsigned char* x, const unsigned char* p,
+                                   std::int64_t whole, const DeltaTolerance& tol) {
   const DeltaVecD zero = {};
   const DeltaVecD atol = zero + tol.atol;
   const DeltaVecD rtol = zero + tol.rtol;
   const DeltaVecL abs_mask = (DeltaVecL){} + static_cast<std::int64_t>(0x7fffffffffffffffLL);
-  const std::int64_t whole = n - n % kDeltaLanes;
-  {
-    DeltaVecD l1 = zero, l2sq = zero, amax = zero;
-    DeltaVecL changed = {};
-    for (std::int64_t i = 0; i < whole; i += kDeltaLanes) {
-      const DeltaVecD xv = LoadDelta8<D>(x, i);
-      const DeltaVecD pv = LoadDelta8<D>(p, i);
-      const DeltaVecD d = xv - pv;
-      const DeltaVecD ad = (DeltaVecD)((DeltaVecL)d & abs_mask);
-      const DeltaVecD ap = (DeltaVecD)((DeltaVecL)pv & abs_mask);
-      const DeltaVecD limit = atol + rtol * ap;
-      changed += ad > limit;
-      l1 += ad;
-      l2sq += d * d;
-      amax = ad > amax ? ad : amax;
-    }
-    const DeltaVecL finite = l1 - l1 == zero;
-    bool all_finite = true;
-    for (int l = 0; l < kDeltaLanes; ++l) all_finite = all_finite && finite[l] != 0;
-    if (all_finite) {
-      return FoldDeltaLanes<D>(x, p, n, whole, tol, l1, l2sq, amax, changed, DeltaVecL{});
-    }
-  }
-  DeltaVecD l1 = zero, l2sq = zero, amax = zero;
-  DeltaVecL changed = {}, nonfinite = {};  // -1 per counted pair, negated at the end
+  DeltaLanes a;
   for (std::int64_t i = 0; i < whole; i += kDeltaLanes) {
     const DeltaVecD xv = LoadDelta8<D>(x, i);
     const DeltaVecD pv = LoadDelta8<D>(p, i);
-    const DeltaVecL fin = (xv - xv == zero) & (pv - pv == zero);
-    // d of a pair with a non-finite side is +0: it adds nothing below.
-    const DeltaVecD d = (DeltaVecD)((DeltaVecL)(xv - pv) & fin);
+    DeltaVecD d = xv - pv;
+    DeltaVecL fin = {};
+    if constexpr (kMasked) {
+      fin = (xv - xv == zero) & (pv - pv == zero);
+      d = (DeltaVecD)((DeltaVecL)d & fin);
+    }
     const DeltaVecD ad = (DeltaVecD)((DeltaVecL)d & abs_mask);
     const DeltaVecD ap = (DeltaVecD)((DeltaVecL)pv & abs_mask);
     const DeltaVecD limit = atol + rtol * ap;
-    changed += (fin & (ad > limit)) | (~fin & (xv != pv));
-    nonfinite += ~fin;
-    l1 += ad;
-    l2sq += d * d;
-    amax = ad > amax ? ad : amax;
+    if constexpr (kMasked) {
+      a.changed += (fin & (ad > limit)) | (~fin & (xv != pv));
+      a.nonfinite += ~fin;
+    } else {
+      a.changed += ad > limit;
+    }
+    a.l1 += ad;
+    a.l2sq += d * d;
+    a.amax = ad > a.amax ? ad : a.amax;
   }
-  return FoldDeltaLanes<D>(x, p, n, whole, tol, l1, l2sq, amax, changed, nonfinite);
+  return a;
+}
+
+// A block is first reduced as if every pair were finite, as nearly every
+// block of weights is; a block with any l1 lane not finite (a NaN or an
+// infinity, or float64 values whose sum overflows) is reduced again by the
+// masked loop. The result has the masked loop's bits either way.
+template <DType D>
+__attribute__((flatten)) static DeltaPartial DeltaBlockVec(const unsigned char* x,
+                                                           const unsigned char* p, std::int64_t n,
+                                                           const DeltaTolerance& tol) {
+  const std::int64_t whole = n - n % kDeltaLanes;
+  DeltaLanes a = DeltaLoop<D, false>(x, p, whole, tol);
+  const DeltaVecL finite = a.l1 - a.l1 == (DeltaVecD){};
+  bool all_finite = true;
+  for (int l = 0; l < kDeltaLanes; ++l) all_finite = all_finite && finite[l] != 0;
+  if (!all_finite) a = DeltaLoop<D, true>(x, p, whole, tol);
+  return FoldDeltaLanes<D>(x, p, n, whole, tol, a);
 }
