@@ -24,7 +24,8 @@ activation module whose name does not say which, "block.act.GELU_output"; a
 module called again in the same step "<path>#1_output"), the inputs of activation
 functions ("<path>_input", as they enter the function), the outputs of ReLUs
 called as functions (F.relu: "<layer>.relu_output") and the inputs of other
-activations called as functions (torch.tanh: "<layer>.tanh_input"; see
+activations called as functions (torch.tanh: "<layer>.tanh_input"; a tanh
+or sigmoid of a sum: its output, "<path>_input.tanh_output"; see
 _functional_activation), the module's input ("<name>_input") and the
 loss are registered with the session the first time they exist; each is
 read when its collections' schedules say it is due, in place (CPU tensors:
