@@ -4,9 +4,10 @@
 // exactly the rows appended, in order, with the layout docs/storage-format.md gives: a
 // table that fills a chunk at level 1..9 is chunked and extendible (rows per
 // chunk as a whole-written table of that size gets), a smaller one, and any
-// at level 0, is the fixed-size dataset of a whole write. In the writer: a
-// failing chunk write counts every lost record once, and a writer destroyed
-// with a table open leaves nothing open.
+// at level 0, is the fixed-size dataset of a whole write. In the writer: the
+// per-channel rows of wide layers are streamed too and read back exactly; a
+// failing chunk write (stats or channels) counts every lost record once, and
+// a writer destroyed with a table open leaves nothing open.
 #include "io/write/streamed_table.h"
 
 #include <gtest/gtest.h>
@@ -267,14 +268,26 @@ TEST(StreamedTableTest, WriterCountsEveryRecordLostToAFailingChunkWrite) {
   EXPECT_EQ(OpenH5ObjectCount(), 0);
 }
 
+// A record of tensor `t` at `step` with kWideChannels distinct per-channel stats.
+constexpr std::uint32_t kWideTensors = 2, kWideChannels = 1500;
+TensorStatsRecord WideChannelRecord(std::int64_t step, std::uint32_t t) {
+  TensorStatsRecord r = SyntheticStatsRecord(step, t);
+  PerChannelStats& pc = r.per_channel.emplace();
+  pc.axis = static_cast<int>(t);
+  for (std::uint32_t c = 0; c < kWideChannels; ++c) {
+    pc.channels.push_back(SyntheticStatsRecord(step, 1000 + c * kWideTensors + t).stats);
+  }
+  return r;
+}
+
 // Per-channel rows (thousands a step where layers are wide) go to the
 // segment file a chunk at a time as well: a segment of three chunks and a
 // tail reads back channel by channel at every step, streamed (chunked and
 // extendible) at level 1 and written whole at the flush at level 0.
 TEST(StreamedTableTest, WriterStreamsWideChannelTables) {
-  constexpr std::uint32_t kTensors = 2, kChannels = 1500;
+  constexpr std::uint32_t kTensors = kWideTensors;
   constexpr std::int64_t kSteps = 8;
-  const std::uint64_t rows = kTensors * kChannels * static_cast<std::uint64_t>(kSteps);
+  const std::uint64_t rows = kTensors * kWideChannels * static_cast<std::uint64_t>(kSteps);
   StreamedTable probe(kChannelsTable);
   {
     H5Lock lock;
@@ -282,15 +295,7 @@ TEST(StreamedTableTest, WriterStreamsWideChannelTables) {
   }
   ASSERT_GT(rows, 3 * probe.chunk_rows());
   ASSERT_NE(rows % probe.chunk_rows(), 0u);
-  auto record = [](std::int64_t step, std::uint32_t t) {
-    TensorStatsRecord r = SyntheticStatsRecord(step, t);
-    PerChannelStats& pc = r.per_channel.emplace();
-    pc.axis = static_cast<int>(t);
-    for (std::uint32_t c = 0; c < kChannels; ++c) {
-      pc.channels.push_back(SyntheticStatsRecord(step, 1000 + c * kTensors + t).stats);
-    }
-    return r;
-  };
+  const auto record = WideChannelRecord;
   for (int level : {0, 1}) {
     SCOPED_TRACE("level " + std::to_string(level));
     TempDir dir;
@@ -325,6 +330,54 @@ TEST(StreamedTableTest, WriterStreamsWideChannelTables) {
     }
   }
   EXPECT_EQ(OpenH5ObjectCount(), 0);
+}
+
+// A channels chunk that cannot be written fails the segment as a stats chunk
+// does, at the Write that filled it: every record of the segment is counted
+// lost, and the next segment starts its table at row 0.
+TEST(StreamedTableTest, WriterCountsRecordsLostToAFailingChannelChunkWrite) {
+  TempDir dir;
+  auto writer = OpenWriterOrDie(dir.path(), 0, 1, "{}", 1);
+  TSTAT_ASSERT_OK(writer->RegisterTensors(NumberedTensors(kWideTensors)));
+  StepBatch first = MakeBatch(0);
+  first.stats.push_back(SyntheticStatsRecord(0, 0));
+  TSTAT_ASSERT_OK(writer->Write(first));
+  TSTAT_ASSERT_OK(writer->Flush({}));
+  Status failure;
+  std::uint64_t attempted = 0;
+  std::int64_t step = 1;
+  {
+    FileSizeLimit limit(64 * 1024);
+    ASSERT_TRUE(limit.set());
+    // 3,000 channel rows a step: a chunk fills within the first three steps.
+    for (; step <= 6 && failure.ok(); ++step) {
+      StepBatch b = MakeBatch(step);
+      for (std::uint32_t t = 0; t < kWideTensors; ++t)
+        b.stats.push_back(WideChannelRecord(step, t));
+      attempted += kWideTensors;
+      failure = writer->Write(b);
+    }
+  }
+  ASSERT_FALSE(failure.ok()) << "no Write failed";
+  std::cout << "file size limit, streamed channels (step " << step - 1
+            << "): " << failure.ToString() << "\n";
+  EXPECT_NE(failure.message().find("seg-000000000001.h5.tmp"), std::string::npos)
+      << failure.message();
+  EXPECT_NE(failure.message().find(std::to_string(attempted) + " records lost"), std::string::npos)
+      << failure.message();
+  EXPECT_EQ(writer->records_lost(), attempted);
+  StepBatch next = MakeBatch(100);
+  for (std::uint32_t t = 0; t < kWideTensors; ++t) next.stats.push_back(WideChannelRecord(100, t));
+  TSTAT_ASSERT_OK(writer->Write(next));
+  TSTAT_ASSERT_OK(writer->Close({}));
+  writer.reset();
+  EXPECT_EQ(OpenH5ObjectCount(), 0);
+  auto trial = Trial::Open(dir.path());
+  TSTAT_ASSERT_OK(trial);
+  EXPECT_EQ((*trial)->steps().size(), 2u);
+  auto got = (*trial)->record("w1", 100);
+  TSTAT_ASSERT_OK(got);
+  testing::ExpectRecordEqual(*got, WideChannelRecord(100, 1), "w1 at step 100");
 }
 
 // Destroyed with the exp_hist table open (past its first chunk): the segment
