@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -217,55 +218,70 @@ TEST(StreamedTableTest, H5pyReadsAStreamedTableAsAWholeWrittenOne) {
   EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
 }
 
-// Stats rows go to the file a chunk at a time while the segment is open
-// (io/streamed_table.h): a chunk write that fails fails the segment, and the
-// records lost are exactly those of the segment, the failing step's included,
-// whether the failure comes at a Write or at the Flush.
-TEST(StreamedTableTest, WriterCountsEveryRecordLostToAFailingChunkWrite) {
-  TempDir dir;
-  auto writer = OpenWriterOrDie(dir.path());
-  constexpr std::uint32_t kTensors = 1000;
-  TSTAT_ASSERT_OK(writer->RegisterTensors(NumberedTensors(kTensors)));
+using RecordFn = TensorStatsRecord (*)(std::int64_t step, std::uint32_t tensor_id);
+
+// A writer of `tensors` tensors with one step flushed, then steps of
+// make(step, t) for every tensor written under a 64 KiB file size limit until
+// a Write fails (at most `max_steps` of them; with `then_flush`, a Flush after
+// them when none did): the failure names the second segment, every record
+// written since the flush is counted lost, and the writer goes on with step
+// 100 in a new segment, whose trial is returned.
+std::unique_ptr<Trial> FailAChunkWriteAndGoOn(const TempDir& dir, std::uint32_t tensors,
+                                              RecordFn make, std::int64_t max_steps,
+                                              bool then_flush, int level, const char* what) {
+  auto writer = OpenWriterOrDie(dir.path(), 0, 1, "{}", level);
+  EXPECT_TRUE(writer->RegisterTensors(NumberedTensors(tensors)).ok());
   StepBatch first = MakeBatch(0);
   first.stats.push_back(SyntheticStatsRecord(0, 0));
-  TSTAT_ASSERT_OK(writer->Write(first));
-  TSTAT_ASSERT_OK(writer->Flush({}));
+  EXPECT_TRUE(writer->Write(first).ok());
+  EXPECT_TRUE(writer->Flush({}).ok());
   Status failure;
   std::uint64_t attempted = 0;  // records handed to the writer since the flush
   std::int64_t step = 1;
   {
     FileSizeLimit limit(64 * 1024);
-    ASSERT_TRUE(limit.set());
-    // 20,000 rows: three full chunks of 6,636 rows, well past 64 KiB deflated.
-    for (; step <= 20 && failure.ok(); ++step) {
+    EXPECT_TRUE(limit.set());
+    for (; step <= max_steps && failure.ok(); ++step) {
       StepBatch b = MakeBatch(step);
-      for (std::uint32_t t = 0; t < kTensors; ++t) b.stats.push_back(SyntheticStatsRecord(step, t));
-      attempted += kTensors;
+      for (std::uint32_t t = 0; t < tensors; ++t) b.stats.push_back(make(step, t));
+      attempted += tensors;
       failure = writer->Write(b);
     }
-    if (failure.ok()) failure = writer->Flush({});
+    if (failure.ok() && then_flush) failure = writer->Flush({});
   }
-  ASSERT_FALSE(failure.ok());
-  std::cout << "file size limit, streamed stats (step " << step - 1 << "): " << failure.ToString()
-            << "\n";
+  EXPECT_FALSE(failure.ok()) << what << ": nothing failed";
+  std::cout << "file size limit, streamed " << what << " (step " << step - 1
+            << "): " << failure.ToString() << "\n";
   EXPECT_NE(failure.message().find("seg-000000000001.h5.tmp"), std::string::npos)
       << failure.message();
   EXPECT_NE(failure.message().find(std::to_string(attempted) + " records lost"), std::string::npos)
       << failure.message();
   EXPECT_EQ(writer->records_lost(), attempted);
-  // The writer goes on with a new segment whose table starts at row 0.
   StepBatch next = MakeBatch(100);
-  for (std::uint32_t t = 0; t < kTensors; ++t) next.stats.push_back(SyntheticStatsRecord(100, t));
-  TSTAT_ASSERT_OK(writer->Write(next));
-  TSTAT_ASSERT_OK(writer->Close({}));
-  auto trial = Trial::Open(dir.path());
-  TSTAT_ASSERT_OK(trial);
-  EXPECT_EQ((*trial)->steps().size(), 2u);
-  auto stats = (*trial)->stats("w999", 100);
-  TSTAT_ASSERT_OK(stats);
-  ExpectStatsEqual(*stats, SyntheticStatsRecord(100, 999).stats, "w999 at step 100");
+  for (std::uint32_t t = 0; t < tensors; ++t) next.stats.push_back(make(100, t));
+  EXPECT_TRUE(writer->Write(next).ok());
+  EXPECT_TRUE(writer->Close({}).ok());
   writer.reset();
   EXPECT_EQ(OpenH5ObjectCount(), 0);
+  auto trial = Trial::Open(dir.path());
+  EXPECT_TRUE(trial.ok()) << testing::StatusText(trial);
+  if (!trial.ok()) return nullptr;
+  EXPECT_EQ((*trial)->steps().size(), 2u);
+  return std::move(*trial);
+}
+
+// Stats rows go to the file a chunk at a time while the segment is open
+// (io/streamed_table.h): a chunk write that fails fails the segment, and the
+// records lost are exactly those of the segment, the failing step's included,
+// whether the failure comes at a Write or at the Flush. 1,000 tensors a step:
+// three full chunks of 6,636 rows in 20 steps, well past 64 KiB deflated.
+TEST(StreamedTableTest, WriterCountsEveryRecordLostToAFailingChunkWrite) {
+  TempDir dir;
+  auto trial = FailAChunkWriteAndGoOn(dir, 1000, SyntheticStatsRecord, 20, true, 4, "stats");
+  ASSERT_NE(trial, nullptr);
+  auto stats = trial->stats("w999", 100);
+  TSTAT_ASSERT_OK(stats);
+  ExpectStatsEqual(*stats, SyntheticStatsRecord(100, 999).stats, "w999 at step 100");
 }
 
 // A record of tensor `t` at `step` with kWideChannels distinct per-channel stats.
@@ -333,49 +349,14 @@ TEST(StreamedTableTest, WriterStreamsWideChannelTables) {
 }
 
 // A channels chunk that cannot be written fails the segment as a stats chunk
-// does, at the Write that filled it: every record of the segment is counted
-// lost, and the next segment starts its table at row 0.
+// does, at the Write that filled it (3,000 channel rows a step: a chunk
+// fills within three steps, and no Flush follows).
 TEST(StreamedTableTest, WriterCountsRecordsLostToAFailingChannelChunkWrite) {
   TempDir dir;
-  auto writer = OpenWriterOrDie(dir.path(), 0, 1, "{}", 1);
-  TSTAT_ASSERT_OK(writer->RegisterTensors(NumberedTensors(kWideTensors)));
-  StepBatch first = MakeBatch(0);
-  first.stats.push_back(SyntheticStatsRecord(0, 0));
-  TSTAT_ASSERT_OK(writer->Write(first));
-  TSTAT_ASSERT_OK(writer->Flush({}));
-  Status failure;
-  std::uint64_t attempted = 0;
-  std::int64_t step = 1;
-  {
-    FileSizeLimit limit(64 * 1024);
-    ASSERT_TRUE(limit.set());
-    // 3,000 channel rows a step: a chunk fills within the first three steps.
-    for (; step <= 6 && failure.ok(); ++step) {
-      StepBatch b = MakeBatch(step);
-      for (std::uint32_t t = 0; t < kWideTensors; ++t)
-        b.stats.push_back(WideChannelRecord(step, t));
-      attempted += kWideTensors;
-      failure = writer->Write(b);
-    }
-  }
-  ASSERT_FALSE(failure.ok()) << "no Write failed";
-  std::cout << "file size limit, streamed channels (step " << step - 1
-            << "): " << failure.ToString() << "\n";
-  EXPECT_NE(failure.message().find("seg-000000000001.h5.tmp"), std::string::npos)
-      << failure.message();
-  EXPECT_NE(failure.message().find(std::to_string(attempted) + " records lost"), std::string::npos)
-      << failure.message();
-  EXPECT_EQ(writer->records_lost(), attempted);
-  StepBatch next = MakeBatch(100);
-  for (std::uint32_t t = 0; t < kWideTensors; ++t) next.stats.push_back(WideChannelRecord(100, t));
-  TSTAT_ASSERT_OK(writer->Write(next));
-  TSTAT_ASSERT_OK(writer->Close({}));
-  writer.reset();
-  EXPECT_EQ(OpenH5ObjectCount(), 0);
-  auto trial = Trial::Open(dir.path());
-  TSTAT_ASSERT_OK(trial);
-  EXPECT_EQ((*trial)->steps().size(), 2u);
-  auto got = (*trial)->record("w1", 100);
+  auto trial =
+      FailAChunkWriteAndGoOn(dir, kWideTensors, WideChannelRecord, 6, false, 1, "channels");
+  ASSERT_NE(trial, nullptr);
+  auto got = trial->record("w1", 100);
   TSTAT_ASSERT_OK(got);
   testing::ExpectRecordEqual(*got, WideChannelRecord(100, 1), "w1 at step 100");
 }
