@@ -17,7 +17,7 @@
 // min/max: every input when all lie on one side (min >= max_threshold or
 // max <= min_threshold), else none (a lower bound: never a false alarm).
 // The activation is told by the tensor name (containing "tanh" or
-// "sigmoid"). A name ending in _output (or _output_N) is the activation's
+// "sigmoid"; the one it names last). A name ending in _output (or _output_N) is the activation's
 // output, judged against f(min) and f(max): the Python hook reads a tanh or
 // sigmoid called as a function after a sum only there ("fc2_input.tanh_output"),
 // since autograd keeps its output, not its input. Default selection:
@@ -46,10 +46,11 @@ struct SaturationParams {
   std::int64_t window = 1;
 };
 
-bool NameContains(const std::string& name, const char* word) {
+// Where `word` last occurs in `name`, case ignored (npos: nowhere).
+std::size_t LastIndexOf(const std::string& name, const char* word) {
   std::string lower;
   for (char c : name) lower += static_cast<char>(c >= 'A' && c <= 'Z' ? c + 32 : c);
-  return lower.find(word) != std::string::npos;
+  return lower.rfind(word);
 }
 
 // Whether `name` is an activation's output: it ends in _output or _output_N.
@@ -192,10 +193,14 @@ class SaturatedActivationRule final : public TensorRuleT<SaturatedActivationRule
     b.hi = b.output ? f(b.x_hi) : b.x_hi;
     return b;
   }
+  // The activation named last: a name says what it is of at its end
+  // ("tanh_proj.sigmoid_input", "tanh_proj_input.sigmoid_output": sigmoid).
   static Kind KindOf(const std::string& name) {
-    return NameContains(name, "tanh")      ? Kind::kTanh
-           : NameContains(name, "sigmoid") ? Kind::kSigmoid
-                                           : Kind::kUnknown;
+    const std::size_t tanh = LastIndexOf(name, "tanh"), sigmoid = LastIndexOf(name, "sigmoid");
+    if (tanh == std::string::npos && sigmoid == std::string::npos) return Kind::kUnknown;
+    if (tanh == std::string::npos) return Kind::kSigmoid;
+    if (sigmoid == std::string::npos) return Kind::kTanh;
+    return tanh > sigmoid ? Kind::kTanh : Kind::kSigmoid;
   }
   struct State {
     Kind kind = Kind::kUnknown;

@@ -271,6 +271,24 @@ TEST_F(SaturatedActivationTest, OutputsAreJudgedAgainstTheActivationOfTheBounds)
   EXPECT_TRUE(Contains(f[0].message, "sigmoid output")) << f[0].message;
 }
 
+// A name that says both is judged by the activation it names last: the
+// hook's "<layer>.sigmoid_input" and "<module>_input.sigmoid_output" of
+// layers and modules whose own names say tanh.
+TEST_F(SaturatedActivationTest, TheActivationNamedLastDecides) {
+  MapCatalog cat;
+  cat.Add(0, "tanh_proj.sigmoid_input", {}, {2, 4});
+  cat.Add(1, "tanh_proj_input.sigmoid_output", {}, {2, 4});
+  cat.Add(2, "sigmoid_gate.tanh_input", {}, {2, 4});
+  auto rule = MustCreate("saturated_activation");
+  EXPECT_EQ(rule->Needs(*cat.Find(0)).band_hi, 16.99999);
+  EXPECT_EQ(rule->Needs(*cat.Find(1)).band_lo, 1.0 / (1.0 + std::exp(23.0)));
+  EXPECT_EQ(rule->Needs(*cat.Find(2)).band_hi, 9.4999);
+  // Sigmoid inputs of 12: live for a sigmoid (a tanh's would be saturated).
+  const auto x = Channels({12, 12, 12, 12}, {12, 12, 12, 12});
+  EXPECT_TRUE(Feed(rule.get(), cat, Batch(0, {RecordOf(0, x, PerChannel(), {2, 4})})).empty());
+  EXPECT_EQ(Feed(rule.get(), cat, Batch(0, {RecordOf(2, x, PerChannel(), {2, 4})})).size(), 1u);
+}
+
 TEST_F(SaturatedActivationTest, ParametersAndDiagnostics) {
   auto rule =
       MustCreate("saturated_activation", {{{"threshold_tanh", "-1,1"}}, {}, ".*_input", {}});
