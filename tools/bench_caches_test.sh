@@ -2,8 +2,8 @@
 # `tstat bench caches` (ctest tstat.tools.bench_caches): a tiny run whose
 # JSON has the four modes with the rounds asked for and consistent ratios, a
 # process held to one processor refused with the reason, and bad sizes
-# refused with the flag's name, and so are sizes past the machine's memory. Speeds are not judged here: the benchmark
-# prints them.
+# refused with the flag's name, and so are sizes past the machine's memory.
+# Speeds are not judged here: the benchmark prints them.
 # Usage: bench_caches_test.sh TSTAT PYTHON
 TSTAT="$1"
 PY="$2"

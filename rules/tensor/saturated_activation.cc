@@ -17,10 +17,11 @@
 // min/max: every input when all lie on one side (min >= max_threshold or
 // max <= min_threshold), else none (a lower bound: never a false alarm).
 // The activation is told by the tensor name (containing "tanh" or
-// "sigmoid"; the one it names last). A name ending in _output (or _output_N) is the activation's
-// output, judged against f(min) and f(max): the Python hook reads a tanh or
-// sigmoid called as a function after a sum only there ("fc2_input.tanh_output"),
-// since autograd keeps its output, not its input. Default selection:
+// "sigmoid"; the one it names last). A name ending in _output (or
+// _output_N) is the activation's output, judged against f(min) and f(max):
+// the Python hook reads a tanh or sigmoid called as a function after a sum
+// only there ("fc2_input.tanh_output"), since autograd keeps its output, not
+// its input. Default selection:
 // tensor_regex "(tanh|sigmoid)[^/]*_input(_\d+)?$" (tanh1_input,
 // fc1.sigmoid_input) or "_input\.(tanh|sigmoid)_output$", case ignored. TRAIN
 // and GLOBAL steps unless modes are given.
@@ -46,11 +47,10 @@ struct SaturationParams {
   std::int64_t window = 1;
 };
 
-// Where `word` last occurs in `name`, case ignored (npos: nowhere).
-std::size_t LastIndexOf(const std::string& name, const char* word) {
+std::string AsciiLower(const std::string& name) {
   std::string lower;
   for (char c : name) lower += static_cast<char>(c >= 'A' && c <= 'Z' ? c + 32 : c);
-  return lower.rfind(word);
+  return lower;
 }
 
 // Whether `name` is an activation's output: it ends in _output or _output_N.
@@ -196,7 +196,8 @@ class SaturatedActivationRule final : public TensorRuleT<SaturatedActivationRule
   // The activation named last: a name says what it is of at its end
   // ("tanh_proj.sigmoid_input", "tanh_proj_input.sigmoid_output": sigmoid).
   static Kind KindOf(const std::string& name) {
-    const std::size_t tanh = LastIndexOf(name, "tanh"), sigmoid = LastIndexOf(name, "sigmoid");
+    const std::string lower = AsciiLower(name);
+    const std::size_t tanh = lower.rfind("tanh"), sigmoid = lower.rfind("sigmoid");
     if (tanh == std::string::npos && sigmoid == std::string::npos) return Kind::kUnknown;
     if (tanh == std::string::npos) return Kind::kSigmoid;
     if (sigmoid == std::string::npos) return Kind::kTanh;

@@ -301,9 +301,8 @@ TensorStatsRecord WideChannelRecord(std::int64_t step, std::uint32_t t) {
 // tail reads back channel by channel at every step, streamed (chunked and
 // extendible) at level 1 and written whole at the flush at level 0.
 TEST(StreamedTableTest, WriterStreamsWideChannelTables) {
-  constexpr std::uint32_t kTensors = kWideTensors;
   constexpr std::int64_t kSteps = 8;
-  const std::uint64_t rows = kTensors * kWideChannels * static_cast<std::uint64_t>(kSteps);
+  const std::uint64_t rows = kWideTensors * kWideChannels * static_cast<std::uint64_t>(kSteps);
   StreamedTable probe(kChannelsTable);
   {
     H5Lock lock;
@@ -311,15 +310,15 @@ TEST(StreamedTableTest, WriterStreamsWideChannelTables) {
   }
   ASSERT_GT(rows, 3 * probe.chunk_rows());
   ASSERT_NE(rows % probe.chunk_rows(), 0u);
-  const auto record = WideChannelRecord;
   for (int level : {0, 1}) {
     SCOPED_TRACE("level " + std::to_string(level));
     TempDir dir;
     auto writer = OpenWriterOrDie(dir.path(), 0, 1, "{}", level);
-    TSTAT_ASSERT_OK(writer->RegisterTensors(NumberedTensors(kTensors)));
+    TSTAT_ASSERT_OK(writer->RegisterTensors(NumberedTensors(kWideTensors)));
     for (std::int64_t step = 0; step < kSteps; ++step) {
       StepBatch b = MakeBatch(step);
-      for (std::uint32_t t = 0; t < kTensors; ++t) b.stats.push_back(record(step, t));
+      for (std::uint32_t t = 0; t < kWideTensors; ++t)
+        b.stats.push_back(WideChannelRecord(step, t));
       TSTAT_ASSERT_OK(writer->Write(b));
     }
     TSTAT_ASSERT_OK(writer->Close({}));
@@ -337,10 +336,10 @@ TEST(StreamedTableTest, WriterStreamsWideChannelTables) {
     auto trial = Trial::Open(dir.path());
     TSTAT_ASSERT_OK(trial);
     for (std::int64_t step = 0; step < kSteps; ++step) {
-      for (std::uint32_t t = 0; t < kTensors; ++t) {
+      for (std::uint32_t t = 0; t < kWideTensors; ++t) {
         auto got = (*trial)->record("w" + std::to_string(t), step);
         TSTAT_ASSERT_OK(got);
-        testing::ExpectRecordEqual(*got, record(step, t),
+        testing::ExpectRecordEqual(*got, WideChannelRecord(step, t),
                                    "w" + std::to_string(t) + " at step " + std::to_string(step));
       }
     }
