@@ -7,8 +7,8 @@
 #include <string>
 #include <utility>
 
-#include "tstat/status.h"
 #include "tstat/stats_record.h"
+#include "tstat/status.h"
 
 namespace tstat::python {
 
@@ -52,7 +52,23 @@ inline pybind11::dict CountersDict(const PipelineCounters& c) {
   return d;
 }
 
+// The exception a Status raises in Python (tstat.Error, with its code and
+// message), made the current one. Needs the GIL.
+void SetPythonError(const Status& status);
+
 // _tstat.Session (session_binding.cc): capture for tstat.pytorch.
 void BindSession(pybind11::module_& m);
+
+// A _tstat.Session's C++ side, opaque outside session_binding.cc: what
+// _tstat.OutputHook (output_hook.cc) calls without going through Python.
+struct SessionRef;
+// The C++ side of `session`; throws pybind11::cast_error for anything that
+// is not a _tstat.Session.
+SessionRef* NativeSession(pybind11::handle session);
+// Session.set(slot, tensor): the slot's tensor for this step.
+void SetTensor(SessionRef* session, int slot, pybind11::object tensor);
+
+// _tstat.OutputHook (output_hook.cc): tstat.pytorch.Hook's forward hook.
+void BindOutputHook(pybind11::module_& m);
 
 }  // namespace tstat::python

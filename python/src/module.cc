@@ -337,6 +337,17 @@ class PyTrial {
 };
 
 }  // namespace
+
+void SetPythonError(const Status& status) {
+  try {
+    py::object error = py::module_::import("tstat.errors").attr("Error");
+    py::object instance = error(StatusCodeName(status.code()), status.message());
+    PyErr_SetObject(error.ptr(), instance.ptr());
+  } catch (py::error_already_set& e) {
+    e.restore();  // tstat.errors could not be imported: that error instead
+  }
+}
+
 }  // namespace tstat::python
 
 PYBIND11_MODULE(_tstat, m) {
@@ -347,12 +358,11 @@ PYBIND11_MODULE(_tstat, m) {
     try {
       if (p) std::rethrow_exception(p);
     } catch (const StatusError& e) {
-      py::object error = py::module_::import("tstat.errors").attr("Error");
-      py::object instance = error(tstat::StatusCodeName(e.status.code()), e.status.message());
-      PyErr_SetObject(error.ptr(), instance.ptr());
+      tstat::python::SetPythonError(e.status);
     }
   });
   tstat::python::BindSession(m);
+  tstat::python::BindOutputHook(m);
   py::class_<PyTrial>(m, "Trial")
       .def(py::init<const std::string&, double>(), py::arg("path"), py::arg("cache_mib") = 0.0)
       .def("refresh", &PyTrial::Refresh)

@@ -197,6 +197,17 @@ class PySession {
     if (!queued_.empty()) FinishQueued(/*wait=*/s.queued);  // its tensor may go now
     s.source = std::move(tensor);
     s.version = -1;
+    try {
+      Hold(s, now);
+    } catch (...) {  // a tensor whose attributes raise: not held for EndStep either
+      s.source = py::none();
+      s.version = -1;
+      throw;
+    }
+  }
+  // set()'s part after the slot took `s.source`: registers it, reads it now
+  // or hands it to the capture thread, or leaves it for EndStep.
+  void Hold(Slot& s, bool now) {
     if (!s.registered && !s.failed) Register(s);
     if (!s.registered || s.source.is_none()) return;
     PyObject* numel = PyObject_GetAttr(s.source.ptr(), TSTAT_INTERNED("numel"));
@@ -639,6 +650,14 @@ class PySession {
 };
 
 }  // namespace
+
+SessionRef* NativeSession(py::handle session) {
+  return reinterpret_cast<SessionRef*>(&session.cast<PySession&>());
+}
+
+void SetTensor(SessionRef* session, int slot, py::object tensor) {
+  reinterpret_cast<PySession*>(session)->set(slot, std::move(tensor), /*now=*/false);
+}
 
 void BindSession(py::module_& m) {
   py::class_<PySession>(m, "Session")

@@ -257,7 +257,7 @@ class Hook:
         def on_loss(_module, inputs, output):
             tensors = _tensors_of(output)
             if tensors:
-                self._set(name, ["losses"], tensors[0])
+                self._set_in_hook(name, ["losses"], tensors[0])
             if classifies and not self._labels_given and len(inputs) >= 2:
                 self._loss_labels(inputs[0], inputs[1])
 
@@ -408,6 +408,15 @@ class Hook:
                 slot = self._slot(name, collections, _TENSOR)
             self._session.set(slot, tensor, about_to_change)
 
+    def _set_in_hook(self, name, collections, tensor, about_to_change=False):
+        """_set from inside torch's hooks: what goes wrong is a warning
+        naming the tensor (once), never an exception in the training's
+        forward (as _tstat.OutputHook does for the leaf modules' outputs)."""
+        try:
+            self._set(name, collections, tensor, about_to_change)
+        except Exception as e:
+            self._warn([f"{name} is not captured: {e}"])
+
     def _loss_labels(self, scores, targets):
         """A classification loss's scores and class ids as the step's labels
         and predictions, when they have the shapes of one example per row;
@@ -419,8 +428,8 @@ class Hook:
                 or scores.dim() != 2 or scores.shape[0] != targets.shape[0] \
                 or not 2 <= scores.shape[1] <= _MAX_LOSS_CLASSES:
             return
-        self._set("labels", ["labels"], targets)
-        self._set("predictions", [], scores.detach())
+        self._set_in_hook("labels", ["labels"], targets)
+        self._set_in_hook("predictions", [], scores.detach())
 
     def _gradient_hook(self, slot):
         fresh = self._fresh
@@ -476,7 +485,7 @@ class Hook:
                     self._warn([f"a step could not begin: {e.message}"])
             tensors = _tensors_of(inputs)
         if tensors and not self._closed:
-            self._set(f"{self._top_name}_input", [], tensors[0])
+            self._set_in_hook(f"{self._top_name}_input", [], tensors[0])
 
     def _top_forward_post(self, _module, _inputs, _output):
         """Large CPU tensors handed to tstat's capture thread in this forward
@@ -496,41 +505,30 @@ class Hook:
             calls = self._calls.get(path, 0)
             base = path if calls == 0 else f"{path}#{calls}"
             for i, t in enumerate(_tensors_of(inputs)):
-                self._set(f"{base}_input" if i == 0 else f"{base}_input_{i}", [], t,
-                          about_to_change=in_place)
+                self._set_in_hook(f"{base}_input" if i == 0 else f"{base}_input_{i}", [], t,
+                                  about_to_change=in_place)
         return on_input
 
     def _output_hook(self, path, functional):
         """The module's outputs, and with `functional` what an activation
         called as a function made of its first input
-        (_functional_activation)."""
-        # This runs for every leaf module at every step: the common case (one
-        # tensor, the module's first call in the step) builds no name.
-        first_name = f"{path}_output"
-        calls_of = self._calls  # cleared in place when a step ends
-        produced = self._produced
+        (_functional_activation). This runs after every leaf module at every
+        step: _tstat.OutputHook does the common case (the module's first
+        call in the step, one tensor out) in C++ and calls back
+        _functional_activation and _outputs_after_first for the rest."""
+        return _tstat.OutputHook(self, self._session, path, functional,
+                                 self._functional_activations, torch.Tensor)
 
-        def on_output(_module, inputs, output):
-            if self._closed:
-                return
-            calls = calls_of.get(path, 0)
-            calls_of[path] = calls + 1
-            if functional and inputs and isinstance(inputs[0], torch.Tensor):
-                fn = inputs[0].grad_fn
-                if fn is not None and id(fn) not in produced:
-                    self._functional_activation(path, calls, inputs[0], fn)
-            if calls == 0 and isinstance(output, torch.Tensor):
-                self._set(first_name, [], output)
-                if self._functional_activations:
-                    self._note_produced(output, path)
-                return
-            base = path if calls == 0 else f"{path}#{calls}"
-            for i, t in enumerate(_tensors_of(output)):
-                name = f"{base}_output" if i == 0 else f"{base}_output_{i}"
-                self._set(name, [], t)
-                if self._functional_activations:
-                    self._note_produced(t, base if i == 0 else name)
-        return on_output
+    def _outputs_after_first(self, path, calls, output):
+        """What _tstat.OutputHook leaves to Python: the outputs of a module
+        called `calls` times before in this step, or of one whose output is
+        not one tensor."""
+        base = path if calls == 0 else f"{path}#{calls}"
+        for i, t in enumerate(_tensors_of(output)):
+            name = f"{base}_output" if i == 0 else f"{base}_output_{i}"
+            self._set(name, [], t)
+            if self._functional_activations:
+                self._note_produced(t, base if i == 0 else name)
 
     def _note_produced(self, t, name):
         fn = t.grad_fn

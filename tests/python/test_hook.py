@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 import warnings
 
@@ -986,6 +987,59 @@ def test_bad_input_raises_or_warns_and_training_goes_on(tmp_path):
         assert_stats(trial, "gradient/weight", step, torch_stats(values))
         got = trial.tensor("gradient/weight").stats(step)["l2"]
         assert got == pytest.approx(grads[step].to_dense().norm().item(), rel=1e-6)
+
+
+def test_an_output_that_cannot_be_read_is_a_warning_not_an_error_in_the_forward(tmp_path):
+    """The leaf modules' hooks (the outputs' _tstat.OutputHook, in C++; the
+    activations' inputs', in Python): a tensor they cannot read - here a
+    tensor subclass whose is_cuda raises - is a warning naming it, once; the
+    forward goes on, the other tensors are captured, and the hook's lock is
+    left free for other threads."""
+    class Unreadable(torch.Tensor):
+        @property
+        def is_cuda(self):
+            raise RuntimeError("no device today")
+
+    class Odd(torch.nn.Module):
+        def forward(self, x):
+            return (x * 2).as_subclass(Unreadable)
+
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), Odd(), torch.nn.ReLU())
+    hook = tstat.pytorch.Hook(out_dir=str(tmp_path / "run"), config=EVERY_STEP, rules=False)
+    hook.register_module(model)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in range(2):
+            model(torch.randn(3, 4)).as_subclass(torch.Tensor).sum().backward()
+    for name in ("1.Odd_output", "2.ReLU_input"):  # the C++ hook's, the Python one's
+        messages = [str(w.message) for w in caught if name in str(w.message)]
+        assert len(messages) == 1, (name, [str(w.message) for w in caught])
+        assert "is not captured" in messages[0] and "no device today" in messages[0]
+    free = []
+
+    def take_and_give_back():
+        free.append(hook._lock.acquire(timeout=5))
+        if free[-1]:
+            hook._lock.release()
+
+    other = threading.Thread(target=take_and_give_back)
+    other.start()
+    other.join()
+    assert free == [True]
+    hook.close()
+    trial = trials.create_trial(str(tmp_path / "run"))
+    assert list(trial.tensor("0.Linear_output").steps()) == [0, 1]
+    assert list(trial.tensor("1.Odd_output").steps()) == []  # named when registered, never read
+
+    # The hook type itself refuses what is not a hook's.
+    with pytest.raises(TypeError):
+        tstat._tstat.OutputHook(hook, "not a session", "p", True, True, torch.Tensor)
+    with pytest.raises(TypeError):
+        tstat._tstat.OutputHook(hook, hook._session, "p", True, True, 3)
+    made = tstat._tstat.OutputHook(hook, hook._session, "p", True, True, torch.Tensor)
+    with pytest.raises(TypeError):
+        made(model, (torch.ones(1),))
+    assert made(model, (torch.ones(1),), torch.ones(1)) is None  # closed: nothing
 
 
 def test_large_outputs_are_read_at_once_and_not_held(tmp_path):
