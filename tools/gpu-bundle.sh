@@ -114,13 +114,17 @@ carry_libraries() {
 carry_libraries "$out/bin/tstat" "$out"/bin/tests/* "$out/lib/$(basename "$lib")"
 
 # The Python package, for the hook's check on the device's own PyTorch
-# (tools/gpu_hook_check.py; it runs when that Python loads this module).
+# (tools/gpu_hook_check.py), with its module built here and the module's
+# sources and tstat's headers: a device whose Python is not this one builds
+# its own there (tools/gpu_build_module.py).
 py_module="$(find "$build_dir/python/tstat" -maxdepth 1 -name '_tstat*.so' 2>/dev/null | head -1)"
 if [[ -n "$py_module" ]]; then
-  mkdir -p "$out/python/tstat"
+  mkdir -p "$out/python/tstat" "$out/python/module-src/python/src" "$out/python/module-src/include"
   cp "$build_dir"/python/tstat/*.py "$py_module" "$out/python/tstat/"
-  cp tools/gpu_hook_check.py tests/python/test_hook_cuda.py benchmarks/overhead_python.py \
-     "$out/python/"
+  cp tools/gpu_hook_check.py tools/gpu_build_module.py tests/python/test_hook_cuda.py \
+     benchmarks/overhead_python.py "$out/python/"
+  cp python/src/*.cc python/src/*.h "$out/python/module-src/python/src/"
+  cp -r include/tstat "$out/python/module-src/include/"
   py_module="$out/python/tstat/$(basename "$py_module")"
   carry_libraries "$py_module"
 fi

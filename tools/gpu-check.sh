@@ -21,6 +21,9 @@
 #                       capture_cuda_rules.json with the in-process rules
 #   bench/caches.json   `tstat bench caches`: what another core's reads of a
 #                       thread's fresh data cost it, with and without a flush
+#   python-hook.log     the Python hook on the machine's PyTorch (CUDA tests, the
+#                       overhead benchmark); its module built there first when
+#                       that Python is not the bundle's
 #   summary.json, summary.md  everything above in one place, with the targets
 #                       of docs/gpu.md marked met or not
 # Exit status: 0 when every test passed and no sanitizer reported an error;
@@ -128,7 +131,18 @@ run_step "capture cuda 1000x1000 rules" 30 180 "$out/bench/capture_cuda_rules.js
 # (pipeline.early_capture_evict; on a 2-vCPU VM the flush won).
 run_step "caches" 15 60 "$out/bench/caches.json" "$tstat" bench caches --json
 
-# 5. Sanitizers on reduced sizes (TSTAT_TEST_QUICK), after the figures: what
+# 5. The Python hook on the device's own PyTorch, its module built there first
+# when that Python is not the bundle's (exit 3: no module could be had, or
+# torch has no CUDA; the log says why). Before the sanitizers: its figures
+# are figures, and it has never run on a device.
+if [[ -d "$here/python" ]]; then
+  run_step "python hook" 30 240 "$out/python-hook.log" \
+    env PYTHONPATH="$here/python" python3 "$here/python/gpu_hook_check.py"
+else
+  record "python hook" skipped 0 "the bundle carries no Python package"
+fi
+
+# 6. Sanitizers on reduced sizes (TSTAT_TEST_QUICK), after the figures: what
 # the budget cannot fit is skipped here, never a measurement. The bad-input
 # tests make failing CUDA calls on purpose, so API errors are not reported.
 if command -v compute-sanitizer >/dev/null; then
@@ -150,15 +164,6 @@ if command -v compute-sanitizer >/dev/null; then
 else
   record sanitizer skipped 0 "compute-sanitizer is not on PATH"
   log "compute-sanitizer is not on PATH: no sanitizer runs"
-fi
-
-# 6. The Python hook on the device's own PyTorch (exit 3: that Python cannot
-# load the bundle's module, or torch has no CUDA; the log says why).
-if [[ -d "$here/python" ]]; then
-  run_step "python hook" 30 180 "$out/python-hook.log" \
-    env PYTHONPATH="$here/python" python3 "$here/python/gpu_hook_check.py"
-else
-  record "python hook" skipped 0 "the bundle carries no Python package"
 fi
 
 python3 "$here/gpu_check_summary.py" "$out" "$here" || {

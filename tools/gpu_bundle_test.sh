@@ -3,7 +3,9 @@
 #   gpu_bundle_test.sh BUILD_DIR
 # 1. tools/gpu-bundle.sh packs the built binaries (--no-build) within its size
 #    limits, every ELF file with an $ORIGIN run path, and the same folder as
-#    a .tar.gz (what travels to a GPU machine).
+#    a .tar.gz (what travels to a GPU machine); the Python module built from
+#    the bundle's sources, as a GPU machine with another Python builds it,
+#    captures a training step.
 # 2. In a chroot that holds only the bundle and the C library (as a bare GPU
 #    machine has it, minus the driver), the CLI runs a CPU benchmark, the CUDA
 #    entry tests pass, the GPU tests report SKIPPED, and the GPU benchmarks
@@ -38,6 +40,62 @@ done
   fail "HDF5 is not in the bundle"
 ls "$bundle"/lib/libstdc++.so.* > /dev/null 2>&1 || fail "libstdc++ is not in the bundle"
 if ls "$bundle"/lib/libcuda.so* > /dev/null 2>&1; then fail "the GPU driver was bundled"; fi
+
+# A GPU machine whose Python is not this one builds the module from what the
+# bundle carries (gpu_hook_check.py calls gpu_build_module.py): built so here,
+# against the bundle's libtstat and beside the bundle's package as on the
+# device ($ORIGIN/../../lib), it captures steps that read back as torch
+# computes them.
+for f in python/gpu_build_module.py python/gpu_hook_check.py python/module-src/python/src/module.cc \
+         python/module-src/python/src/bindings.h python/module-src/include/tstat/session.h; do
+  [[ -e "$bundle/$f" ]] || fail "the bundle lacks $f"
+done
+device_python="$bundle/device-python"
+mkdir -p "$device_python/tstat"
+cp "$bundle"/python/tstat/*.py "$device_python/tstat/"
+/usr/bin/python3 "$bundle/python/gpu_build_module.py" --src "$bundle/python/module-src" \
+    --lib "$bundle/lib/libtstat.so.0" --out "$device_python/tstat" --rpath '$ORIGIN/../../lib' \
+    > "$T/module.log" 2>&1 || fail "gpu_build_module.py failed: $(tail -30 "$T/module.log")"
+module="$(tail -1 "$T/module.log")"
+[[ "$(patchelf --print-rpath "$module")" == '$ORIGIN/../../lib' ]] ||
+  fail "the module built from the bundle has run path $(patchelf --print-rpath "$module")"
+loaded="$(ldd "$module" | sed -n 's/^[[:space:]]*libtstat\.so\.0 => \([^ ]*\) .*/\1/p')"
+[[ -n "$loaded" && "$(readlink -f "$loaded")" == "$(readlink -f "$bundle/lib/libtstat.so.0")" ]] ||
+  fail "the module built from the bundle does not load the bundle's libtstat: $(ldd "$module")"
+PYTHONPATH="$device_python" /usr/bin/python3 - "$T/module-run" > "$T/module-run.log" 2>&1 <<'EOF' ||
+import sys
+import warnings
+
+import torch
+
+import tstat.pytorch
+from tstat import trials
+
+warnings.simplefilter("ignore")
+torch.manual_seed(0)
+net = torch.nn.Sequential(torch.nn.Linear(6, 5), torch.nn.ReLU(), torch.nn.Linear(5, 3))
+hook = tstat.pytorch.Hook(out_dir=sys.argv[1], rules=False,
+                          config={"save_config": {"save_interval": 1}})
+hook.register_module(net)
+x = torch.randn(4, 6)
+for _ in range(2):
+    net(x).square().mean().backward()
+hook.close()
+got = trials.create_trial(sys.argv[1]).tensor("0.Linear_output").stat(1, "max")
+want = net[0](x).max().item()
+assert abs(got - want) <= 1e-6 * max(1.0, abs(want)), (got, want)
+EOF
+  fail "the module built from the bundle: $(tail -30 "$T/module-run.log")"
+rm -rf "$device_python"
+# What it lacks, it names (gpu_hook_check.py prints it and exits 3).
+builder=(/usr/bin/python3 "$bundle/python/gpu_build_module.py" --src "$bundle/python/module-src"
+         --out "$T/no-module")
+if "${builder[@]}" --lib "$T/no-libtstat.so" 2> "$T/nolib.err"; then fail "built without a libtstat"; fi
+grep -q "no-libtstat.so is not a file" "$T/nolib.err" || fail "without a libtstat: $(cat "$T/nolib.err")"
+if "${builder[@]}" --lib "$bundle/lib/libtstat.so.0" --pybind11 "$T" 2> "$T/nopb.err"; then
+  fail "built without pybind11's headers"
+fi
+grep -q "no pybind11 headers in $T" "$T/nopb.err" || fail "without pybind11: $(cat "$T/nopb.err")"
 
 # --- 2. the bare root: the bundle, the C library, /tmp and /dev/null.
 root="$T/root"

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """The GPU bundle's Python step (tools/gpu-check.sh): tstat.pytorch.Hook on
-the device machine's own PyTorch, when its Python is the one the bundle's
-module was built for (Debian 12's 3.11):
+the device machine's own PyTorch. The bundle's module is built for Debian
+12's Python 3.11; for another Python it is built first, from the sources the
+bundle carries (tools/gpu_build_module.py: that Python's headers, pybind11's
+from the torch wheel, nvcc's host compiler):
 
 1. tests/python/test_hook_cuda.py: CUDA training captured with no host
    synchronisation (torch's sync debug mode "error"), stats equal torch's,
@@ -10,8 +12,8 @@ module was built for (Debian 12's 3.11):
 2. benchmarks/overhead_python.py --device cuda: the hook's slowdown of the
    benchmark CNN on the GPU, and its cost per small tensor.
 
-Exit 0 when both ran and the test passed; 3 when this Python or torch
-cannot run the bundle's module (the reason is printed); 1 on a failure."""
+Exit 0 when both ran and the test passed; 3 when no module could be had for
+this Python, or torch has no CUDA (the reason is printed); 1 on a failure."""
 
 import os
 import subprocess
@@ -26,8 +28,16 @@ sys.path.insert(0, str(here))
 suffix = sysconfig.get_config_var("EXT_SUFFIX") or ""
 modules = sorted(p.name for p in (here / "tstat").glob("_tstat*.so"))
 if not any(m.endswith(suffix) for m in modules):
-    print(f"python {sys.version.split()[0]} loads '*{suffix}' modules; the bundle has {modules}")
-    sys.exit(3)
+    print(f"python {sys.version.split()[0]} loads '*{suffix}' modules; the bundle has {modules}: "
+          "building one", flush=True)
+    import gpu_build_module
+    try:
+        built = gpu_build_module.build(here / "module-src", here.parent / "lib" / "libtstat.so.0",
+                                       here / "tstat", rpath="$ORIGIN/../../lib")
+    except (gpu_build_module.BuildError, OSError, subprocess.SubprocessError) as e:
+        print(f"the module could not be built: {e}")
+        sys.exit(3)
+    print(f"built {built.name}", flush=True)
 try:
     import torch
 except ImportError as e:
