@@ -205,38 +205,6 @@ class PySession {
       throw;
     }
   }
-  // set()'s part after the slot took `s.source`: registers it, reads it now
-  // or hands it to the capture thread, or leaves it for EndStep.
-  void Hold(Slot& s, bool now) {
-    if (!s.registered && !s.failed) Register(s);
-    if (!s.registered || s.source.is_none()) return;
-    PyObject* numel = PyObject_GetAttr(s.source.ptr(), TSTAT_INTERNED("numel"));
-    if (numel == nullptr) {  // not a tensor: EndStep's view says so
-      PyErr_Clear();
-      return;
-    }
-    const py::object numel_fn = py::reinterpret_steal<py::object>(numel);
-    const bool read_now = now || s.early;
-    if (Attr(s.source, TSTAT_INTERNED("is_cuda")).cast<bool>()) {
-      if (read_now) s.source = s.source.attr("detach")().attr("clone")();
-    } else if (read_now || numel_fn().cast<std::int64_t>() >= kSmallTensorElements) {
-      const EarlyCaptureMode mode =
-          !read_now && s.background ? EarlyCaptureMode::kInBackground : EarlyCaptureMode::kNow;
-      Result<EarlyCapture> early = CaptureEarly(s.id, mode);
-      if (early.ok() && *early == EarlyCapture::kQueued) {
-        Queue(s, std::move(s.source));
-        s.source = py::none();
-        return;
-      }
-      if (early.ok() && *early != EarlyCapture::kAtEndStep) {
-        if (*early == EarlyCapture::kCaptured && !read_now && !s.background) Probe(s);
-        s.source = py::none();
-        s.keep = py::none();
-        return;
-      }
-    }
-    s.version = VersionOf(s.source);
-  }
   // `tensor` is about to be changed in place (the input of an activation
   // with inplace=True): the slots that hold it for EndStep read it now.
   void settle(py::object tensor) {
@@ -576,6 +544,39 @@ class PySession {
         "step, such as x += y or an activation with inplace=True): its values at this step "
         "are not captured (counters()['changed_in_place']); from the next step on it is read "
         "when it is produced");
+  }
+
+  // set()'s part after the slot took `s.source`: registers it, reads it now
+  // or hands it to the capture thread, or leaves it for EndStep.
+  void Hold(Slot& s, bool now) {
+    if (!s.registered && !s.failed) Register(s);
+    if (!s.registered || s.source.is_none()) return;
+    PyObject* numel = PyObject_GetAttr(s.source.ptr(), TSTAT_INTERNED("numel"));
+    if (numel == nullptr) {  // not a tensor: EndStep's view says so
+      PyErr_Clear();
+      return;
+    }
+    const py::object numel_fn = py::reinterpret_steal<py::object>(numel);
+    const bool read_now = now || s.early;
+    if (Attr(s.source, TSTAT_INTERNED("is_cuda")).cast<bool>()) {
+      if (read_now) s.source = s.source.attr("detach")().attr("clone")();
+    } else if (read_now || numel_fn().cast<std::int64_t>() >= kSmallTensorElements) {
+      const EarlyCaptureMode mode =
+          !read_now && s.background ? EarlyCaptureMode::kInBackground : EarlyCaptureMode::kNow;
+      Result<EarlyCapture> early = CaptureEarly(s.id, mode);
+      if (early.ok() && *early == EarlyCapture::kQueued) {
+        Queue(s, std::move(s.source));
+        s.source = py::none();
+        return;
+      }
+      if (early.ok() && *early != EarlyCapture::kAtEndStep) {
+        if (*early == EarlyCapture::kCaptured && !read_now && !s.background) Probe(s);
+        s.source = py::none();
+        s.keep = py::none();
+        return;
+      }
+    }
+    s.version = VersionOf(s.source);
   }
 
   void RegisterPending() {

@@ -526,7 +526,7 @@ class Hook:
         base = path if calls == 0 else f"{path}#{calls}"
         for i, t in enumerate(_tensors_of(output)):
             name = f"{base}_output" if i == 0 else f"{base}_output_{i}"
-            self._set(name, [], t)
+            self._set_in_hook(name, [], t)
             if self._functional_activations:
                 self._note_produced(t, base if i == 0 else name)
 
@@ -572,13 +572,13 @@ class Hook:
             base = f"{path if calls == 0 else f'{path}#{calls}'}_input"
         if activation == "relu":
             self._produced[id(fn)] = (fn, f"{base}.relu", weakref.ref(x_in))
-            self._set(f"{base}.relu_output", [], x_in)
+            self._set_in_hook(f"{base}.relu_output", [], x_in)
             return
         self._produced[id(fn)] = (fn, None, None)  # seen: not again in this step
         if known is not None:
             x = known[2]()
         elif activation in ("tanh", "sigmoid"):  # autograd keeps their output, not their input
-            self._set(f"{base}.{activation}_output", [], x_in)
+            self._set_in_hook(f"{base}.{activation}_output", [], x_in)
             return
         else:  # GELU, SiLU, ... keep their input for the backward pass
             try:
@@ -586,7 +586,7 @@ class Hook:
             except RuntimeError:  # freed by a backward: an output kept from an earlier step
                 x = None
         if isinstance(x, torch.Tensor) and x.data_ptr() != x_in.data_ptr():
-            self._set(f"{base}.{activation}_input", [], x)
+            self._set_in_hook(f"{base}.{activation}_input", [], x)
 
     def _begin_step(self):
         if self._start_step is None:
