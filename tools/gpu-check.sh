@@ -128,7 +128,8 @@ run_step "capture cuda 1000x1000 rules" 30 180 "$out/bench/capture_cuda_rules.js
   --in-process-rules --json
 # The host's cores: what the capture thread's reads of fresh layer outputs
 # cost the training thread there, with and without its flush
-# (pipeline.early_capture_evict; on a 2-vCPU VM the flush won).
+# (pipeline.early_capture_evict; on a 2-vCPU VM the flush has won on some
+# days and lost on others).
 run_step "caches" 15 60 "$out/bench/caches.json" "$tstat" bench caches --json
 
 # 5. The Python hook on the device's own PyTorch, its module built there first

@@ -43,6 +43,11 @@ try:
 except ImportError as e:
     print(f"no torch for {sys.executable}: {e}")
     sys.exit(3)
+try:
+    import numpy  # noqa: F401 - tstat.trials reads runs as numpy arrays
+except ImportError as e:
+    print(f"no numpy for {sys.executable} (tstat.trials needs it): {e}")
+    sys.exit(3)
 if not torch.cuda.is_available():
     print(f"torch {torch.__version__}: no CUDA device")
     sys.exit(3)
