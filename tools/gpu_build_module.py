@@ -69,8 +69,9 @@ def pybind11_include(given=None):
 
 def compiler():
     for name in (os.environ.get("CXX"), "c++", "g++"):
-        if name and shutil.which(name):
-            return shutil.which(name)
+        path = shutil.which(name) if name else None
+        if path:
+            return path
     raise BuildError("no C++ compiler ($CXX, c++ or g++) on PATH")
 
 

@@ -15,8 +15,8 @@
 //       function, perhaps);
 //   _outputs_after_first(path, calls, output)  a module called again in the
 //       step, or one whose output is not one tensor.
-// What goes wrong in it is a warning (hook._warn, once per message), never
-// an exception in the training's forward.
+// What goes wrong in it is a warning (hook._not_captured, once per message),
+// never an exception in the training's forward.
 #include <Python.h>
 #include <pybind11/pybind11.h>
 #include <structmember.h>
@@ -201,25 +201,18 @@ int NoteProduced(OutputHookObject* h, PyObject* output) {
 }
 
 // What went wrong in the hook (an Exception: a KeyboardInterrupt or a
-// SystemExit is let through) as a warning naming the module's output, said
-// once by hook._warn, not raised into the training's forward; None, or
-// nullptr with the error that is let through.
+// SystemExit is let through) as the warning hook._not_captured gives for the
+// module's output, not raised into the training's forward; None, or nullptr
+// with the error that is let through.
 PyObject* WarnInstead(OutputHookObject* h) {
   if (!PyErr_ExceptionMatches(PyExc_Exception)) return nullptr;
   PyObject *type = nullptr, *value = nullptr, *traceback = nullptr;
   PyErr_Fetch(&type, &value, &traceback);
   PyErr_NormalizeException(&type, &value, &traceback);
-  PyObject* message =
-      value == nullptr ? nullptr : PyUnicode_FromFormat("%U is not captured: %S", h->name, value);
-  PyObject* messages = message == nullptr ? nullptr : PyList_New(1);
-  if (messages != nullptr) PyList_SET_ITEM(messages, 0, NewRef(message));
-  PyObject* r = messages == nullptr ? nullptr
-                                    : PyObject_CallMethodObjArgs(h->hook, TSTAT_INTERNED("_warn"),
-                                                                 messages, nullptr);
+  PyObject* r = PyObject_CallMethodObjArgs(h->hook, TSTAT_INTERNED("_not_captured"), h->name,
+                                           value != nullptr ? value : Py_None, nullptr);
   if (r == nullptr) PyErr_Clear();  // warnings turned into errors: still not the forward's
   Py_XDECREF(r);
-  Py_XDECREF(messages);
-  Py_XDECREF(message);
   Py_XDECREF(type);
   Py_XDECREF(value);
   Py_XDECREF(traceback);

@@ -415,7 +415,12 @@ class Hook:
         try:
             self._set(name, collections, tensor, about_to_change)
         except Exception as e:
-            self._warn([f"{name} is not captured: {e}"])
+            self._not_captured(name, e)
+
+    def _not_captured(self, name, error):
+        """The warning for a tensor a hook could not read (_set_in_hook's,
+        and _tstat.OutputHook's for the leaf modules' outputs)."""
+        self._warn([f"{name} is not captured: {error}"])
 
     def _loss_labels(self, scores, targets):
         """A classification loss's scores and class ids as the step's labels

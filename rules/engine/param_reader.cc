@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "rules/engine/rule_base.h"
+
 namespace tstat::rules {
 
 std::vector<std::string> SplitList(const std::string& s) {
@@ -69,8 +71,7 @@ std::int64_t ParamReader::Int(const std::string& key, std::int64_t def) {
 bool ParamReader::Bool(const std::string& key, bool def) {
   const std::string* v = Raw(key);
   if (v == nullptr) return def;
-  std::string l;
-  for (char c : *v) l += static_cast<char>(c >= 'A' && c <= 'Z' ? c + 32 : c);
+  const std::string l = AsciiLower(*v);
   if (l == "true" || l == "1") return true;
   if (l == "false" || l == "0") return false;
   Fail(key, "must be true or false, got \"" + *v + "\"");

@@ -15,6 +15,13 @@ std::string Num(double v) {
   return buf;
 }
 
+std::string AsciiLower(const std::string& s) {
+  std::string lower;
+  lower.reserve(s.size());
+  for (char c : s) lower += static_cast<char>(c >= 'A' && c <= 'Z' ? c + 32 : c);
+  return lower;
+}
+
 std::string StepText(Mode mode, std::int64_t mode_step) {
   const std::string n = "step " + std::to_string(mode_step);
   return mode == Mode::kGlobal ? n : std::string(ModeName(mode)) + " " + n;

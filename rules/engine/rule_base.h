@@ -281,6 +281,9 @@ inline bool HoldsNonFinite(const TensorStatsRecord& r) {
 
 // Formats a double for messages ("1e-07", "0.25").
 std::string Num(double v);
+// `s` with ASCII A-Z lowered (what case-insensitive parameters and names
+// are compared by; other bytes as they are).
+std::string AsciiLower(const std::string& s);
 // A step in messages, in the user's terms: "TRAIN step 12", or "step 12" for
 // a GLOBAL step (a run that never set a mode).
 std::string StepText(Mode mode, std::int64_t mode_step);

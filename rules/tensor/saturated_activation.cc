@@ -47,12 +47,6 @@ struct SaturationParams {
   std::int64_t window = 1;
 };
 
-std::string AsciiLower(const std::string& name) {
-  std::string lower;
-  for (char c : name) lower += static_cast<char>(c >= 'A' && c <= 'Z' ? c + 32 : c);
-  return lower;
-}
-
 // Whether `name` is an activation's output: it ends in _output or _output_N.
 bool NamesAnOutput(const std::string& name) {
   std::size_t end = name.size();
