@@ -5,13 +5,15 @@ teacher, optionally with label noise, on a finite training set), SGD without
 momentum, small learning rates, long learning-rate warmups, Adam and momentum;
 healthy, healthy with gradient accumulation, with learning rates annealed to ~0 at the end, healthy under dynamic loss scaling (as torch.cuda.amp.GradScaler
 does it, with fp16's range emulated on the CPU: updates whose gradients
-overflow are skipped), other architectures (LSTM, GRU, CNN, transformer),
+overflow are skipped), other architectures (LSTM, GRU, CNN, Conv1d, transformer,
+a feed-forward layer on tokens),
 fine-tuned (trained on after 1,500 steps without the
 hook: a fresh hook on a model at its plateau, as a job restarted from its
 checkpoint numbers its steps from 0), and with the learning rate 0 (nothing
 learns) and shuffled labels (nothing to learn but memorizing); and faults
 with the rule expected to find each (a learning rate that diverges, a deep
-sigmoid net whose gradients vanish, ReLUs killed by their biases, tanh units
+sigmoid net whose gradients vanish, ReLUs killed by their biases (all of an MLP's;
+70% of a token MLP's units or of a Conv1d's channels), tanh units
 saturated by a large initialization, a deep ReLU net initialized with 5.6x
 He's standard deviation, a NaN in the input, 95% of the labels one class).
 Every run
@@ -84,7 +86,8 @@ ANNEALED = [("adam", 1e-3, 1, "fade"), ("momentum", 0.02, 1, "fade"), ("adam", 3
 # sequence, or as a 4x5 image): (optimizer, learning rate, warmup, architecture).
 ARCHITECTURES = [("adam", 1e-3, 1, "lstm"), ("momentum", 0.01, 1, "gru"),
                  ("adam", 1e-3, 1, "cnn"), ("momentum", 0.01, 1, "cnn"),
-                 ("adam", 3e-4, 1, "transformer_gelu"), ("adam", 3e-4, 100, "transformer_relu")]
+                 ("adam", 3e-4, 1, "transformer_gelu"), ("adam", 3e-4, 100, "transformer_relu"),
+                 ("adam", 1e-3, 1, "token_mlp"), ("momentum", 0.01, 1, "cnn1d")]
 # Trained on from a plateau: 1,500 steps before the hook. Labels: "loss"
 # (register_loss's own), "save" (save_labels), "none" (labels=False).
 FINETUNE_PRETRAIN = 1500
@@ -106,7 +109,16 @@ FAULTS = [
     ("adam", 1e-4, 1, "too_wide_init", "poor_weight_initialization", False),
     ("adam", 1e-3, 1, "nan_input", "nan_origin", True),
     ("adam", 1e-3, 1, "imbalanced", "class_imbalance", False),
+    ("momentum", 0.01, 1, "dead_relu_tokens", "dead_relu", False),
+    ("momentum", 0.01, 1, "dead_relu_cnn1d", "dead_relu", False),
 ]
+# Faults in other architectures: fault -> (architecture, what breaks it).
+# 70% of the units dead: along the tokens (or the length) every position
+# would still look 30% alive; the units are the features (the channels).
+FAULT_ARCHITECTURES = {
+    "dead_relu_tokens": ("token_mlp", lambda m: m.ffn1.bias.data[:45].fill_(-20.0)),
+    "dead_relu_cnn1d": ("cnn1d", lambda m: m.bn1.bias.data[:12].fill_(-20.0)),
+}
 # fault -> (activation, hidden layers, weight std (None: torch's default), bias (None: default))
 FAULT_MODELS = {
     "vanishing": (torch.nn.Sigmoid, 12, None, None),
@@ -197,11 +209,50 @@ class SmallTransformer(torch.nn.Module):
         return self.head(self.encoder(self.embed(x.unsqueeze(-1)) + self.position).mean(1))
 
 
+class TokenMLP(torch.nn.Module):
+    """The row's values as tokens ([batch, tokens, features]): a linear
+    embedding, a residual feed-forward layer with an nn.ReLU module, the
+    mean token classified."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed = torch.nn.Linear(1, 32)
+        self.ffn1, self.act, self.ffn2 = (torch.nn.Linear(32, 64), torch.nn.ReLU(),
+                                          torch.nn.Linear(64, 32))
+        self.head = torch.nn.Linear(32, CLASSES)
+
+    def forward(self, x):
+        h = self.embed(x.unsqueeze(-1))
+        h = h + self.ffn2(self.act(self.ffn1(h)))
+        return self.head(h.mean(1))
+
+
+class SmallCNN1d(torch.nn.Module):
+    """The row as a 1-channel signal ([batch, channels, length]): two Conv1d
+    with BatchNorm1d and nn.ReLU modules, a linear head."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1, self.bn1 = torch.nn.Conv1d(1, 16, 3, padding=1), torch.nn.BatchNorm1d(16)
+        self.conv2, self.bn2 = torch.nn.Conv1d(16, 16, 3, padding=1), torch.nn.BatchNorm1d(16)
+        self.act1, self.act2 = torch.nn.ReLU(), torch.nn.ReLU()
+        self.head = torch.nn.Linear(16 * D_IN, CLASSES)
+
+    def forward(self, x):
+        h = self.act1(self.bn1(self.conv1(x.unsqueeze(1))))
+        h = self.act2(self.bn2(self.conv2(h)))
+        return self.head(h.flatten(1))
+
+
 def make_architecture(name):
     if name in ("lstm", "gru"):
         return Recurrent(torch.nn.LSTM if name == "lstm" else torch.nn.GRU)
     if name == "cnn":
         return SmallCNN()
+    if name == "token_mlp":
+        return TokenMLP()
+    if name == "cnn1d":
+        return SmallCNN1d()
     return SmallTransformer(name.split("_")[1])
 
 
@@ -237,6 +288,10 @@ def run(case, steps, out_dir):
         y_all = torch.where(rare, y_all, torch.zeros_like(y_all))
     if case.get("architecture"):
         model = make_architecture(case["architecture"])
+    elif fault in FAULT_ARCHITECTURES:
+        architecture, breaks = FAULT_ARCHITECTURES[fault]
+        model = make_architecture(architecture)
+        breaks(model)
     else:
         model = make_model(*FAULT_MODELS.get(fault, (torch.nn.ReLU, 2, None, None)),
                            functional=case.get("functional", False))

@@ -36,8 +36,9 @@ struct CaptureOptions {
   bool delta = false;                 // delta against the previous save
   std::string confusion_predictions;  // name of the predictions tensor; empty = off
   bool band_set = false;              // band_lo/band_hi were configured (not the defaults)
-  // per_channel_axis is the rules' per-unit need (axis 1), not configured:
-  // a tensor of rank < 2 at a step gets no per-channel stats then.
+  // per_channel_axis is the rules' per-unit need, not configured: each
+  // tensor gets its units' axis at each step (TensorSpec::unit_axis, else
+  // by rank), none below rank 2.
   bool per_unit_from_rules = false;
   // Label counts with the classes the session infers for the tensor
   // (RegisteredTensor::label_classes), unless label_classes is set.

@@ -46,6 +46,10 @@ Result<std::uint32_t> Session::Impl::RegisterLocked(const TensorSpec& spec) {
     return Status::InvalidArgument(
         ctx + ": null data pointer (register a view callback for tensors allocated later)");
   }
+  if (spec.unit_axis < -1 || spec.unit_axis > 63) {
+    return Status::InvalidArgument(ctx + ": unit_axis must be -1 (by rank) or an axis, got " +
+                                   std::to_string(spec.unit_axis));
+  }
   if (registry.Find(spec.name) != nullptr) {
     return Status::InvalidArgument("duplicate tensor name \"" + spec.name +
                                    "\": already registered");
@@ -67,6 +71,7 @@ Result<std::uint32_t> Session::Impl::RegisterLocked(const TensorSpec& spec) {
   t.view = spec.view;
   t.view_fn = spec.view_fn;
   if (t.view_fn) t.view.data = nullptr;
+  t.unit_axis = spec.unit_axis;
   t.name_hash = host::NameHash(spec.name);
   rules.AddNeeds(&t);
   TSTAT_ASSIGN_OR_RETURN(RegisteredTensor * added, registry.Add(std::move(t)));

@@ -77,6 +77,18 @@ bool NamesPredictions(const std::string& name) {
 
 std::size_t ShapeRank(const TensorView& v) { return v.shape.empty() ? 1 : v.shape.size(); }
 
+// The axis of the rules' per-unit stats (TensorSpec::unit_axis): the one
+// given, where the tensor has it; else by rank. A rank-3 activation is far
+// more often a sequence's [batch, tokens, features] (transformers, RNNs,
+// MLPs on tokens) than Conv1d's [batch, channels, length], whose callers
+// say so; along the tokens, a layer with most of its units dead still looks
+// alive. -1 (none) below rank 2: no units.
+int UnitAxis(int given, std::size_t rank) {
+  if (rank < 2) return -1;
+  if (given >= 1 && static_cast<std::size_t>(given) < rank) return given;
+  return rank == 3 ? 2 : 1;
+}
+
 }  // namespace
 
 namespace host {
@@ -187,8 +199,7 @@ int SessionRules::LabelClasses(RegisteredTensor* t, const TensorView& v,
 
 void SessionRules::ApplyNeeds(const CaptureOptions& co, RegisteredTensor* t, const TensorView& v,
                               const TensorRegistry& registry, StatsOptions* o) {
-  // The rules' per-unit stats need units: [batch, units, ...].
-  if (co.per_unit_from_rules && ShapeRank(v) < 2) o->per_channel_axis = -1;
+  if (co.per_unit_from_rules) o->per_channel_axis = UnitAxis(t->unit_axis, ShapeRank(v));
   // Inferred label counts, unless configured or impossible (label counts do
   // not come with per-channel or linear histogram statistics).
   if (co.infer_label_classes && o->label_classes == 0 && IsIntegerDType(v.dtype) &&

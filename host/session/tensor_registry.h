@@ -24,6 +24,7 @@ struct RegisteredTensor {
   std::vector<int> collections;  // indices into the CollectionSet, ascending
   TensorView view;               // the fixed view (data null when view_fn is set)
   ViewFunction view_fn;
+  int unit_axis = -1;                      // TensorSpec::unit_axis
   bool adhoc = false;                      // from SaveTensor/SaveScalar: never captured at EndStep
   std::uint64_t name_hash = 0;             // seeds element sampling
   std::uint64_t saved_epoch = UINT64_MAX;  // the step (epoch) last saved in: ad-hoc,

@@ -101,7 +101,7 @@ struct Episode {
 // until_step) and lists them in its rules summary.
 struct CaptureNeeds {
   bool stats = false;     // the stat set
-  bool per_unit = false;  // per-channel statistics along axis 1 ([batch, units, ...])
+  bool per_unit = false;  // per-channel statistics along the units' axis (TensorSpec::unit_axis)
   bool band = false;      // exact counts of values <= band_lo and >= band_hi
   double band_lo = 0.0, band_hi = 0.0;
   bool label_counts = false;    // label counts (classes inferred unless configured)

@@ -107,6 +107,13 @@ struct TensorSpec {
   TensorView view;       // dtype, shape/numel, space, device; and data unless view_fn
   ViewFunction view_fn;  // optional: the view is asked for at each capture
   std::vector<std::string> collections;  // explicit memberships, besides regex matches
+  // The axis of its units (features, channels) where the rules ask for
+  // per-unit stats (dead_relu, saturated_activation); -1: by its rank, the
+  // last axis of a rank-3 tensor ([batch, sequence, features]) and axis 1
+  // otherwise ([batch, units], [batch, channels, height, width]). Set 1 for
+  // a rank-3 channels-first tensor (Conv1d's [batch, channels, length]). An
+  // axis configured for a collection (per_channel_axis) takes precedence.
+  int unit_axis = -1;
 };
 
 struct SaveTensorOptions {

@@ -65,6 +65,7 @@ struct Slot {
   std::string name;
   std::vector<std::string> collections;
   SlotKind kind = SlotKind::kTensor;
+  int unit_axis = -1;              // TensorSpec::unit_axis
   py::object source = py::none();  // the tensor set, or the parameter
   bool fresh = false;              // gradient produced in this step
   bool registered = false;
@@ -170,12 +171,13 @@ class PySession {
   }
 
   int add_slot(const std::string& name, const std::vector<std::string>& collections, int kind,
-               py::object source) {
+               py::object source, int unit_axis) {
     if (kind < 0 || kind > 2) Raise(Status::InvalidArgument("slot kind " + std::to_string(kind)));
     auto slot = std::make_unique<Slot>();
     slot->name = name;
     slot->collections = collections;
     slot->kind = static_cast<SlotKind>(kind);
+    slot->unit_axis = unit_axis;
     slot->source = std::move(source);
     slots_.push_back(std::move(slot));
     return static_cast<int>(slots_.size() - 1);
@@ -593,6 +595,7 @@ class PySession {
     TensorSpec spec;
     spec.name = s.name;
     spec.collections = s.collections;
+    spec.unit_axis = s.unit_axis;
     py::object copy = py::none();
     Status st = ViewOf(s.name, t, &spec.view, &copy);
     if (st.ok()) {
@@ -668,7 +671,8 @@ void BindSession(py::module_& m) {
            py::arg("config_json"), py::arg("config_path"), py::arg("out_dir"), py::arg("rank"),
            py::arg("world_size"), py::arg("dry_run"), py::arg("dtypes"), py::arg("num_classes"),
            py::arg("predictions_name"))
-      .def("add_slot", &PySession::add_slot)
+      .def("add_slot", &PySession::add_slot, py::arg("name"), py::arg("collections"),
+           py::arg("kind"), py::arg("source"), py::arg("unit_axis") = -1)
       .def("set", &PySession::set, py::arg("slot"), py::arg("tensor"), py::arg("now") = false)
       .def("settle", &PySession::settle)
       .def("mark_fresh", &PySession::mark_fresh)

@@ -92,6 +92,30 @@ _FUNCTIONAL_ACTIVATION = {
     "HardswishBackward0": "hardswish", "HardsigmoidBackward0": "hardsigmoid",
 }
 
+# Leaf modules whose outputs hold channels on axis 1 whatever their rank
+# (Conv1d's [batch, channels, length]): their tensors, and what activations
+# make of them, tell the session so (unit_axis 1), where by rank a rank-3
+# tensor's units are its last axis ([batch, tokens, features]).
+_CHANNELS_FIRST = tuple(c for c in (
+    getattr(torch.nn.modules.conv, "_ConvNd", None),
+    getattr(torch.nn.modules.batchnorm, "_BatchNorm", None),
+    getattr(torch.nn.modules.instancenorm, "_InstanceNorm", None),
+    torch.nn.GroupNorm,
+    *(getattr(torch.nn.modules.pooling, n, None) for n in (
+        "_MaxPoolNd", "_AvgPoolNd", "_AdaptiveAvgPoolNd", "_AdaptiveMaxPoolNd", "_LPPoolNd",
+        "_MaxUnpoolNd")),
+    *(getattr(torch.nn, n, None) for n in ("Dropout1d", "Dropout2d", "Dropout3d")),
+) if c is not None)
+
+# A captured tensor's name -> the module (or activation) path it belongs to:
+# "<path>_output", "<path>#2_output_1", "<path>_input".
+_TENSOR_OF_PATH = re.compile(r"^(.*?)(?:#\d+)?_(?:output|input)(?:_\d+)?$")
+
+
+def _path_of(name):
+    m = _TENSOR_OF_PATH.match(name)
+    return m.group(1) if m else name
+
 
 def _queue_backward_callback(fn):
     torch.autograd.Variable._execution_engine.queue_callback(fn)
@@ -162,6 +186,10 @@ class Hook:
         self._handles = []        # torch hook handles, removed by close()
         self._frozen = []         # (name, weakref) of parameters frozen at registration
         self._calls = {}          # module path -> calls in this step
+        # Paths (_path_of) whose tensors are channels-first: the
+        # _CHANNELS_FIRST modules', and the activations' fed by them.
+        self._channels_first = set()
+        self._unit_axis_seen = set()  # activation modules whose input was looked at
         # id(grad_fn) -> (grad_fn, name, weakref of the tensor or None) of the
         # tensors autograd produced in this step that the hook has seen: the
         # layer outputs, and the outputs of activations called as functions
@@ -212,16 +240,25 @@ class Hook:
                 self._hook_gradient(full, p, ref)
             else:  # a tensor hook needs requires_grad: added once it is unfrozen
                 self._frozen.append((full, ref))
+        # Whether the leaf defined last in each parent is channels-first: an
+        # activation module defined after one (nn.Sequential(Conv1d, ReLU))
+        # takes its output, until autograd shows what it does take in.
+        last_leaf_channels_first = {}
         for path, sub in module.named_modules():
             if path == "" or any(True for _ in sub.children()):
                 continue
             kind = type(sub).__name__
-            last = path.rsplit(".", 1)[-1]
+            parent, last = path.rsplit(".", 1) if "." in path else ("", path)
             activation = _ACTIVATION_FUNCTION.search(kind) is not None
             # The rules select activations by name: "features.1.ReLU", and
             # "block.act.GELU" for an activation whose name does not say which.
             if last.isdigit() or (activation and _ACTIVATION_FUNCTION.search(last) is None):
                 path = f"{path}.{kind}"
+            channels_first = isinstance(sub, _CHANNELS_FIRST) or (
+                activation and last_leaf_channels_first.get(parent, False))
+            last_leaf_channels_first[parent] = channels_first
+            if channels_first:
+                self._channels_first.add(prefix + path)
             if activation:
                 self._handles.append(sub.register_forward_pre_hook(
                     self._input_hook(prefix + path, bool(getattr(sub, "inplace", False)))))
@@ -391,9 +428,23 @@ class Hook:
     def _slot(self, name, collections, kind, source=None):
         slot = self._slots.get(name)
         if slot is None:
-            slot = self._session.add_slot(name, collections, kind, source)
+            channels_first = kind == _TENSOR and _path_of(name) in self._channels_first
+            slot = self._session.add_slot(name, collections, kind, source,
+                                          1 if channels_first else -1)
             self._slots[name] = slot
         return slot
+
+    def _inherit_channels_first(self, path, producer):
+        """`path`'s tensors (an activation's) are channels-first when the
+        tensor that went in came from a channels-first module (`producer`, a
+        path or a tensor name), and are not when it came from another; with
+        no producer known, what register_module guessed stands."""
+        if producer is None:
+            return
+        if _path_of(producer) in self._channels_first:
+            self._channels_first.add(path)
+        else:
+            self._channels_first.discard(path)
 
     def _set(self, name, collections, tensor, about_to_change=False):
         """`about_to_change`: an in-place op is about to overwrite `tensor`,
@@ -509,6 +560,13 @@ class Hook:
                 return
             calls = self._calls.get(path, 0)
             base = path if calls == 0 else f"{path}#{calls}"
+            if path not in self._unit_axis_seen:  # before its first tensor is registered
+                first = _tensors_of(inputs)
+                fn = first[0].grad_fn if first else None
+                if fn is not None:  # else (torch.no_grad()) at a later call
+                    self._unit_axis_seen.add(path)
+                    known = self._produced.get(id(fn))
+                    self._inherit_channels_first(path, known[1] if known is not None else None)
             for i, t in enumerate(_tensors_of(inputs)):
                 self._set_in_hook(f"{base}_input" if i == 0 else f"{base}_input_{i}", [], t,
                                   about_to_change=in_place)
@@ -575,6 +633,9 @@ class Hook:
             base = known[1]
         else:
             base = f"{path if calls == 0 else f'{path}#{calls}'}_input"
+        # Units as in what went in: the producer's, or else the consumer's
+        # (a convolution taking relu(x + y)).
+        self._inherit_channels_first(f"{base}.{activation}", base if known is not None else path)
         if activation == "relu":
             self._produced[id(fn)] = (fn, f"{base}.relu", weakref.ref(x_in))
             self._set_in_hook(f"{base}.relu_output", [], x_in)

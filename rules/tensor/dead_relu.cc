@@ -1,6 +1,7 @@
 // dead_relu: a ReLU output whose dead units exceed `threshold_layer` percent
 // (default 50) of its units. A unit is a channel of the per-channel stats
-// along axis 1 (the units of [batch, units, ...]); its activity is the share
+// (the session takes axis 1 of [batch, units, ...], the last of [batch,
+// tokens, features]; TensorSpec::unit_axis); its activity is the share
 // of its elements that were positive (count - zero_count - neg_count -
 // nan_count) over its non-NaN elements in the last `window` (default 1)
 // judged steps of the tensor; a unit is dead when its activity is below
@@ -25,7 +26,7 @@ class DeadReluRule final : public TensorRuleT<DeadReluRule> {
   DeadReluRule(const RuleSpec& spec, double threshold_inactivity, double threshold_layer,
                std::int64_t window)
       : TensorRuleT(WithDefaultRegex(spec, "(?i)relu[^/]*_output(_\\d+)?$"), {},
-                    "per-unit statistics (per_channel_axis 1)"),
+                    "per-unit statistics (per_channel_axis: the units' axis)"),
         inactivity_(threshold_inactivity),
         layer_(threshold_layer),
         window_(window) {}
@@ -49,12 +50,7 @@ class DeadReluRule final : public TensorRuleT<DeadReluRule> {
   void Check(const StepView& step, const TensorInfo& info, const TensorStatsRecord& r,
              std::vector<Finding>* findings) override {
     NoteNeeded(step, info, r.per_channel.has_value());
-    if (!r.per_channel || r.per_channel->channels.empty()) return;
-    if (r.per_channel->axis != 1) {
-      NoteProblem("per-channel statistics of " + info.name + " are along axis " +
-                  std::to_string(r.per_channel->axis) + ", not the units' axis 1; not judged");
-      return;
-    }
+    if (!PerUnitStats(info, r)) return;
     const std::vector<TensorStats>& ch = r.per_channel->channels;
     State& st = state_.Get(PerTensor<State>::WorkerGroup(step.worker), info.id);
     if (st.units != ch.size()) {  // a new layer shape starts over

@@ -3,12 +3,12 @@
 // saturated when it lies outside the open interval (min, max) for its
 // activation — tanh (-9.4999, 9.4999), sigmoid (-23, 16.99999) by default,
 // where the activation's gradient is below 1e-7. A unit is a channel of the
-// per-channel stats along axis 1; its activity is the share of its non-NaN
-// inputs that were not saturated in the last `window` (default 1) judged
-// steps, and it is saturated when that is below `threshold_inactivity`
-// percent (default 5; smdebug's 1 misses a net whose inputs are 95%
-// saturated, e.g. pixels fed as 0..255). Fires at every step where the
-// layer condition holds.
+// per-channel stats along the units' axis (as dead_relu's); its activity is
+// the share of its non-NaN inputs that were not saturated in the last
+// `window` (default 1) judged steps, and it is saturated when that is below
+// `threshold_inactivity` percent (default 5; smdebug's 1 misses a net whose
+// inputs are 95% saturated, e.g. pixels fed as 0..255). Fires at every step
+// where the layer condition holds.
 // The saturated count of a channel at a step is band_lo_count +
 // band_hi_count (exact) when the capture counted that band: band_counts=true
 // (the capture's band_lo/band_hi must be set to the rule's min/max), or, by
@@ -66,7 +66,7 @@ class SaturatedActivationRule final : public TensorRuleT<SaturatedActivationRule
       : TensorRuleT(WithDefaultRegex(spec,
                                      "(?i)(tanh|sigmoid)[^/]*_input(_\\d+)?$|_input\\.(tanh|"
                                      "sigmoid)_output$"),
-                    {}, "per-unit statistics (per_channel_axis 1)"),
+                    {}, "per-unit statistics (per_channel_axis: the units' axis)"),
         p_(p) {}
 
   CaptureNeeds Needs(const TensorInfo& t) const override {
@@ -104,12 +104,7 @@ class SaturatedActivationRule final : public TensorRuleT<SaturatedActivationRule
       return;
     }
     NoteNeeded(step, info, r.per_channel.has_value());
-    if (!r.per_channel || r.per_channel->channels.empty()) return;
-    if (r.per_channel->axis != 1) {
-      NoteProblem("per-channel statistics of " + info.name + " are along axis " +
-                  std::to_string(r.per_channel->axis) + ", not the units' axis 1; not judged");
-      return;
-    }
+    if (!PerUnitStats(info, r)) return;
     const bool tanh = st.kind == Kind::kTanh;
     const double lo = st.bounds.lo, hi = st.bounds.hi;
     const std::vector<TensorStats>& ch = r.per_channel->channels;

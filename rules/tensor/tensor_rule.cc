@@ -124,6 +124,16 @@ void TensorRule::NoteProblem(const std::string& problem) {
   }
 }
 
+bool TensorRule::PerUnitStats(const TensorInfo& info, const TensorStatsRecord& record) {
+  if (!record.per_channel || record.per_channel->channels.empty()) return false;
+  if (record.per_channel->axis == 0) {
+    NoteProblem("per-channel statistics of " + info.name +
+                " are along axis 0, the batch's, not its units'; not judged");
+    return false;
+  }
+  return true;
+}
+
 std::string TensorRule::Diagnostics() const {
   std::string out = RuleBase::Diagnostics();
   auto append = [&out](const std::string& s) { out += (out.empty() ? "" : "; ") + s; };

@@ -97,7 +97,7 @@ bool HistogramPercentile(const LinearHistogram& h, double q, double* out);
 // "0, 3, 7 (+12 more)": the first `max_items` indices.
 std::string IndexList(const std::vector<std::size_t>& indices, std::size_t max_items = 8);
 
-// Whether `t` may have units along axis 1: a rank of 2 or more, or a shape
+// Whether `t` may have units: a rank of 2 or more, or a shape
 // not known at registration (a tensor registered with a view callback
 // before its first pass: shape {0} or none).
 inline bool MayHaveUnits(const TensorInfo& t) {
@@ -179,6 +179,11 @@ class TensorRule : public RuleBase {
   // A configuration problem noticed while running; the first few are kept
   // (one per distinct text) and shown by Diagnostics().
   void NoteProblem(const std::string& problem);
+  // Whether `record`'s per-channel stats are of units: along any axis but
+  // the batch's (axis 1 of [batch, units, ...], the last of [batch, tokens,
+  // features], as the session chose it; or an axis configured for the
+  // tensor). Along axis 0 the channels are examples: noted, not judged.
+  bool PerUnitStats(const TensorInfo& info, const TensorStatsRecord& record);
 
  private:
   struct Need {

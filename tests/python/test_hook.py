@@ -659,6 +659,105 @@ def test_relus_called_as_functions_are_captured_and_judged(tmp_path):
     assert not [n for n in names if n.endswith(".relu_output")], names
 
 
+class UnitsNet(torch.nn.Module):
+    """Units on the last axis and on axis 1 of rank-3 tensors: a linear
+    layer on tokens ([batch, tokens, features]) and an nn.ReLU module after
+    it; Conv1d ([batch, channels, length]) with a ReLU called as a function;
+    Conv1d, BatchNorm1d and an nn.ReLU module after them."""
+
+    def __init__(self):
+        super().__init__()
+        self.tok = torch.nn.Linear(6, 32)
+        self.tok_act = torch.nn.ReLU()
+        self.conv1 = torch.nn.Conv1d(6, 16, 3, padding=1)
+        self.conv2 = torch.nn.Conv1d(6, 16, 3, padding=1)
+        self.pool1 = torch.nn.AdaptiveAvgPool1d(1)  # takes the ReLU's output in
+        self.bn2 = torch.nn.BatchNorm1d(16)
+        self.act2 = torch.nn.ReLU()
+        self.head = torch.nn.Linear(32 + 16 + 16, 3)
+
+    def forward(self, x):  # x: [batch, tokens, 6]
+        t = self.tok_act(self.tok(x)).mean(1)
+        c = x.transpose(1, 2)
+        c1 = self.pool1(torch.nn.functional.relu(self.conv1(c))).flatten(1)
+        c2 = self.act2(self.bn2(self.conv2(c))).mean(2)
+        return self.head(torch.cat([t, c1, c2], 1))
+
+
+UNITS = {"tok_act.ReLU_output": (2, 32), "conv1.relu_output": (1, 16),
+         "act2.ReLU_output": (1, 16)}  # name -> (units' axis, units)
+
+
+def per_unit_rows(run):
+    """name -> {step: rows of /channels} of a run, read with h5py."""
+    import h5py
+    out = {}
+    for path in sorted((run / "worker-00000").glob("seg-*.h5")):
+        with h5py.File(path, "r") as f:
+            names = {int(t["id"]): t["name"].decode() for t in f["tensors"][...]}
+            for row in f["channels"][...] if "channels" in f else []:
+                out.setdefault(names[int(row["tensor_id"])], {}).setdefault(
+                    int(row["global_step"]), []).append(row)
+    return out
+
+
+def test_units_are_a_sequences_features_and_a_conv1d_s_channels(tmp_path):
+    torch.manual_seed(5)
+    model = UnitsNet()
+    zeros = {}  # (name, step) -> torch's zero count of each unit
+    step = [0]
+
+    def keep(name, axis):
+        def on(_m, _i, out):
+            dims = [d for d in range(out.dim()) if d != axis]
+            zeros[(name, step[0])] = (out.detach() == 0).sum(dims).tolist()
+        return on
+    model.tok_act.register_forward_hook(keep("tok_act.ReLU_output", 2))
+    model.act2.register_forward_hook(keep("act2.ReLU_output", 1))
+    model.conv1.register_forward_hook(
+        lambda _m, _i, out: zeros.__setitem__(("conv1.relu_output", step[0]),
+                                              (out.detach() <= 0).sum((0, 2)).tolist()))
+    with tstat.pytorch.Hook(out_dir=str(tmp_path / "run"), config=EVERY_STEP) as hook:
+        train(model, hook, 4, (8, 12, 6), per_step=lambda s, _m: step.__setitem__(0, s + 1))
+    rows = per_unit_rows(tmp_path / "run")
+    for name, (axis, units) in UNITS.items():
+        for s in (1, 3):
+            got = sorted(rows[name][s], key=lambda r: int(r["channel"]))
+            assert [int(r["axis"]) for r in got] == [axis] * units, (name, s)
+            assert [int(r["count"]) for r in got] == [8 * 12] * units, (name, s)
+            assert [int(r["zero_count"]) for r in got] == zeros[(name, s)], (name, s)
+    assert trials.create_trial(str(tmp_path / "run")).findings().empty
+
+    # Seen first under torch.no_grad() (a validation pass before training):
+    # an nn.ReLU defined after a Conv1d takes its channels.
+    seq = torch.nn.Sequential(torch.nn.Conv1d(6, 16, 3, padding=1), torch.nn.ReLU(),
+                              torch.nn.AdaptiveAvgPool1d(1), torch.nn.Flatten(),
+                              torch.nn.Linear(16, 3))
+    with tstat.pytorch.Hook(out_dir=str(tmp_path / "eval_first"), config=EVERY_STEP) as hook:
+        hook.register_module(seq)
+        hook.set_mode(modes.EVAL)
+        with torch.no_grad():
+            seq(torch.randn(8, 6, 12))
+        hook.set_mode(modes.TRAIN)
+        seq(torch.randn(8, 6, 12)).sum().backward()
+    rows = per_unit_rows(tmp_path / "eval_first")
+    assert {int(r["axis"]) for step in rows["1.ReLU_output"].values() for r in step} == {1}
+
+    # 70% of the units dead in each: along the tokens or the channels' length
+    # every position would still look 30% alive.
+    torch.manual_seed(5)
+    dead = UnitsNet()
+    with torch.no_grad():
+        dead.tok.bias[:23] = -100.0
+        dead.conv1.bias[:12] = -100.0
+        dead.bn2.bias[:12] = -100.0
+    with tstat.pytorch.Hook(out_dir=str(tmp_path / "dead")) as hook:
+        train(dead, hook, 6, (8, 12, 6))
+    found = trials.create_trial(str(tmp_path / "dead")).findings()
+    assert set(found[found["type"] == "dead_relu"]["tensor"]) == set(UNITS), \
+        found[["type", "tensor"]]
+
+
 class FunctionalActivationNet(torch.nn.Module):
     """Activations other than ReLU called as functions: after a layer (tanh,
     sigmoid as a method, GELU); after a sum (a GELU keeps its input, a tanh

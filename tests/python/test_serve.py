@@ -155,8 +155,14 @@ def test_the_dashboard_draws_steps_written_after_it_loaded(tmp_path):
         # is the data of one build of the finished run.
         stop_file.write_text("")
         assert writer.wait(timeout=60) == 0
-        time.sleep(1.5)  # a rebuild after the run closed
-        live = json.loads(urllib.request.urlopen(f"http://{host}:{port}/data.json").read())
+        # serve rebuilds every 0.3 s; wait for the build that saw the run closed
+        # (under a loaded machine one build can take seconds).
+        deadline = time.time() + 60
+        while True:
+            live = json.loads(urllib.request.urlopen(f"http://{host}:{port}/data.json").read())
+            if live["runs"][0]["complete"] or time.time() > deadline:
+                break
+            time.sleep(0.3)
         out = tmp_path / "once.html"
         assert subprocess.run([CLI, "report", str(run), "-o", str(out)]).returncode == 0
         once = json.loads(re.search(r'<script id="tstat-data" type="application/json">(.*?)</script>',

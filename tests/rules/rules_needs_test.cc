@@ -161,6 +161,69 @@ TEST(RulesNeedsTest, TheDefaultRulesCaptureWhatTheyNeedAtEveryTrainingStep) {
 // API's tstat_save_tensor, ctypes) in TRAIN mode, nothing registered. The
 // ad-hoc saves get the same needs: per-unit stats, label counts with
 // classes from the predictions, deltas of weights across steps.
+// The units' axis of the per-unit stats: the last of a rank-3 tensor
+// ([batch, tokens, features]), axis 1 of others, or the one the tensor names
+// (TensorSpec::unit_axis: Conv1d's [batch, channels, length]).
+TEST(RulesNeedsTest, TheUnitsAxisFollowsTheRankUnlessTheTensorNamesIt) {
+  TempDir dir;
+  auto session = Create(Config(dir.Sub("run")));
+  ASSERT_NE(session, nullptr);
+  // [2, 3, 4]: feature 1 is 0 everywhere, the others i + 1.
+  std::vector<float> tokens(24);
+  for (int i = 0; i < 24; ++i) tokens[i] = i % 4 == 1 ? 0.0f : static_cast<float>(i + 1);
+  std::vector<float> image(2 * 3 * 2 * 2, 1.0f);
+  ASSERT_TRUE(session
+                  ->RegisterTensor({"tok.relu_output",
+                                    TensorView::Host(tokens.data(), DType::kFloat32, {2, 3, 4})})
+                  .ok());
+  TensorSpec conv{"conv.relu_output", TensorView::Host(tokens.data(), DType::kFloat32, {2, 4, 3})};
+  conv.unit_axis = 1;
+  ASSERT_TRUE(session->RegisterTensor(conv).ok());
+  TensorSpec beyond{"far.relu_output", TensorView::Host(tokens.data(), DType::kFloat32, {2, 3, 4})};
+  beyond.unit_axis = 3;  // not an axis of it: by rank
+  ASSERT_TRUE(session->RegisterTensor(beyond).ok());
+  ASSERT_TRUE(session
+                  ->RegisterTensor({"img.relu_output",
+                                    TensorView::Host(image.data(), DType::kFloat32, {2, 3, 2, 2})})
+                  .ok());
+  for (int bad : {-2, 64}) {
+    TensorSpec wrong{"bad.relu_output", TensorView::Host(tokens.data(), DType::kFloat32, 24)};
+    wrong.unit_axis = bad;
+    auto refused = session->RegisterTensor(wrong);
+    ASSERT_FALSE(refused.ok());
+    EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(refused.status().message().find("unit_axis"), std::string::npos)
+        << refused.status().message();
+  }
+  ASSERT_TRUE(session->EndStep().ok()) << session->status().ToString();
+  ASSERT_TRUE(session->Close().ok());
+  auto trial = Trial::Open(dir.Sub("run"));
+  ASSERT_TRUE(trial.ok()) << trial.status().ToString();
+  const auto axis_and_units = [&](const std::string& name) {
+    auto r = trial.value()->record(name, 0);
+    EXPECT_TRUE(r.ok() && r->per_channel.has_value()) << name;
+    if (!r.ok() || !r->per_channel) return std::pair<int, std::size_t>{-1, 0};
+    return std::pair<int, std::size_t>{r->per_channel->axis, r->per_channel->channels.size()};
+  };
+  EXPECT_EQ(axis_and_units("tok.relu_output"), (std::pair<int, std::size_t>{2, 4}));
+  EXPECT_EQ(axis_and_units("conv.relu_output"), (std::pair<int, std::size_t>{1, 4}));
+  EXPECT_EQ(axis_and_units("far.relu_output"), (std::pair<int, std::size_t>{2, 4}));
+  EXPECT_EQ(axis_and_units("img.relu_output"), (std::pair<int, std::size_t>{1, 3}));
+  // Feature 1 of the tokens: 6 zeros (2 x 3) against a long-hand count.
+  auto tok = trial.value()->record("tok.relu_output", 0);
+  ASSERT_TRUE(tok.ok() && tok->per_channel.has_value());
+  for (int f = 0; f < 4; ++f) {
+    std::uint64_t zeros = 0;
+    long double sum = 0;
+    for (int i = f; i < 24; i += 4) {
+      zeros += tokens[i] == 0.0f;
+      sum += tokens[i];
+    }
+    EXPECT_EQ(tok->per_channel->channels[f].zero_count, zeros) << f;
+    EXPECT_DOUBLE_EQ(tok->per_channel->channels[f].mean, static_cast<double>(sum / 6)) << f;
+  }
+}
+
 TEST(RulesNeedsTest, AdHocSavesGetTheSameNeeds) {
   TempDir dir;
   const std::string run = dir.Sub("run");

@@ -90,6 +90,11 @@ TEST_F(DeadReluTest, JudgesTrainingStepsUnitsOnAxisOneAndNeedsThem) {
   other_axis.per_channel->axis = 0;
   EXPECT_TRUE(Feed(rule.get(), cat_, Batch(1, {other_axis})).empty());
   EXPECT_TRUE(Contains(rule->Diagnostics(), "axis 0")) << rule->Diagnostics();
+  // The last axis of [batch, tokens, features], as the session chooses it
+  // for a rank-3 tensor: its units all the same.
+  TensorStatsRecord features = ReluRecord(0, {0, 0}, 100);
+  features.per_channel->axis = 2;
+  EXPECT_EQ(Feed(rule.get(), cat_, Batch(2, {features})).size(), 1u);
   // What it needs: per-unit stats of the ReLU outputs at training steps.
   TensorInfo relu;
   relu.name = "block1.relu_a_output";

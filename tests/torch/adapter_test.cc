@@ -302,5 +302,44 @@ TEST(TorchAdapterTest, ClassificationCaptureRejectsBadLabels) {
   EXPECT_EQ(slot.Set(torch::zeros({2})).code(), StatusCode::kFailedPrecondition);
 }
 
+// The rules' per-unit stats of a Conv1d's [batch, channels, length] output
+// are along its channels when the capture says so; by rank, a rank-3 tensor's
+// units are its last axis ([batch, tokens, features]).
+TEST(TorchAdapterTest, ModuleCaptureTellsTheUnitsAxis) {
+  testing::TempDir dir;
+  torch::manual_seed(4);
+  SessionConfig config = EveryStep(dir);
+  config.rules.enabled = true;
+  std::unique_ptr<Session> session = MustCreate(config);
+  ASSERT_TRUE(session);
+  torch::nn::Conv1d conv(torch::nn::Conv1dOptions(2, 5, 3).padding(1));
+  ModuleCapture channels(session.get(), "conv.relu", ModuleCapture::kOutputs, /*unit_axis=*/1);
+  ModuleCapture tokens(session.get(), "tok.relu", ModuleCapture::kOutputs);
+  const torch::Tensor x = torch::randn({4, 2, 7});
+  ASSERT_TRUE(session->BeginStep().ok());
+  const torch::Tensor y = torch::relu(conv->forward(x));
+  ASSERT_TRUE(channels.Capture(x, y).ok());
+  ASSERT_TRUE(tokens.Capture(x, y).ok());
+  ASSERT_TRUE(EndStep(*session).ok());
+  ASSERT_TRUE(session->Close().ok());
+  auto trial = Trial::Open(config.out_dir);
+  ASSERT_TRUE(trial.ok()) << trial.status().ToString();
+  auto conv_rec = (*trial)->record("conv.relu_output", 0);
+  ASSERT_TRUE(conv_rec.ok() && conv_rec->per_channel.has_value());
+  EXPECT_EQ(conv_rec->per_channel->axis, 1);
+  ASSERT_EQ(conv_rec->per_channel->channels.size(), 5u);
+  const torch::Tensor zeros =
+      (y == 0).sum(std::vector<std::int64_t>{0, 2});  // torch's count per channel
+  for (int c = 0; c < 5; ++c) {
+    EXPECT_EQ(conv_rec->per_channel->channels[c].zero_count,
+              static_cast<std::uint64_t>(zeros[c].item<std::int64_t>()))
+        << c;
+  }
+  auto tok_rec = (*trial)->record("tok.relu_output", 0);
+  ASSERT_TRUE(tok_rec.ok() && tok_rec->per_channel.has_value());
+  EXPECT_EQ(tok_rec->per_channel->axis, 2);
+  EXPECT_EQ(tok_rec->per_channel->channels.size(), 7u);
+}
+
 }  // namespace
 }  // namespace tstat::torch_adapter

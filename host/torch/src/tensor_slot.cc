@@ -33,10 +33,12 @@ std::int64_t VersionOf(const torch::Tensor& t) {
 
 }  // namespace
 
-TensorSlot::TensorSlot(Session* session, std::string name, std::vector<std::string> collections)
+TensorSlot::TensorSlot(Session* session, std::string name, std::vector<std::string> collections,
+                       int unit_axis)
     : session_(session),
       name_(std::move(name)),
       collections_(std::move(collections)),
+      unit_axis_(unit_axis),
       state_(std::make_shared<State>()) {}
 
 TensorSlot::~TensorSlot() {
@@ -58,6 +60,7 @@ Status TensorSlot::Set(const torch::Tensor& t) {
     if (s.ok()) {
       view.data = nullptr;
       TensorSpec spec(name_, view, collections_);
+      spec.unit_axis = unit_axis_;
       std::shared_ptr<State> state = state_;
       spec.view_fn = [state](TensorView* v) {
         std::lock_guard<std::mutex> lock(state->mu);
@@ -112,10 +115,10 @@ Status TensorSlot::ReadNow() {
   return Status::OK();
 }
 
-ModuleCapture::ModuleCapture(Session* session, const std::string& name, Which which)
+ModuleCapture::ModuleCapture(Session* session, const std::string& name, Which which, int unit_axis)
     : which_(which),
-      input_(session, name + "_input", {"inputs"}),
-      output_(session, name + "_output", {"activations"}) {}
+      input_(session, name + "_input", {"inputs"}, unit_axis),
+      output_(session, name + "_output", {"activations"}, unit_axis) {}
 
 Status ModuleCapture::Capture(const torch::Tensor& input, const torch::Tensor& output) {
   Status in = (which_ & kInputs) ? input_.Set(input) : Status::OK();

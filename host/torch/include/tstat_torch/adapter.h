@@ -99,7 +99,10 @@ Result<std::vector<std::uint32_t>> RegisterParameters(Session& session,
 // it when EndStep must read it (a CUDA tensor, a raw snapshot due).
 class TensorSlot {
  public:
-  TensorSlot(Session* session, std::string name, std::vector<std::string> collections = {});
+  // `unit_axis`: TensorSpec::unit_axis (1 for Conv1d's [batch, channels,
+  // length]; -1: by rank).
+  TensorSlot(Session* session, std::string name, std::vector<std::string> collections = {},
+             int unit_axis = -1);
   ~TensorSlot();
   TensorSlot(const TensorSlot&) = delete;
   TensorSlot& operator=(const TensorSlot&) = delete;
@@ -117,6 +120,7 @@ class TensorSlot {
   Session* session_;
   std::string name_;
   std::vector<std::string> collections_;
+  int unit_axis_;
   std::shared_ptr<State> state_;  // shared with the view callback
   bool registered_ = false;
   std::uint32_t id_ = 0;  // the session's, once registered
@@ -125,11 +129,12 @@ class TensorSlot {
 
 // Inputs and outputs of one module you wrap: "<name>_input" (collection
 // `inputs`) and "<name>_output" (collection `activations`), the names
-// smdebug's built-in regexes expect.
+// smdebug's built-in regexes expect. `unit_axis` as TensorSlot's, for both.
 class ModuleCapture {
  public:
   enum Which { kOutputs = 1, kInputs = 2, kInputsAndOutputs = 3 };
-  ModuleCapture(Session* session, const std::string& name, Which which = kInputsAndOutputs);
+  ModuleCapture(Session* session, const std::string& name, Which which = kInputsAndOutputs,
+                int unit_axis = -1);
 
   Status Capture(const torch::Tensor& input, const torch::Tensor& output);
   // Runs module->forward(input) and captures both. Capture errors are kept in
