@@ -120,6 +120,31 @@ py::array RawArray(const RawTensor& raw) {
   }
 }
 
+// Per-channel stats as columns (a stat name -> one value per channel):
+// counts as uint64, the others as float64.
+py::dict ChannelColumns(const std::vector<TensorStats>& channels) {
+  py::dict cols;
+  const auto n = static_cast<py::ssize_t>(channels.size());
+  for (int i = 0; i <= static_cast<int>(StatField::kAmax); ++i) {
+    const auto f = static_cast<StatField>(i);
+    if (f <= StatField::kSmallCount) {
+      py::array_t<std::uint64_t> a(n);
+      std::uint64_t* p = a.mutable_data();
+      for (py::ssize_t c = 0; c < n; ++c) {
+        p[c] = static_cast<std::uint64_t>(StatValue(channels[static_cast<std::size_t>(c)], f));
+      }
+      cols[StatFieldName(f)] = a;
+    } else {
+      py::array_t<double> a(n);
+      double* p = a.mutable_data();
+      for (py::ssize_t c = 0; c < n; ++c)
+        p[c] = StatValue(channels[static_cast<std::size_t>(c)], f);
+      cols[StatFieldName(f)] = a;
+    }
+  }
+  return cols;
+}
+
 py::dict RecordDict(const TensorStatsRecord& r) {
   py::dict d;
   d["tensor_id"] = r.tensor_id;
@@ -142,6 +167,20 @@ py::dict RecordDict(const TensorStatsRecord& r) {
     d["linear_below"] = h.below;
     d["linear_above"] = h.above;
     d["linear_counts"] = counts;
+  }
+  if (r.per_channel) {
+    d["per_channel_axis"] = r.per_channel->axis;
+    d["per_channel"] = ChannelColumns(r.per_channel->channels);
+  }
+  if (r.delta) {
+    py::dict delta;
+    delta["count"] = r.delta->count;
+    delta["changed_count"] = r.delta->changed_count;
+    delta["nonfinite_pairs"] = r.delta->nonfinite_pairs;
+    delta["l1"] = r.delta->l1;
+    delta["l2"] = r.delta->l2;
+    delta["amax"] = r.delta->amax;
+    d["delta"] = delta;
   }
   if (r.label_counts) {
     d["label_counts"] = r.label_counts->counts;

@@ -304,6 +304,31 @@ class Tensor:
         exponents = np.arange(len(counts), dtype=np.int64) + r["exponent_first"]
         return exponents, counts
 
+    def per_channel(self, step, mode=None, worker=-1):
+        """The per-channel stats at `step` as a pandas DataFrame, a row per
+        channel (unit) along the axis they were captured on
+        (`df.attrs["axis"]`), the columns as stats()'s names (count,
+        zero_count, neg_count, min, max, mean, ...). None when none were
+        captured: a collection's per_channel_axis asks for them, and so do
+        the rules that judge units (dead_relu, saturated_activation) at the
+        training steps."""
+        r = self._record(step, mode, worker)
+        if "per_channel" not in r:
+            return None
+        df = pd.DataFrame(r["per_channel"])
+        df.index.name = "channel"
+        df.attrs["axis"] = int(r["per_channel_axis"])
+        return df
+
+    def delta(self, step, mode=None, worker=-1):
+        """The change since the tensor's previous save, at `step`: a dict of
+        count, changed_count (elements that moved by more than delta_atol +
+        delta_rtol * |previous|, by default 1e-8 and 1e-5), nonfinite_pairs,
+        and l1, l2, amax of the difference over the finite pairs. None when
+        none was captured (a collection's delta, or weight_update_ratio,
+        which asks for it of the weights at the training steps)."""
+        return self._record(step, mode, worker).get("delta")
+
     def label_counts(self, step, mode=None, worker=-1):
         """A labels tensor's class counts at `step`: (counts, out_of_range),
         counts[k] the labels equal to k. None when none were captured (the

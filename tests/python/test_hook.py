@@ -717,16 +717,40 @@ def test_units_are_a_sequences_features_and_a_conv1d_s_channels(tmp_path):
     model.conv1.register_forward_hook(
         lambda _m, _i, out: zeros.__setitem__(("conv1.relu_output", step[0]),
                                               (out.detach() <= 0).sum((0, 2)).tolist()))
+    weights = []  # tok.weight where tstat reads it (after the backward), by step
+
+    def per_step(s, m):
+        weights.append(m.tok.weight.detach().clone())
+        step[0] = s + 1
     with tstat.pytorch.Hook(out_dir=str(tmp_path / "run"), config=EVERY_STEP) as hook:
-        train(model, hook, 4, (8, 12, 6), per_step=lambda s, _m: step.__setitem__(0, s + 1))
+        train(model, hook, 4, (8, 12, 6), per_step=per_step)
     rows = per_unit_rows(tmp_path / "run")
+    trial = trials.create_trial(str(tmp_path / "run"))
     for name, (axis, units) in UNITS.items():
         for s in (1, 3):
             got = sorted(rows[name][s], key=lambda r: int(r["channel"]))
             assert [int(r["axis"]) for r in got] == [axis] * units, (name, s)
             assert [int(r["count"]) for r in got] == [8 * 12] * units, (name, s)
             assert [int(r["zero_count"]) for r in got] == zeros[(name, s)], (name, s)
-    assert trials.create_trial(str(tmp_path / "run")).findings().empty
+            # The same through the trial: a row per unit.
+            df = trial.tensor(name).per_channel(s)
+            assert df.attrs["axis"] == axis and len(df) == units, (name, s)
+            assert df["zero_count"].tolist() == zeros[(name, s)], (name, s)
+            assert df["max"].tolist() == pytest.approx([float(r["max"]) for r in got])
+    assert trial.findings().empty
+    assert trial.tensor("tok.weight").per_channel(1) is None
+    # The weights' deltas (weight_update_ratio's): the update between two steps.
+    for s in (1, 3):
+        moved = (weights[s] - weights[s - 1]).double()
+        d = trial.tensor("tok.weight").delta(s)
+        assert d["count"] == moved.numel() and d["nonfinite_pairs"] == 0
+        # changed: beyond delta_atol + delta_rtol * |previous| (1e-8, 1e-5)
+        limit = 1e-8 + 1e-5 * weights[s - 1].double().abs()
+        assert d["changed_count"] == int((moved.abs() > limit).sum())
+        assert d["l2"] == pytest.approx(moved.norm().item(), rel=1e-6)
+        assert d["l1"] == pytest.approx(moved.abs().sum().item(), rel=1e-6)
+        assert d["amax"] == pytest.approx(moved.abs().max().item(), rel=1e-6)
+    assert trial.tensor("tok_act.ReLU_output").delta(1) is None
 
     # Seen first under torch.no_grad() (a validation pass before training):
     # an nn.ReLU defined after a Conv1d takes its channels.
@@ -753,9 +777,15 @@ def test_units_are_a_sequences_features_and_a_conv1d_s_channels(tmp_path):
         dead.bn2.bias[:12] = -100.0
     with tstat.pytorch.Hook(out_dir=str(tmp_path / "dead")) as hook:
         train(dead, hook, 6, (8, 12, 6))
-    found = trials.create_trial(str(tmp_path / "dead")).findings()
+    dead_trial = trials.create_trial(str(tmp_path / "dead"))
+    found = dead_trial.findings()
     assert set(found[found["type"] == "dead_relu"]["tensor"]) == set(UNITS), \
         found[["type", "tensor"]]
+    # Which units: the ones whose biases were set.
+    for name, killed in (("tok_act.ReLU_output", 23), ("conv1.relu_output", 12)):
+        df = dead_trial.tensor(name).per_channel(5)
+        never = df[df["zero_count"] + df["neg_count"] == df["count"]]
+        assert list(never.index) == list(range(killed)), (name, list(never.index))
 
 
 class FunctionalActivationNet(torch.nn.Module):
