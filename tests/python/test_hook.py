@@ -663,7 +663,8 @@ class UnitsNet(torch.nn.Module):
     """Units on the last axis and on axis 1 of rank-3 tensors: a linear
     layer on tokens ([batch, tokens, features]) and an nn.ReLU module after
     it; Conv1d ([batch, channels, length]) with a ReLU called as a function;
-    Conv1d, BatchNorm1d and an nn.ReLU module after them."""
+    Conv1d, BatchNorm1d and an nn.ReLU module after them; a tanh gate on the
+    tokens."""
 
     def __init__(self):
         super().__init__()
@@ -674,14 +675,16 @@ class UnitsNet(torch.nn.Module):
         self.pool1 = torch.nn.AdaptiveAvgPool1d(1)  # takes the ReLU's output in
         self.bn2 = torch.nn.BatchNorm1d(16)
         self.act2 = torch.nn.ReLU()
-        self.head = torch.nn.Linear(32 + 16 + 16, 3)
+        self.gate, self.gate_act = torch.nn.Linear(6, 20), torch.nn.Tanh()
+        self.head = torch.nn.Linear(32 + 16 + 16 + 20, 3)
 
     def forward(self, x):  # x: [batch, tokens, 6]
         t = self.tok_act(self.tok(x)).mean(1)
         c = x.transpose(1, 2)
         c1 = self.pool1(torch.nn.functional.relu(self.conv1(c))).flatten(1)
         c2 = self.act2(self.bn2(self.conv2(c))).mean(2)
-        return self.head(torch.cat([t, c1, c2], 1))
+        g = self.gate_act(self.gate(x)).mean(1)
+        return self.head(torch.cat([t, c1, c2, g], 1))
 
 
 UNITS = {"tok_act.ReLU_output": (2, 32), "conv1.relu_output": (1, 16),
@@ -775,12 +778,15 @@ def test_units_are_a_sequences_features_and_a_conv1d_s_channels(tmp_path):
         dead.tok.bias[:23] = -100.0
         dead.conv1.bias[:12] = -100.0
         dead.bn2.bias[:12] = -100.0
+        dead.gate.weight[:14] *= 2000.0  # 70% of the gate's units saturated
     with tstat.pytorch.Hook(out_dir=str(tmp_path / "dead")) as hook:
         train(dead, hook, 6, (8, 12, 6))
     dead_trial = trials.create_trial(str(tmp_path / "dead"))
     found = dead_trial.findings()
     assert set(found[found["type"] == "dead_relu"]["tensor"]) == set(UNITS), \
         found[["type", "tensor"]]
+    assert set(found[found["type"] == "saturated_activation"]["tensor"]) == \
+        {"gate_act.Tanh_input"}, found[["type", "tensor"]]
     # Which units: the ones whose biases were set.
     for name, killed in (("tok_act.ReLU_output", 23), ("conv1.relu_output", 12)):
         df = dead_trial.tensor(name).per_channel(5)
