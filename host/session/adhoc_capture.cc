@@ -46,8 +46,10 @@ Result<std::uint32_t> Session::Impl::RegisterLocked(const TensorSpec& spec) {
     return Status::InvalidArgument(
         ctx + ": null data pointer (register a view callback for tensors allocated later)");
   }
-  if (spec.unit_axis < -1 || spec.unit_axis > 63) {
-    return Status::InvalidArgument(ctx + ": unit_axis must be -1 (by rank) or an axis, got " +
+  if (spec.unit_axis < -1 || spec.unit_axis == 0 || spec.unit_axis > 63) {
+    return Status::InvalidArgument(ctx +
+                                   ": unit_axis must be -1 (by rank) or an axis from 1 to 63 "
+                                   "(0 is the batch's), got " +
                                    std::to_string(spec.unit_axis));
   }
   if (registry.Find(spec.name) != nullptr) {

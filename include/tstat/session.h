@@ -111,8 +111,9 @@ struct TensorSpec {
   // per-unit stats (dead_relu, saturated_activation); -1: by its rank, the
   // last axis of a rank-3 tensor ([batch, sequence, features]) and axis 1
   // otherwise ([batch, units], [batch, channels, height, width]). Set 1 for
-  // a rank-3 channels-first tensor (Conv1d's [batch, channels, length]). An
-  // axis configured for a collection (per_channel_axis) takes precedence.
+  // a rank-3 channels-first tensor (Conv1d's [batch, channels, length]); 0,
+  // the batch's, is refused. An axis configured for a collection
+  // (per_channel_axis) takes precedence.
   int unit_axis = -1;
 };
 

@@ -186,7 +186,7 @@ TEST(RulesNeedsTest, TheUnitsAxisFollowsTheRankUnlessTheTensorNamesIt) {
                   ->RegisterTensor({"img.relu_output",
                                     TensorView::Host(image.data(), DType::kFloat32, {2, 3, 2, 2})})
                   .ok());
-  for (int bad : {-2, 64}) {
+  for (int bad : {-2, 0, 64}) {
     TensorSpec wrong{"bad.relu_output", TensorView::Host(tokens.data(), DType::kFloat32, 24)};
     wrong.unit_axis = bad;
     auto refused = session->RegisterTensor(wrong);
