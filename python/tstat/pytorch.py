@@ -189,7 +189,7 @@ class Hook:
         # Paths (_path_of) whose tensors are channels-first: the
         # _CHANNELS_FIRST modules', and the activations' fed by them.
         self._channels_first = set()
-        self._unit_axis_seen = set()  # activation modules whose input was looked at
+        self._unit_axis_seen = set()  # activation paths whose units were decided
         # id(grad_fn) -> (grad_fn, name, weakref of the tensor or None) of the
         # tensors autograd produced in this step that the hook has seen: the
         # layer outputs, and the outputs of activations called as functions
@@ -634,8 +634,11 @@ class Hook:
         else:
             base = f"{path if calls == 0 else f'{path}#{calls}'}_input"
         # Units as in what went in: the producer's, or else the consumer's
-        # (a convolution taking relu(x + y)).
-        self._inherit_channels_first(f"{base}.{activation}", base if known is not None else path)
+        # (a convolution taking relu(x + y)); decided once, before its slot.
+        target = f"{base}.{activation}"
+        if target not in self._unit_axis_seen:
+            self._unit_axis_seen.add(target)
+            self._inherit_channels_first(target, base if known is not None else path)
         if activation == "relu":
             self._produced[id(fn)] = (fn, f"{base}.relu", weakref.ref(x_in))
             self._set_in_hook(f"{base}.relu_output", [], x_in)
