@@ -92,6 +92,15 @@ _FUNCTIONAL_ACTIVATION = {
     "HardswishBackward0": "hardswish", "HardsigmoidBackward0": "hardsigmoid",
 }
 
+# Autograd nodes that an activation's output may pass through before a leaf
+# module takes it in (F.max_pool2d(F.relu(conv(x)), 2), torch.flatten,
+# F.dropout's mask product, views): the activation behind them is read as
+# if the module took it in (Hook._activation_behind).
+_PASS_THROUGH = re.compile(
+    r"^(MaxPool|AvgPool|AdaptiveAvgPool|AdaptiveMaxPool|View|UnsafeView|ReshapeAlias|"
+    r"Transpose|Permute|Squeeze|Unsqueeze|Clone|NativeDropout|Mul)\w*Backward")
+_KEEPS_RESULT = {"ReluBackward0": "relu", "TanhBackward0": "tanh", "SigmoidBackward0": "sigmoid"}
+
 # Leaf modules whose outputs hold channels on axis 1 whatever their rank
 # (Conv1d's [batch, channels, length]): their tensors, and what activations
 # make of them, tell the session so (unit_axis 1), where by rank a rank-3
@@ -620,11 +629,17 @@ class Hook:
         or for a tanh or sigmoid, which keep their output instead, that
         output, as "<path>_input.tanh_output" (saturated_activation judges
         it against the activation of its bounds); never the input of a
-        function that overwrote it (torch.tanh_ on a layer's output)."""
+        function that overwrote it (torch.tanh_ on a layer's output).
+        A ReLU, tanh or sigmoid whose output reached the module through
+        pooling, views or dropout (F.max_pool2d(F.relu(conv(x)), 2)) is read
+        from the output autograd kept, as if the module took it in."""
         kind = type(fn).__name__
         activation = "relu" if kind == "ReluBackward0" else _FUNCTIONAL_ACTIVATION.get(kind)
         if activation is None:
-            return
+            fn, x_in = self._activation_behind(fn)
+            if fn is None:
+                return
+            activation = _KEEPS_RESULT[type(fn).__name__]
         producer = fn.next_functions[0][0] if fn.next_functions else None
         known = self._produced.get(id(producer)) if producer is not None else None
         if known is not None and known[1] is None:
@@ -656,6 +671,25 @@ class Hook:
                 x = None
         if isinstance(x, torch.Tensor) and x.data_ptr() != x_in.data_ptr():
             self._set_in_hook(f"{base}.{activation}_input", [], x)
+
+    def _activation_behind(self, fn):
+        """The ReLU, tanh or sigmoid behind up to four _PASS_THROUGH nodes
+        from `fn`, and the output it kept for its backward pass (what the
+        module would have taken in); (None, None) when there is none. The
+        nodes walked are marked seen for this step."""
+        for _ in range(4):
+            if not fn.next_functions or not _PASS_THROUGH.match(type(fn).__name__):
+                return None, None
+            self._produced[id(fn)] = (fn, None, None)
+            fn = fn.next_functions[0][0]
+            if fn is None or id(fn) in self._produced:
+                return None, None
+            if type(fn).__name__ in _KEEPS_RESULT:
+                try:
+                    return fn, fn._saved_result
+                except RuntimeError:  # freed by a backward (a graph kept from an earlier step)
+                    return None, None
+        return None, None
 
     def _begin_step(self):
         if self._start_step is None:

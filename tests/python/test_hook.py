@@ -16,6 +16,7 @@ import warnings
 import numpy as np
 import pytest
 import torch
+import torch.nn.functional as F
 
 import tstat
 import tstat.pytorch
@@ -792,6 +793,55 @@ def test_units_are_a_sequences_features_and_a_conv1d_s_channels(tmp_path):
         df = dead_trial.tensor(name).per_channel(5)
         never = df[df["zero_count"] + df["neg_count"] == df["count"]]
         assert list(never.index) == list(range(killed)), (name, list(never.index))
+
+
+class BlitzNet(torch.nn.Module):
+    """PyTorch's 60-minute blitz LeNet: every ReLU a function, the
+    convolutions' pooled by F.max_pool2d before a layer takes them in, the
+    second flattened too; fc1's through F.dropout."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1, self.conv2 = torch.nn.Conv2d(1, 6, 3), torch.nn.Conv2d(6, 16, 3)
+        self.fc1, self.fc2 = torch.nn.Linear(16 * 6 * 6, 32), torch.nn.Linear(32, 3)
+
+    def forward(self, x):
+        x = F.max_pool2d(F.relu(self.conv1(x)), (2, 2))
+        x = F.max_pool2d(F.relu(self.conv2(x)), 2)
+        x = F.dropout(F.relu(self.fc1(torch.flatten(x, 1))), 0.2, training=self.training)
+        return self.fc2(x)
+
+
+def test_relus_reaching_a_layer_through_pooling_views_or_dropout_are_read(tmp_path):
+    torch.manual_seed(6)
+    model = BlitzNet()
+    seen = {}  # torch's own stats of each ReLU's output, by step
+    step = [0]
+    for name in ("conv1", "conv2", "fc1"):
+        getattr(model, name).register_forward_hook(
+            lambda _m, _i, out, name=name: seen.__setitem__((name, step[0]),
+                                                            torch_stats(F.relu(out))))
+    with tstat.pytorch.Hook(out_dir=str(tmp_path / "run"), config=EVERY_STEP) as hook:
+        train(model, hook, 4, (8, 1, 30, 30),
+              per_step=lambda s, _m: step.__setitem__(0, s + 1))
+    trial = trials.create_trial(str(tmp_path / "run"))
+    relus = sorted(n for n in trial.tensor_names() if n.endswith("relu_output"))
+    assert relus == ["conv1.relu_output", "conv2.relu_output", "fc1.relu_output"], relus
+    for name in ("conv1", "conv2", "fc1"):
+        for s in (1, 3):
+            assert_stats(trial, f"{name}.relu_output", s, seen[(name, s)])
+    assert trial.tensor("conv2.relu_output").per_channel(2).attrs["axis"] == 1
+    assert trial.findings().empty, trial.findings()[["type", "tensor"]]
+
+    torch.manual_seed(6)
+    dead = BlitzNet()
+    with torch.no_grad():
+        dead.conv2.bias.fill_(-100.0)
+    with tstat.pytorch.Hook(out_dir=str(tmp_path / "dead")) as hook:
+        train(dead, hook, 5, (8, 1, 30, 30))
+    found = trials.create_trial(str(tmp_path / "dead")).findings()
+    assert "conv2.relu_output" in set(found[found["type"] == "dead_relu"]["tensor"]), \
+        found[["type", "tensor"]]
 
 
 class FunctionalActivationNet(torch.nn.Module):
