@@ -446,6 +446,11 @@ class PySession {
   // queued is dropped (its record left out).
   void FinishQueued(bool wait) {
     if (queued_.empty()) return;
+    // A parameter may be changed in place during the forward (clamped,
+    // renormalized): its version is compared only when the forward or the
+    // step has ended (a waiting take-back), or a read that finished before
+    // the change would be kept. What was queued after it waits as well.
+    if (!wait && queued_.front().slot->kind == SlotKind::kParameter) return;
     changed_.clear();
     const auto unchanged = [this](std::uint32_t id) {
       py::gil_scoped_acquire gil;
