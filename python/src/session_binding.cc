@@ -24,13 +24,15 @@
 // weak reference), it is from then on handed to the session's capture
 // thread (CaptureEarly in the background) and held only until that thread
 // has read it: `queued_` keeps it, with its version counter, until
-// FinishQueued takes it back (at a later set(), at the end of the module's
-// forward, or at once before an activation with inplace=True overwrites
-// it). A tensor whose version moved meanwhile was changed in place while it
-// may have been read: its record is left out (DropChanged), as for a held
-// tensor changed before EndStep. One changed in place after its first read
+// FinishQueued takes it back (at a later set() unless a parameter is ahead
+// of it in the queue, at the end of the module's forward, or at once before
+// an activation with inplace=True overwrites it). A tensor whose version
+// moved meanwhile was changed in place while it may have been read: its
+// record is left out (DropChanged), as for a held tensor changed before
+// EndStep. One changed in place after its first read
 // stays read on this thread. Large CPU parameters are queued when a step
-// begins (queue_parameters); one changed meanwhile is read again by EndStep.
+// begins (queue_parameters); one changed in place before the forward ends
+// is read again by EndStep.
 //
 // The GIL: end_step, close, and set() when it reduces a tensor at once release
 // it around the session's calls (the CPU reduction runs without it); the view
